@@ -1,0 +1,124 @@
+"""One model call: assemble the conversation, stream the reply, record its progress events."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from domain.content import CompletionMessage, StopReason, ToolCall
+from domain.events import KeyedEvent, StepProgress, StepStart, TextDelta, ToolCallDelta, chunk_of
+from providers import openai_format
+from providers.base import ChatRequest, FinishPart, ProviderRejected, TextPart, ToolCallPart
+from providers.registry import ModelRegistry
+from store.repository import Store
+from workflows.contracts import INFER_ACTIVITY, PROVIDER_REJECTED, InferenceRequest, InferenceResult
+
+HEARTBEAT_SECONDS = 5.0
+
+
+@asynccontextmanager
+async def _heartbeating() -> AsyncIterator[None]:
+    """Heartbeat while the model thinks, so a dead worker is noticed within the heartbeat timeout."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+class _DeltaWriter:
+    """Batches step_progress events: the first goes out at once, the rest at most every `interval`."""
+
+    def __init__(self, store: Store, request: InferenceRequest, attempt: int, interval: float) -> None:
+        self._store = store
+        self._request = request
+        self._prefix = f"{request.step_id}:attempt{attempt}:delta"
+        self._interval = interval
+        self._pending: list[KeyedEvent] = []
+        self._count = 0
+        self._flushed_at = 0.0
+
+    async def add(self, delta: TextDelta | ToolCallDelta) -> None:
+        payload = StepProgress(step_type="inference", step_id=self._request.step_id, delta=delta)
+        self._pending.append(
+            KeyedEvent(key=f"{self._prefix}:{self._count}", body=chunk_of(payload).model_dump(mode="json"))
+        )
+        self._count += 1
+        if time.monotonic() - self._flushed_at >= self._interval:
+            await self.flush()
+
+    async def flush(self) -> None:
+        if self._pending:
+            await self._store.save_turn_progress(self._request.turn_id, events=self._pending)
+            self._pending = []
+        self._flushed_at = time.monotonic()
+
+
+class InferenceActivities:
+    def __init__(self, store: Store, models: ModelRegistry, delta_interval: float = 0.02) -> None:
+        self._store = store
+        self._models = models
+        self._delta_interval = delta_interval
+
+    async def _chat_request(self, request: InferenceRequest, model_name: str) -> ChatRequest:
+        config = request.agent_config
+        history = await self._store.completed_turns(request.session_id, before=request.turn_started_at)
+        messages = openai_format.system_message(config.instructions)
+        for turn in history:
+            messages += openai_format.turn_messages(turn.input_messages, turn.steps)
+        messages += openai_format.turn_messages(request.input_messages, request.steps)
+        choice = openai_format.tool_choice(request.tool_config)
+        tools = [] if choice == "none" else [openai_format.tool_schema(t) for t in config.client_tools or []]
+        return ChatRequest(
+            model=model_name,
+            messages=messages,
+            tools=tools,
+            tool_choice=choice if tools else None,
+            response_format=openai_format.response_format(config),
+            **openai_format.sampling(config),
+        )
+
+    @activity.defn(name=INFER_ACTIVITY)
+    async def infer(self, request: InferenceRequest) -> InferenceResult:
+        start = StepStart(step_type="inference", step_id=request.step_id)
+        await self._store.save_turn_progress(
+            request.turn_id,
+            events=[
+                *request.events_before,
+                KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json")),
+            ],
+        )
+        try:
+            model, model_name = self._models.resolve(request.agent_config.model)
+            chat = await self._chat_request(request, model_name)
+            writer = _DeltaWriter(self._store, request, activity.info().attempt, self._delta_interval)
+            text: list[str] = []
+            calls: list[ToolCall] = []
+            stop_reason: StopReason = "end_of_turn"
+            async with _heartbeating():
+                async for part in model.stream(chat):
+                    if isinstance(part, TextPart):
+                        text.append(part.text)
+                        await writer.add(TextDelta(text=part.text))
+                    elif isinstance(part, ToolCallPart):
+                        calls.append(part.tool_call)
+                        await writer.add(ToolCallDelta(tool_call=part.tool_call, parse_status="succeeded"))
+                    elif isinstance(part, FinishPart):
+                        stop_reason = part.stop_reason
+            await writer.flush()
+        except ProviderRejected as rejected:
+            raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected
+        return InferenceResult(
+            message=CompletionMessage(content="".join(text), stop_reason=stop_reason, tool_calls=calls)
+        )

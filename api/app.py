@@ -1,0 +1,44 @@
+"""The FastAPI application: `uvicorn api.app:app`, or `create_app()` for a custom setup."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from api.errors import install_error_handlers
+from api.routers import agents, health, sessions, tools, turns
+from api.runtime import Runtime
+from api.turn_gateway import TurnGateway
+from settings import Settings, get_settings
+from store.database import create_engine, create_schema
+from store.repository import Store
+from temporal_connection import connect_temporal
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        config = settings or get_settings()
+        engine = create_engine(config.store_url)
+        await create_schema(engine)
+        client = await connect_temporal(config)
+        app.state.runtime = Runtime(config, Store(engine), TurnGateway(client, config.task_queue))
+        try:
+            yield
+        finally:
+            await engine.dispose()
+
+    app = FastAPI(
+        title="durable-agents",
+        summary="A durable agent runtime on Temporal, wire-compatible with the llama-stack Agents API",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    for router in (agents.router, sessions.router, turns.router, tools.router, health.router):
+        app.include_router(router, prefix="/v1")
+    return app
+
+
+app = create_app()

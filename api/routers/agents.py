@@ -1,0 +1,82 @@
+"""Agents: create, read, list, delete."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException
+
+from api.errors import not_found
+from api.runtime import Runtime, RuntimeDep
+from api.schemas import CreateAgentRequest, CreateAgentResponse, PaginatedResponse
+from domain.agents import Agent, AgentConfig
+from domain.agents import toolgroup_name as group_name
+
+router = APIRouter(tags=["agents"])
+
+
+def check_agent_config(config: AgentConfig, runtime: Runtime) -> None:
+    """Reject at creation what could only fail later, inside a turn."""
+    if runtime.settings.model(config.model) is None:
+        known = ", ".join(sorted(runtime.settings.models))
+        raise HTTPException(400, f"Model {config.model!r} is not configured on this server; configured: {known}")
+    unknown_groups = [group_name(group) for group in config.toolgroups or []]
+    if unknown_groups:
+        raise HTTPException(400, f"Unknown toolgroups {unknown_groups}: this server has no server-side toolgroups")
+    shields = [*(config.input_shields or []), *(config.output_shields or [])]
+    if shields:
+        raise HTTPException(400, f"Unknown shields {shields}: this server has no shields")
+
+
+async def existing_agent(
+    runtime: RuntimeDep,
+    agent_id: str,
+) -> Agent:
+    agent = await runtime.store.get_agent(agent_id)
+    if agent is None:
+        raise not_found("Agent", agent_id)
+    return agent
+
+
+AgentDep = Annotated[Agent, Depends(existing_agent)]
+
+
+@router.post("/agents", response_model=CreateAgentResponse)
+async def create_agent(
+    runtime: RuntimeDep,
+    body: CreateAgentRequest,
+) -> CreateAgentResponse:
+    check_agent_config(body.agent_config, runtime)
+    agent = Agent(agent_id=str(uuid.uuid4()), agent_config=body.agent_config, created_at=datetime.now(UTC))
+    await runtime.store.create_agent(agent)
+    return CreateAgentResponse(agent_id=agent.agent_id)
+
+
+@router.get("/agents", response_model=PaginatedResponse)
+async def list_agents(
+    runtime: RuntimeDep,
+    start_index: int | None = None,
+    limit: int | None = None,
+) -> PaginatedResponse:
+    page = await runtime.store.list_agents(start_index, limit)
+    return PaginatedResponse(
+        data=[agent.model_dump(mode="json") for agent in page.items], has_more=page.has_more, url="/v1/agents"
+    )
+
+
+@router.get("/agents/{agent_id}", response_model=Agent)
+async def get_agent(
+    agent: AgentDep,
+) -> Agent:
+    return agent
+
+
+@router.delete("/agents/{agent_id}", response_model=None)
+async def delete_agent(
+    runtime: RuntimeDep,
+    agent_id: str,
+) -> None:
+    if not await runtime.store.delete_agent(agent_id):
+        raise not_found("Agent", agent_id)

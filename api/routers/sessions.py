@@ -1,0 +1,70 @@
+"""Sessions of an agent: create, read (with its turns), list, delete."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from api.errors import not_found
+from api.routers.agents import AgentDep
+from api.runtime import RuntimeDep
+from api.schemas import CreateSessionRequest, CreateSessionResponse, PaginatedResponse
+from domain.turns import Session
+
+router = APIRouter(tags=["sessions"])
+
+
+@router.post("/agents/{agent_id}/session", response_model=CreateSessionResponse)
+async def create_session(
+    agent: AgentDep,
+    runtime: RuntimeDep,
+    body: CreateSessionRequest,
+) -> CreateSessionResponse:
+    session_id = str(uuid.uuid4())
+    await runtime.store.create_session(agent.agent_id, session_id, body.session_name, datetime.now(UTC))
+    return CreateSessionResponse(session_id=session_id)
+
+
+@router.get("/agents/{agent_id}/session/{session_id}", response_model=Session)
+async def get_session(
+    runtime: RuntimeDep,
+    agent_id: str,
+    session_id: str,
+    turn_ids: Annotated[list[str] | None, Query(description="Only these turns; comma-separated or repeated")] = None,
+) -> Session:
+    wanted = [t for value in turn_ids or [] for t in value.split(",") if t] or None
+    session = await runtime.store.get_session(agent_id, session_id, turn_ids=wanted)
+    if session is None:
+        raise not_found("Session", session_id)
+    for index, turn in enumerate(session.turns):
+        if not turn.status.is_final:
+            session.turns[index] = await runtime.turns.live_turn(turn.turn_id) or turn
+    return session
+
+
+@router.delete("/agents/{agent_id}/session/{session_id}", response_model=None)
+async def delete_session(
+    runtime: RuntimeDep,
+    agent_id: str,
+    session_id: str,
+) -> None:
+    if not await runtime.store.delete_session(agent_id, session_id):
+        raise not_found("Session", session_id)
+
+
+@router.get("/agents/{agent_id}/sessions", response_model=PaginatedResponse)
+async def list_sessions(
+    agent: AgentDep,
+    runtime: RuntimeDep,
+    start_index: int | None = None,
+    limit: int | None = None,
+) -> PaginatedResponse:
+    page = await runtime.store.list_sessions(agent.agent_id, start_index, limit)
+    return PaginatedResponse(
+        data=[session.model_dump(mode="json") for session in page.items],
+        has_more=page.has_more,
+        url=f"/v1/agents/{agent.agent_id}/sessions",
+    )

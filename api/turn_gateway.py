@@ -1,0 +1,80 @@
+"""The API's side of Temporal: start a turn workflow, deliver tool responses, read a live turn."""
+
+from __future__ import annotations
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from domain.content import ToolResponse
+from domain.turns import Turn
+from workflows.contracts import NOT_AWAITING_INPUT, ToolResponsesSubmission, TurnStart, turn_workflow_id
+from workflows.turn import TurnWorkflow
+
+
+class TurnNotRunning(Exception):
+    """The turn's workflow is gone (finished, or deleted after Temporal's retention)."""
+
+
+class ResumeRejected(Exception):
+    """The workflow refused the tool responses; the message says why."""
+
+    def __init__(self, message: str, conflict: bool) -> None:
+        super().__init__(message)
+        self.conflict = conflict
+        """True when the turn is in the wrong state (409), false when the responses are wrong (400)."""
+
+
+class TurnGateway:
+    def __init__(self, client: Client, task_queue: str) -> None:
+        self._client = client
+        self._task_queue = task_queue
+
+    async def start(self, start: TurnStart) -> None:
+        await self._client.start_workflow(
+            TurnWorkflow.run,
+            start,
+            id=turn_workflow_id(start.turn_id),
+            task_queue=self._task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        )
+
+    async def submit_tool_responses(self, turn_id: str, responses: list[ToolResponse]) -> int:
+        """Deliver the responses; returns the number of the pause they end."""
+        handle = self._client.get_workflow_handle_for(TurnWorkflow.run, turn_workflow_id(turn_id))
+        try:
+            return await handle.execute_update(
+                TurnWorkflow.submit_tool_responses, ToolResponsesSubmission(tool_responses=responses)
+            )
+        except WorkflowUpdateFailedError as failed:
+            cause = failed.cause
+            if not isinstance(cause, ApplicationError):
+                raise
+            raise ResumeRejected(cause.message, conflict=cause.type == NOT_AWAITING_INPUT) from failed
+        except RPCError as error:
+            if error.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
+                raise TurnNotRunning(turn_id) from error
+            raise
+
+    async def live_turn(self, turn_id: str) -> Turn | None:
+        """The running workflow's view of the turn, or None if its workflow is closed or gone."""
+        handle = self._client.get_workflow_handle_for(TurnWorkflow.run, turn_workflow_id(turn_id))
+        try:
+            return await handle.query(TurnWorkflow.turn)
+        except RPCError as error:
+            if error.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
+                return None
+            raise
+
+    async def is_running(self, turn_id: str) -> bool:
+        try:
+            description = await self._client.get_workflow_handle(turn_workflow_id(turn_id)).describe()
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return False
+            raise
+        return description.status == WorkflowExecutionStatus.RUNNING
+
+    async def check_connection(self) -> None:
+        await self._client.service_client.check_health()

@@ -1,0 +1,1 @@
+"""Chat models the inference activity talks to: any OpenAI-compatible server, or the offline model."""

@@ -1,0 +1,50 @@
+"""What every chat model takes and yields. Requests and messages use the OpenAI chat format."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from domain.content import StopReason, ToolCall
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_choice: str | dict[str, Any] | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    stop: list[str] | None = None
+    response_format: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TextPart:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallPart:
+    tool_call: ToolCall
+
+
+@dataclass(frozen=True)
+class FinishPart:
+    stop_reason: StopReason
+
+
+ReplyPart = TextPart | ToolCallPart | FinishPart
+
+
+class ProviderRejected(Exception):
+    """The provider refused the request (bad request, auth, unknown model): retrying cannot help."""
+
+
+class ChatModel(Protocol):
+    def stream(self, request: ChatRequest) -> AsyncIterator[ReplyPart]:
+        """Yield text as it is generated, each tool call once complete, and a finish part last."""
+        ...

@@ -1,0 +1,83 @@
+"""Any OpenAI-compatible chat-completions server (vLLM, Ollama, llama.cpp, OpenAI …)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+from domain.content import StopReason, ToolCall
+from providers.base import ChatRequest, FinishPart, ProviderRejected, ReplyPart, TextPart, ToolCallPart
+
+_RETRYABLE_STATUS = {408, 409, 425, 429}
+
+_STOP_REASONS: dict[str | None, StopReason] = {"length": "out_of_tokens", "content_filter": "end_of_turn"}
+
+
+@dataclass
+class _PendingCall:
+    call_id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def finish(self, index: int) -> ToolCall:
+        raw = "".join(self.arguments) or "{}"
+        try:
+            arguments: dict[str, Any] | str = json.loads(raw)
+        except ValueError:
+            arguments = raw
+        return ToolCall(call_id=self.call_id or f"call_{index}", tool_name=self.name, arguments=arguments)
+
+
+class OpenAIChatModel:
+    def __init__(self, base_url: str, api_key: str | None, timeout_seconds: float) -> None:
+        # Retries are Temporal's job: it backs off durably and records every attempt.
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_seconds, max_retries=0
+        )
+
+    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
+        arguments: dict[str, Any] = {"model": request.model, "messages": request.messages, "stream": True}
+        if request.tools:
+            arguments["tools"] = request.tools
+            if request.tool_choice is not None:
+                arguments["tool_choice"] = request.tool_choice
+        optional = {
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+            "max_tokens": request.max_tokens,
+            "stop": request.stop,
+            "response_format": request.response_format,
+        }
+        arguments.update({key: value for key, value in optional.items() if value is not None})
+        return arguments
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[ReplyPart]:
+        try:
+            response = await self._client.chat.completions.create(**self._arguments(request))
+            calls: dict[int, _PendingCall] = {}
+            finish_reason: str | None = None
+            async for chunk in response:
+                if not chunk.choices:
+                    continue
+                choice = chunk.choices[0]
+                finish_reason = choice.finish_reason or finish_reason
+                if choice.delta.content:
+                    yield TextPart(choice.delta.content)
+                for delta in choice.delta.tool_calls or []:
+                    pending = calls.setdefault(delta.index, _PendingCall())
+                    pending.call_id = delta.id or pending.call_id
+                    if delta.function is not None:
+                        pending.name = delta.function.name or pending.name
+                        if delta.function.arguments:
+                            pending.arguments.append(delta.function.arguments)
+        except openai.APIStatusError as exc:
+            if exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500:
+                raise
+            raise ProviderRejected(f"{request.model}: HTTP {exc.status_code}: {exc.message}") from exc
+        for index in sorted(calls):
+            yield ToolCallPart(calls[index].finish(index))
+        yield FinishPart(_STOP_REASONS.get(finish_reason, "end_of_turn"))

@@ -1,0 +1,127 @@
+"""Turns, tools and sampling parameters in the OpenAI chat-completions format."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from domain.agents import PARAMETER_TYPES, AgentConfig, ToolConfig, ToolDef
+from domain.content import (
+    CompletionMessage,
+    ImageContentItem,
+    InputMessage,
+    InterleavedContent,
+    TextContentItem,
+    ToolResponseMessage,
+    UserMessage,
+    content_as_text,
+)
+from domain.turns import InferenceStep, ShieldCallStep, Step, ToolExecutionStep
+
+
+def _user_content(content: InterleavedContent) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return content
+    items = content if isinstance(content, list) else [content]
+    parts: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, TextContentItem):
+            parts.append({"type": "text", "text": item.text})
+        elif isinstance(item, ImageContentItem):
+            url = item.image.url.uri if item.image.url else f"data:image/png;base64,{item.image.data}"
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts
+
+
+def _assistant(message: CompletionMessage, answered: set[str]) -> dict[str, Any]:
+    result: dict[str, Any] = {"role": "assistant", "content": content_as_text(message.content)}
+    # A call with no response (the turn hit max_infer_iters) would make the request invalid.
+    calls = [call for call in message.tool_calls if call.call_id in answered]
+    if calls:
+        result["tool_calls"] = [
+            {
+                "id": call.call_id,
+                "type": "function",
+                "function": {"name": call.tool_name, "arguments": call.arguments_json or "{}"},
+            }
+            for call in calls
+        ]
+    return result
+
+
+def turn_messages(input_messages: Sequence[InputMessage], steps: Sequence[Step]) -> list[dict[str, Any]]:
+    """One turn as chat messages: its input, then what each step said, in order."""
+    executed = {r.call_id for s in steps if isinstance(s, ToolExecutionStep) for r in s.tool_responses}
+    answered = executed | {m.call_id for m in input_messages if isinstance(m, ToolResponseMessage)}
+    messages: list[dict[str, Any]] = []
+    for message in input_messages:
+        if isinstance(message, UserMessage):
+            messages.append({"role": "user", "content": _user_content(message.content)})
+        elif message.call_id not in executed:
+            messages.append(
+                {"role": "tool", "tool_call_id": message.call_id, "content": content_as_text(message.content)}
+            )
+    for step in steps:
+        if isinstance(step, InferenceStep):
+            messages.append(_assistant(step.model_response, answered))
+        elif isinstance(step, ToolExecutionStep):
+            messages.extend(
+                {"role": "tool", "tool_call_id": r.call_id, "content": content_as_text(r.content)}
+                for r in step.tool_responses
+            )
+        elif isinstance(step, ShieldCallStep) and step.violation is not None:
+            messages.append({"role": "assistant", "content": step.violation.user_message or ""})
+    return messages
+
+
+def system_message(instructions: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": instructions}] if instructions else []
+
+
+def tool_schema(tool: ToolDef) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for parameter in tool.parameters or []:
+        schema: dict[str, Any] = {"type": PARAMETER_TYPES[parameter.parameter_type]}
+        if parameter.description:
+            schema["description"] = parameter.description
+        if parameter.default is not None:
+            schema["default"] = parameter.default
+        properties[parameter.name] = schema
+        if parameter.required:
+            required.append(parameter.name)
+    function: dict[str, Any] = {
+        "name": tool.name,
+        "parameters": {"type": "object", "properties": properties, "required": required},
+    }
+    if tool.description:
+        function["description"] = tool.description
+    return {"type": "function", "function": function}
+
+
+def tool_choice(config: ToolConfig) -> str | dict[str, Any]:
+    choice = config.tool_choice or "auto"
+    if choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def sampling(config: AgentConfig) -> dict[str, Any]:
+    """temperature, top_p, max_tokens and stop for the request; unset ones are left to the provider."""
+    params = config.sampling_params
+    assert params is not None
+    strategy = params.strategy
+    result: dict[str, Any] = {"max_tokens": params.max_tokens or None, "stop": params.stop or None}
+    if strategy.type == "greedy":
+        result["temperature"] = 0.0
+    elif strategy.type == "top_p":
+        result["temperature"] = strategy.temperature
+        result["top_p"] = strategy.top_p
+    return result
+
+
+def response_format(config: AgentConfig) -> dict[str, Any] | None:
+    fmt = config.response_format
+    if fmt is None or fmt.type != "json_schema":
+        return None
+    return {"type": "json_schema", "json_schema": {"name": "response", "schema": fmt.json_schema}}

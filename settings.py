@@ -1,0 +1,117 @@
+"""All configuration in one place: environment variables, optionally a TOML file.
+
+Temporal's connection follows temporalio's envconfig conventions (TEMPORAL_ADDRESS,
+TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE),
+so a profile that works with the `temporal` CLI works here. Everything of ours is prefixed
+`DA_`. Provider API keys are never values here: a model names the *environment variable*
+holding its key, which only the worker reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+OFFLINE_MODEL_ID = "offline/echo"
+
+
+class ModelSpec(BaseModel):
+    """How to reach one model id that agents may name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: Literal["openai", "offline"]
+    base_url: str | None = None
+    """The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 for Ollama."""
+    api_key_env: str | None = None
+    """Name of the environment variable (read by the worker) that holds the API key."""
+    provider_model: str | None = None
+    """The model name the provider knows, when it differs from the id agents use."""
+    timeout_seconds: float = Field(default=120.0, gt=0)
+
+
+class SettingsError(ValueError):
+    """A configuration value is wrong; the message says which and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    store_url: str
+    task_queue: str
+    temporal_profile: str | None
+    temporal_config_file: str | None
+    models: dict[str, ModelSpec] = field(default_factory=dict)
+    api_host: str = "127.0.0.1"
+    api_port: int = 8321
+    temporal_port: int = 7233
+    temporal_ui_port: int = 8233
+
+    def model(self, model_id: str) -> ModelSpec | None:
+        return self.models.get(model_id)
+
+
+def _read_file(path: str | None) -> dict[str, Any]:
+    if not path:
+        return {}
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except FileNotFoundError as exc:
+        raise SettingsError(f"DA_CONFIG_FILE points to {path}, which does not exist") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path} is not valid TOML: {exc}") from exc
+
+
+def _parse_models(raw: dict[str, Any], origin: str) -> dict[str, ModelSpec]:
+    models: dict[str, ModelSpec] = {}
+    for model_id, spec in raw.items():
+        try:
+            models[model_id] = ModelSpec.model_validate(spec)
+        except ValidationError as exc:
+            raise SettingsError(f"model {model_id!r} in {origin} is invalid: {exc}") from exc
+        if models[model_id].provider == "openai" and not models[model_id].base_url:
+            raise SettingsError(f"model {model_id!r} in {origin} needs a base_url")
+    return models
+
+
+def load_settings(env: dict[str, str] | None = None) -> Settings:
+    env = dict(os.environ if env is None else env)
+    file = _read_file(env.get("DA_CONFIG_FILE"))
+    section: dict[str, Any] = file.get("durable_agents", {})
+
+    def value(name: str, default: str) -> str:
+        return env.get(f"DA_{name.upper()}") or str(section.get(name, default))
+
+    data_dir = Path(value("data_dir", ".data")).resolve()
+    models: dict[str, ModelSpec] = {OFFLINE_MODEL_ID: ModelSpec(provider="offline")}
+    models.update(_parse_models(file.get("models", {}), env.get("DA_CONFIG_FILE", "the config file")))
+    if env.get("DA_MODELS"):
+        try:
+            raw = json.loads(env["DA_MODELS"])
+        except ValueError as exc:
+            raise SettingsError(f"DA_MODELS is not valid JSON: {exc}") from exc
+        models.update(_parse_models(raw, "DA_MODELS"))
+    return Settings(
+        data_dir=data_dir,
+        store_url=value("store_url", f"sqlite+aiosqlite:///{data_dir / 'store.db'}"),
+        task_queue=value("task_queue", "durable-agents"),
+        temporal_profile=env.get("TEMPORAL_PROFILE"),
+        temporal_config_file=env.get("TEMPORAL_CONFIG_FILE"),
+        models=models,
+        api_host=value("api_host", "127.0.0.1"),
+        api_port=int(value("api_port", "8321")),
+        temporal_port=int(value("temporal_port", "7233")),
+        temporal_ui_port=int(value("temporal_ui_port", "8233")),
+    )
+
+
+@cache
+def get_settings() -> Settings:
+    return load_settings()

@@ -1,0 +1,5 @@
+"""Our durable record of agents, sessions, turns, steps and turn events.
+
+Temporal forgets closed workflows after the namespace retention; this store does not.
+SQLite by default, PostgreSQL by URL — the same SQLAlchemy 2 async code.
+"""

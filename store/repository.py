@@ -1,0 +1,316 @@
+"""Every read and write of the store, as typed operations on domain objects."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
+
+from pydantic import TypeAdapter
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from domain.agents import Agent, AgentConfig
+from domain.content import CompletionMessage, InputMessage
+from domain.events import ErrorChunk, KeyedEvent, StreamError
+from domain.turns import Session, Step, Turn, TurnStatus
+from store.tables import AgentRow, EventRow, SessionRow, StepRow, TurnRow
+
+_steps = TypeAdapter(Step)
+_inputs = TypeAdapter(list[InputMessage])
+
+
+class TurnConflict(Exception):
+    """The session already has a turn that is running or awaiting input."""
+
+    def __init__(self, session_id: str, turn_id: str, status: str) -> None:
+        super().__init__(
+            f"Session {session_id} already has turn {turn_id} ({status}); "
+            "resume it (if awaiting input) or wait for it to finish before starting a new turn."
+        )
+        self.turn_id = turn_id
+        self.status = status
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    event_id: int
+    body: dict[str, Any]
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: list[T]
+    has_more: bool
+
+
+def _paginate(rows: Sequence[T], start_index: int | None, limit: int | None) -> Page[T]:
+    start = start_index or 0
+    if limit is None or limit < 0:
+        return Page(list(rows[start:]), False)
+    end = start + limit
+    return Page(list(rows[start:end]), end < len(rows))
+
+
+class Store:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+
+    def _tx(self) -> AsyncSession:
+        return self._sessions()
+
+    # Agents
+
+    async def create_agent(self, agent: Agent) -> None:
+        async with self._tx() as tx, tx.begin():
+            tx.add(
+                AgentRow(
+                    agent_id=agent.agent_id,
+                    config=agent.agent_config.model_dump(mode="json"),
+                    created_at=agent.created_at,
+                )
+            )
+
+    async def get_agent(self, agent_id: str) -> Agent | None:
+        async with self._tx() as tx:
+            row = await tx.get(AgentRow, agent_id)
+            return _agent(row) if row else None
+
+    async def list_agents(self, start_index: int | None, limit: int | None) -> Page[Agent]:
+        async with self._tx() as tx:
+            rows = (await tx.scalars(select(AgentRow).order_by(AgentRow.created_at))).all()
+        return _paginate([_agent(row) for row in rows], start_index, limit)
+
+    async def delete_agent(self, agent_id: str) -> bool:
+        async with self._tx() as tx, tx.begin():
+            sessions = select(SessionRow.session_id).where(SessionRow.agent_id == agent_id)
+            await self._delete_turns(tx, TurnRow.session_id.in_(sessions))
+            await tx.execute(delete(SessionRow).where(SessionRow.agent_id == agent_id))
+            result = await tx.execute(delete(AgentRow).where(AgentRow.agent_id == agent_id))
+            return result.rowcount > 0  # type: ignore[attr-defined]
+
+    # Sessions
+
+    async def create_session(self, agent_id: str, session_id: str, name: str, started_at: datetime) -> None:
+        async with self._tx() as tx, tx.begin():
+            tx.add(SessionRow(session_id=session_id, agent_id=agent_id, name=name, started_at=started_at))
+
+    async def get_session(
+        self, agent_id: str, session_id: str, turn_ids: Sequence[str] | None = None
+    ) -> Session | None:
+        async with self._tx() as tx:
+            row = await tx.get(SessionRow, session_id)
+            if row is None or row.agent_id != agent_id:
+                return None
+            turns = await self._load_turns(tx, session_id, turn_ids=turn_ids)
+        return Session(session_id=row.session_id, session_name=row.name, turns=turns, started_at=row.started_at)
+
+    async def session_exists(self, agent_id: str, session_id: str) -> bool:
+        async with self._tx() as tx:
+            row = await tx.get(SessionRow, session_id)
+            return row is not None and row.agent_id == agent_id
+
+    async def list_sessions(self, agent_id: str, start_index: int | None, limit: int | None) -> Page[Session]:
+        async with self._tx() as tx:
+            query = select(SessionRow).where(SessionRow.agent_id == agent_id).order_by(SessionRow.started_at)
+            rows = (await tx.scalars(query)).all()
+        sessions = [Session(session_id=r.session_id, session_name=r.name, started_at=r.started_at) for r in rows]
+        return _paginate(sessions, start_index, limit)
+
+    async def delete_session(self, agent_id: str, session_id: str) -> bool:
+        async with self._tx() as tx, tx.begin():
+            owned = (SessionRow.session_id == session_id) & (SessionRow.agent_id == agent_id)
+            if (await tx.scalar(select(func.count()).where(owned))) == 0:
+                return False
+            await self._delete_turns(tx, TurnRow.session_id == session_id)
+            await tx.execute(delete(SessionRow).where(owned))
+            return True
+
+    async def _delete_turns(self, tx: AsyncSession, which: Any) -> None:
+        turns = select(TurnRow.turn_id).where(which)
+        await tx.execute(delete(EventRow).where(EventRow.turn_id.in_(turns)))
+        await tx.execute(delete(StepRow).where(StepRow.turn_id.in_(turns)))
+        await tx.execute(delete(TurnRow).where(which))
+
+    # Turns
+
+    async def begin_turn(
+        self, agent_id: str, session_id: str, turn_id: str, input_messages: list[Any], started_at: datetime
+    ) -> None:
+        """Record a new running turn and make it the session's active turn, or raise TurnConflict."""
+        async with self._tx() as tx, tx.begin():
+            claimed = await tx.execute(
+                update(SessionRow)
+                .where(SessionRow.session_id == session_id, SessionRow.active_turn_id.is_(None))
+                .values(active_turn_id=turn_id)
+            )
+            if claimed.rowcount == 0:  # type: ignore[attr-defined]
+                blocking = await tx.scalar(
+                    select(TurnRow)
+                    .join(SessionRow, SessionRow.active_turn_id == TurnRow.turn_id)
+                    .where(SessionRow.session_id == session_id)
+                )
+                if blocking is None:
+                    raise LookupError(f"Session {session_id} not found")
+                raise TurnConflict(session_id, blocking.turn_id, blocking.status)
+            tx.add(
+                TurnRow(
+                    turn_id=turn_id,
+                    session_id=session_id,
+                    agent_id=agent_id,
+                    status=TurnStatus.RUNNING.value,
+                    input_messages=_inputs.dump_python(input_messages, mode="json"),
+                    started_at=started_at,
+                )
+            )
+
+    async def get_turn(self, session_id: str, turn_id: str) -> Turn | None:
+        async with self._tx() as tx:
+            turns = await self._load_turns(tx, session_id, turn_ids=[turn_id])
+        return turns[0] if turns else None
+
+    async def turn_status(self, turn_id: str) -> TurnStatus | None:
+        async with self._tx() as tx:
+            status = await tx.scalar(select(TurnRow.status).where(TurnRow.turn_id == turn_id))
+        return TurnStatus(status) if status else None
+
+    async def completed_turns(self, session_id: str, before: datetime) -> list[Turn]:
+        """The session's completed turns that started before `before`, oldest first: a new turn's history."""
+        async with self._tx() as tx:
+            return await self._load_turns(
+                tx, session_id, extra=(TurnRow.status == TurnStatus.COMPLETED.value, TurnRow.started_at < before)
+            )
+
+    async def _load_turns(
+        self,
+        tx: AsyncSession,
+        session_id: str,
+        turn_ids: Sequence[str] | None = None,
+        extra: tuple[Any, ...] = (),
+    ) -> list[Turn]:
+        query = select(TurnRow).where(TurnRow.session_id == session_id, *extra)
+        if turn_ids:
+            query = query.where(TurnRow.turn_id.in_(list(turn_ids)))
+        rows = (await tx.scalars(query.order_by(TurnRow.started_at, TurnRow.turn_id))).all()
+        if not rows:
+            return []
+        step_rows = (
+            await tx.scalars(
+                select(StepRow)
+                .where(StepRow.turn_id.in_([r.turn_id for r in rows]))
+                .order_by(StepRow.turn_id, StepRow.position)
+            )
+        ).all()
+        steps: dict[str, list[Step]] = defaultdict(list)
+        for step in step_rows:
+            steps[step.turn_id].append(_steps.validate_python(step.body))
+        return [_turn(row, steps[row.turn_id]) for row in rows]
+
+    async def save_turn_progress(
+        self,
+        turn_id: str,
+        events: Sequence[KeyedEvent] = (),
+        new_steps: Sequence[tuple[int, Step]] = (),
+        status: TurnStatus | None = None,
+        output_message: CompletionMessage | None = None,
+        completed_at: datetime | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Append steps and events and move the turn's status, atomically and idempotently.
+
+        A final status also frees the session for its next turn.
+        """
+        values: dict[str, Any] = {}
+        if status is not None:
+            values["status"] = status.value
+        if output_message is not None:
+            values["output_message"] = output_message.model_dump(mode="json")
+        if completed_at is not None:
+            values["completed_at"] = completed_at
+        if error is not None:
+            values["error"] = error
+        async with self._tx() as tx, tx.begin():
+            # Updating the turn row first takes its row lock (PostgreSQL) or the write lock (SQLite):
+            # concurrent writers of one turn are serialised, so event ids follow commit order.
+            locked = await tx.execute(
+                update(TurnRow).where(TurnRow.turn_id == turn_id).values(status=values.pop("status", TurnRow.status))
+            )
+            if locked.rowcount == 0:  # type: ignore[attr-defined]
+                raise LookupError(f"Turn {turn_id} not found in the store (was its session deleted?)")
+            if values:
+                await tx.execute(update(TurnRow).where(TurnRow.turn_id == turn_id).values(**values))
+            if new_steps:
+                positions = [position for position, _ in new_steps]
+                await tx.execute(delete(StepRow).where(StepRow.turn_id == turn_id, StepRow.position.in_(positions)))
+                tx.add_all(
+                    StepRow(
+                        turn_id=turn_id,
+                        position=position,
+                        step_id=step.step_id,
+                        body=_steps.dump_python(step, mode="json"),
+                    )
+                    for position, step in new_steps
+                )
+            if events:
+                keys = [e.key for e in events]
+                seen = set(
+                    await tx.scalars(select(EventRow.key).where(EventRow.turn_id == turn_id, EventRow.key.in_(keys)))
+                )
+                for keyed in events:
+                    if keyed.key not in seen:
+                        seen.add(keyed.key)
+                        tx.add(EventRow(turn_id=turn_id, key=keyed.key, body=keyed.body))
+                        await tx.flush()
+            if status is not None and status.is_final:
+                await tx.execute(
+                    update(SessionRow).where(SessionRow.active_turn_id == turn_id).values(active_turn_id=None)
+                )
+
+    async def abandon_turn(self, turn_id: str, reason: str) -> None:
+        """Fail a turn whose workflow will never finish it, freeing its session."""
+        error = ErrorChunk(error=StreamError(message=f"Turn {turn_id} failed. {reason}"))
+        await self.save_turn_progress(
+            turn_id,
+            events=[KeyedEvent(key="turn:error", body=error.model_dump(mode="json"))],
+            status=TurnStatus.FAILED,
+            completed_at=datetime.now(UTC),
+            error=reason,
+        )
+
+    async def events_after(self, turn_id: str, after: int, limit: int = 500) -> list[StoredEvent]:
+        async with self._tx() as tx:
+            rows = await tx.execute(
+                select(EventRow.event_id, EventRow.body)
+                .where(EventRow.turn_id == turn_id, EventRow.event_id > after)
+                .order_by(EventRow.event_id)
+                .limit(limit)
+            )
+            return [StoredEvent(event_id, body) for event_id, body in rows]
+
+    async def event_id(self, turn_id: str, key: str) -> int | None:
+        async with self._tx() as tx:
+            return await tx.scalar(select(EventRow.event_id).where(EventRow.turn_id == turn_id, EventRow.key == key))
+
+
+def _agent(row: AgentRow) -> Agent:
+    return Agent(agent_id=row.agent_id, agent_config=AgentConfig.model_validate(row.config), created_at=row.created_at)
+
+
+def _turn(row: TurnRow, steps: list[Step]) -> Turn:
+    return Turn(
+        turn_id=row.turn_id,
+        session_id=row.session_id,
+        input_messages=_inputs.validate_python(row.input_messages),
+        steps=steps,
+        output_message=CompletionMessage.model_validate(row.output_message) if row.output_message else None,
+        started_at=row.started_at,
+        completed_at=row.completed_at,
+        status=TurnStatus(row.status),
+        error=row.error,
+    )

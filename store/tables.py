@@ -1,0 +1,95 @@
+"""Storage rows. Wire models (domain/) are kept in JSON columns, never exposed as rows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, BigInteger, DateTime, Dialect, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+# SQLite only auto-increments a column declared exactly INTEGER PRIMARY KEY.
+EventId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Aware UTC datetimes in and out; SQLite would otherwise hand back naive ones."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return value.astimezone(UTC) if value is not None else None
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UtcDateTime(), dict: JSON, list: JSON}
+
+
+class AgentRow(Base):
+    __tablename__ = "agents"
+
+    agent_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    config: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[datetime]
+
+
+class SessionRow(Base):
+    __tablename__ = "sessions"
+
+    session_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.agent_id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(Text)
+    started_at: Mapped[datetime]
+    active_turn_id: Mapped[str | None] = mapped_column(String(64))
+    """The turn that is running or awaiting input; a session runs one turn at a time."""
+
+
+class TurnRow(Base):
+    __tablename__ = "turns"
+    __table_args__ = (Index("ix_turns_session_order", "session_id", "started_at"),)
+
+    turn_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.session_id", ondelete="CASCADE"))
+    agent_id: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(32))
+    input_messages: Mapped[list] = mapped_column(JSON)
+    output_message: Mapped[dict | None] = mapped_column(JSON)
+    started_at: Mapped[datetime]
+    completed_at: Mapped[datetime | None]
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class StepRow(Base):
+    __tablename__ = "steps"
+
+    turn_id: Mapped[str] = mapped_column(ForeignKey("turns.turn_id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    step_id: Mapped[str] = mapped_column(String(64))
+    body: Mapped[dict] = mapped_column(JSON)
+
+
+class EventRow(Base):
+    """One event of a turn's stream. `event_id` orders a turn's events and is the SSE `id:`.
+
+    Writers of one turn hold that turn's row lock while inserting, so ids are allocated in
+    commit order per turn and a reader tailing `event_id > last_seen` never skips one.
+    `key` makes writes idempotent across activity retries.
+    """
+
+    __tablename__ = "turn_events"
+    __table_args__ = (
+        UniqueConstraint("turn_id", "key", name="uq_turn_events_key"),
+        Index("ix_turn_events_tail", "turn_id", "event_id"),
+    )
+
+    event_id: Mapped[int] = mapped_column(EventId, primary_key=True, autoincrement=True)
+    turn_id: Mapped[str] = mapped_column(ForeignKey("turns.turn_id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(200))
+    body: Mapped[dict] = mapped_column(JSON)

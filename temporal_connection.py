@@ -1,0 +1,18 @@
+"""Connecting to Temporal the way the `temporal` CLI does (temporalio envconfig)."""
+
+from __future__ import annotations
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.envconfig import ClientConfig
+
+from settings import Settings
+
+
+async def connect_temporal(settings: Settings) -> Client:
+    """A client for the configured address, namespace, TLS and API key; localhost:7233 by default."""
+    config = ClientConfig.load_client_connect_config(
+        profile=settings.temporal_profile, config_file=settings.temporal_config_file
+    )
+    config.setdefault("target_host", f"127.0.0.1:{settings.temporal_port}")
+    return await Client.connect(**config, data_converter=pydantic_data_converter)

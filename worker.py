@@ -1,0 +1,69 @@
+"""The Temporal worker: runs turn workflows and their activities.
+
+python worker.py        # connects with the settings in settings.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from activities.inference import InferenceActivities
+from activities.turn_progress import TurnProgressActivities
+from providers.registry import ModelRegistry
+from settings import Settings, get_settings
+from store.database import create_engine, create_schema
+from store.repository import Store
+from temporal_connection import connect_temporal
+from workflows.turn import TurnWorkflow
+
+
+def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
+    inference = InferenceActivities(store, ModelRegistry(settings))
+    progress = TurnProgressActivities(store)
+    return Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=[TurnWorkflow],
+        activities=[inference.infer, progress.save_turn_progress],
+        workflow_runner=SandboxedWorkflowRunner(
+            restrictions=SandboxRestrictions.default.with_passthrough_modules("domain", "workflows.contracts")
+        ),
+    )
+
+
+@asynccontextmanager
+async def running_worker(settings: Settings) -> AsyncIterator[Worker]:
+    """A connected, running worker with its own store engine; shut down on exit."""
+    engine = create_engine(settings.store_url)
+    await create_schema(engine)
+    client = await connect_temporal(settings)
+    worker = build_worker(client, settings, Store(engine))
+    try:
+        async with worker:
+            yield worker
+    finally:
+        await engine.dispose()
+
+
+async def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
+    settings = get_settings()
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+    async with running_worker(settings):
+        logging.info("worker polling task queue %r", settings.task_queue)
+        await stop.wait()
+        logging.info("worker shutting down")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,262 @@
+"""`AgentTurn`: one user request handled to completion, durably.
+
+The loop: infer → run or hand out tool calls → infer again … until the model answers without
+tool calls or `max_infer_iters` model calls have been made. Client tool calls pause the turn
+(status awaiting_input) until the caller submits their results through the
+`submit_tool_responses` update, which may come minutes or days later.
+
+Every event a client sees is written to the store by an activity: the inference activity
+writes its own step_start and deltas, and events decided here (step_complete, the final
+turn event) travel in the input of the next activity, so each is written exactly once and
+before anything that follows it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from domain.agents import ToolConfig
+    from domain.content import CompletionMessage, ToolCall, ToolResponse
+    from domain.events import (
+        ErrorChunk,
+        KeyedEvent,
+        StepComplete,
+        StreamChunk,
+        StreamError,
+        TurnAwaitingInput,
+        TurnComplete,
+        chunk_of,
+    )
+    from domain.turns import InferenceStep, Step, ToolExecutionStep, Turn, TurnStatus
+    from workflows.contracts import (
+        INFER_ACTIVITY,
+        NOT_AWAITING_INPUT,
+        PROVIDER_REJECTED,
+        SAVE_PROGRESS_ACTIVITY,
+        TOOL_RESPONSES_MISMATCH,
+        InferenceRequest,
+        InferenceResult,
+        ToolResponsesSubmission,
+        TurnProgress,
+        TurnStart,
+        pause_event_key,
+    )
+
+_STORE_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10))
+_TICK = timedelta(microseconds=1)
+
+
+@workflow.defn(name="AgentTurn")
+class TurnWorkflow:
+    @workflow.init
+    def __init__(self, start: TurnStart) -> None:
+        self._start = start
+        self._tool_config: ToolConfig = start.tool_config or start.agent_config.tool_config or ToolConfig()
+        self._status = TurnStatus.RUNNING
+        self._steps: list[Step] = []
+        self._saved_steps = 0
+        self._outbox: list[KeyedEvent] = []
+        self._output: CompletionMessage | None = None
+        self._completed_at: datetime | None = None
+        self._error: str | None = None
+        self._inferences = 0
+        self._pauses = 0
+        self._pending_calls: list[ToolCall] = []
+        self._submitted: list[ToolResponse] | None = None
+        self._last_time = start.started_at
+
+    @workflow.run
+    async def run(self, start: TurnStart) -> Turn:
+        client_tools = {tool.name for tool in start.agent_config.client_tools or []}
+        max_inferences = start.agent_config.max_infer_iters or 10
+        try:
+            while True:
+                message = await self._infer()
+                if not message.tool_calls or message.stop_reason == "out_of_tokens":
+                    return await self._finish(message)
+                if self._inferences >= max_inferences:
+                    # The calls stay unexecuted; end_of_turn tells clients not to resume.
+                    return await self._finish(message.model_copy(update={"stop_reason": "end_of_turn"}))
+                unknown = [call for call in message.tool_calls if call.tool_name not in client_tools]
+                if unknown:
+                    self._answer_unknown_tools(unknown)
+                client_calls = [call for call in message.tool_calls if call.tool_name in client_tools]
+                if client_calls:
+                    await self._await_client_tools(client_calls)
+        except ActivityError as failure:
+            return await self._fail(failure)
+
+    @workflow.query
+    def turn(self) -> Turn:
+        """The turn as it stands: status, steps so far, and the tool calls it waits for."""
+        return Turn(
+            turn_id=self._start.turn_id,
+            session_id=self._start.session_id,
+            input_messages=self._start.input_messages,
+            steps=self._steps,
+            output_message=self._output,
+            started_at=self._start.started_at,
+            completed_at=self._completed_at,
+            status=self._status,
+            error=self._error,
+        )
+
+    @workflow.update
+    def submit_tool_responses(self, submission: ToolResponsesSubmission) -> int:
+        """Hand the paused turn its client tools' results; returns the number of the pause it ends."""
+        self._submitted = submission.tool_responses
+        return self._pauses
+
+    @submit_tool_responses.validator
+    def _check_tool_responses(self, submission: ToolResponsesSubmission) -> None:
+        if self._status != TurnStatus.AWAITING_INPUT or self._submitted is not None:
+            raise ApplicationError(
+                f"Turn {self._start.turn_id} is {self._status.value}, not awaiting input", type=NOT_AWAITING_INPUT
+            )
+        expected = [call.call_id for call in self._pending_calls]
+        given = [response.call_id for response in submission.tool_responses]
+        if sorted(given) != sorted(expected):
+            raise ApplicationError(
+                f"Turn {self._start.turn_id} awaits responses for call_ids {expected}, got {given}: "
+                "send exactly one response per pending call",
+                type=TOOL_RESPONSES_MISMATCH,
+            )
+
+    def _now(self) -> datetime:
+        """workflow.now(), nudged so that consecutive timestamps strictly increase (clients compare them)."""
+        self._last_time = max(workflow.now(), self._last_time + _TICK)
+        return self._last_time
+
+    def _add_step(self, step: Step) -> None:
+        self._steps.append(step)
+        payload = StepComplete(step_type=step.step_type, step_id=step.step_id, step_details=step)
+        self._outbox.append(KeyedEvent(key=f"{step.step_id}:complete", body=chunk_of(payload).model_dump(mode="json")))
+
+    async def _infer(self) -> CompletionMessage:
+        step_id = str(workflow.uuid4())
+        started_at = self._now()
+        request = InferenceRequest(
+            turn_id=self._start.turn_id,
+            session_id=self._start.session_id,
+            step_id=step_id,
+            turn_started_at=self._start.started_at,
+            agent_config=self._start.agent_config,
+            tool_config=self._tool_config,
+            input_messages=self._start.input_messages,
+            steps=self._steps,
+            events_before=self._outbox,
+        )
+        result = await workflow.execute_activity(
+            INFER_ACTIVITY,
+            request,
+            result_type=InferenceResult,
+            start_to_close_timeout=timedelta(minutes=10),
+            heartbeat_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(seconds=1),
+                maximum_interval=timedelta(seconds=30),
+                maximum_attempts=self._start.inference_max_attempts,
+                non_retryable_error_types=[PROVIDER_REJECTED],
+            ),
+        )
+        self._outbox = []
+        self._inferences += 1
+        message = result.message
+        self._add_step(
+            InferenceStep(
+                turn_id=self._start.turn_id,
+                step_id=step_id,
+                started_at=started_at,
+                completed_at=self._now(),
+                model_response=message,
+            )
+        )
+        return message
+
+    def _answer_unknown_tools(self, calls: list[ToolCall]) -> None:
+        """Calls to tools the agent does not have go back to the model as errors, not to the client."""
+        now = self._now()
+        self._add_step(
+            ToolExecutionStep(
+                turn_id=self._start.turn_id,
+                step_id=str(workflow.uuid4()),
+                started_at=now,
+                completed_at=self._now(),
+                tool_calls=calls,
+                tool_responses=[
+                    ToolResponse(
+                        call_id=call.call_id,
+                        tool_name=call.tool_name,
+                        content=f"Error: this agent has no tool named {call.tool_name!r}.",
+                    )
+                    for call in calls
+                ],
+            )
+        )
+
+    async def _await_client_tools(self, calls: list[ToolCall]) -> None:
+        self._status = TurnStatus.AWAITING_INPUT
+        self._pending_calls = calls
+        self._pauses += 1
+        self._output = CompletionMessage(content="", stop_reason="end_of_message", tool_calls=calls)
+        paused_at = self._now()
+        await self._save(pause_event_key(self._pauses), chunk_of(TurnAwaitingInput(turn=self.turn())))
+        await workflow.wait_condition(lambda: self._submitted is not None)
+        by_call = {response.call_id: response for response in self._submitted or []}
+        self._submitted = None
+        self._pending_calls = []
+        self._status = TurnStatus.RUNNING
+        self._output = None
+        self._add_step(
+            ToolExecutionStep(
+                turn_id=self._start.turn_id,
+                step_id=str(workflow.uuid4()),
+                started_at=paused_at,
+                completed_at=self._now(),
+                tool_calls=calls,
+                tool_responses=[by_call[call.call_id] for call in calls],
+            )
+        )
+
+    async def _finish(self, message: CompletionMessage) -> Turn:
+        self._status = TurnStatus.COMPLETED
+        self._output = message
+        self._completed_at = self._now()
+        await self._save("turn:complete", chunk_of(TurnComplete(turn=self.turn())))
+        return self.turn()
+
+    async def _fail(self, failure: ActivityError) -> Turn:
+        cause = failure.cause
+        reason = cause.message if isinstance(cause, ApplicationError) else str(cause or failure)
+        self._status = TurnStatus.FAILED
+        self._error = f"Inference failed: {reason}"
+        self._completed_at = self._now()
+        await self._save("turn:error", ErrorChunk(error=StreamError(message=self._error)))
+        return self.turn()
+
+    async def _save(self, key: str, final_event: StreamChunk | ErrorChunk) -> None:
+        """Write the new steps, the pending events and `final_event` with the turn's status, in one go."""
+        body = final_event.model_dump(mode="json")
+        progress = TurnProgress(
+            turn_id=self._start.turn_id,
+            events=[*self._outbox, KeyedEvent(key=key, body=body)],
+            first_new_step=self._saved_steps,
+            new_steps=self._steps[self._saved_steps :],
+            status=self._status,
+            output_message=self._output,
+            completed_at=self._completed_at,
+            error=self._error,
+        )
+        await workflow.execute_activity(
+            SAVE_PROGRESS_ACTIVITY,
+            progress,
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=_STORE_RETRY,
+        )
+        self._outbox = []
+        self._saved_steps = len(self._steps)
