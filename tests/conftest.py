@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from llama_stack_client import LlamaStackClient
+
+from tests.stack import Stack
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    running = Stack(tmp_path_factory.mktemp("stack"))
+    yield running
+    running.close()
+
+
+@pytest.fixture
+def model(stack: Stack):  # type: ignore[no-untyped-def]
+    """The scripted model, with an empty script and no recorded requests."""
+    stack.model.script()
+    return stack.model
+
+
+@pytest.fixture
+def llama(stack: Stack) -> LlamaStackClient:
+    return LlamaStackClient(base_url=stack.base_url, max_retries=0, timeout=30)

@@ -1,0 +1,132 @@
+"""An OpenAI-compatible chat-completions server for the tests, answering from a script.
+
+Each request takes the next scripted reply (or, with none left, answers "ok"), and every
+request body is recorded so tests can assert on what the runtime sent to the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str = ""
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    status: int = 200
+    """A non-200 status answers with an OpenAI-style error body instead."""
+    delay_seconds: float = 0.0
+    finish_reason: str | None = None
+
+
+def text(content: str, **kwargs: Any) -> Reply:
+    return Reply(text=content, **kwargs)
+
+
+def tool_call(name: str, arguments: dict[str, Any] | None = None, **kwargs: Any) -> Reply:
+    return Reply(tool_calls=[(name, arguments or {})], **kwargs)
+
+
+def failure(status: int) -> Reply:
+    return Reply(status=status)
+
+
+class ScriptedModel:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self._script: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._calls = 0
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self._script.clear()
+            self._script.extend(replies)
+            self.requests.clear()
+            self._calls = 0
+
+    def _next(self, body: dict[str, Any]) -> tuple[Reply, int]:
+        with self._lock:
+            self.requests.append(body)
+            self._calls += 1
+            return (self._script.popleft() if self._script else Reply(text="ok")), self._calls
+
+    def app(self) -> FastAPI:
+        app = FastAPI()
+
+        @app.post("/v1/chat/completions", response_model=None)
+        async def complete(request: Request) -> StreamingResponse | JSONResponse:
+            body = await request.json()
+            reply, number = self._next(body)
+            if reply.delay_seconds:
+                await asyncio.sleep(reply.delay_seconds)
+            if reply.status != 200:
+                error = {"message": f"scripted failure {reply.status}", "type": "scripted", "code": reply.status}
+                return JSONResponse({"error": error}, status_code=reply.status)
+            return StreamingResponse(_chunks(reply, number, body["model"]), media_type="text/event-stream")
+
+        return app
+
+
+def _chunk(number: int, model: str, delta: dict[str, Any], finish: str | None = None) -> str:
+    payload = {
+        "id": f"chatcmpl-{number}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(payload)}\n\n"
+
+
+async def _chunks(reply: Reply, number: int, model: str):  # type: ignore[no-untyped-def]
+    yield _chunk(number, model, {"role": "assistant", "content": ""})
+    for word in reply.text.split(" ") if reply.text else []:
+        yield _chunk(number, model, {"content": word + " "})
+    for index, (name, arguments) in enumerate(reply.tool_calls):
+        call = {
+            "index": index,
+            "id": f"call_{number}_{index}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        yield _chunk(number, model, {"tool_calls": [call]})
+    finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+    yield _chunk(number, model, {}, finish)
+    yield "data: [DONE]\n\n"
+
+
+class ThreadedServer:
+    """uvicorn serving an ASGI app from a background thread, on a free loopback port."""
+
+    def __init__(self, app: Any, port: int) -> None:
+        self.port = port
+        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ThreadedServer:
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError(f"server on port {self.port} did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)

@@ -1,0 +1,131 @@
+"""The real stack for tests: a Temporal dev server, a worker, the API over HTTP, a scripted model.
+
+Temporal's environment and the worker run on an event loop in a background thread, so tests
+can be plain synchronous functions driving the official (synchronous) llama-stack client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, TypeVar
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from api.app import create_app
+from serve import temporal_binary
+from settings import Settings, load_settings
+from store.database import create_engine, create_schema
+from store.repository import Store
+from tests.scripted_model import ScriptedModel, ThreadedServer
+from worker import build_worker
+
+T = TypeVar("T")
+
+SCRIPTED_MODEL = "scripted"
+SCRIPTED_KEY = "scripted-secret-key-0123456789"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class BackgroundLoop:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 120) -> T:
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        return future.result(timeout)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+
+
+class Stack:
+    def __init__(self, data_dir: Path, store_url: str | None = None) -> None:
+        self.model = ScriptedModel()
+        self.model_server = ThreadedServer(self.model.app(), free_port()).start()
+        self.background = BackgroundLoop()
+        self.environment: WorkflowEnvironment = self.background.run(
+            WorkflowEnvironment.start_local(
+                dev_server_existing_path=temporal_binary(),
+                data_converter=pydantic_data_converter,
+                dev_server_log_level="error",
+            )
+        )
+        self.temporal_address = self.environment.client.service_client.config.target_host
+        os.environ[SCRIPTED_KEY_ENV] = SCRIPTED_KEY
+        self.settings: Settings = load_settings(
+            {
+                "DA_DATA_DIR": str(data_dir),
+                "DA_TASK_QUEUE": f"tests-{os.getpid()}",
+                "DA_MODELS": json.dumps(
+                    {
+                        SCRIPTED_MODEL: {
+                            "provider": "openai",
+                            "base_url": f"{self.model_server.url}/v1",
+                            "api_key_env": SCRIPTED_KEY_ENV,
+                            "timeout_seconds": 5,
+                        }
+                    }
+                ),
+                **({"DA_STORE_URL": store_url} if store_url else {}),
+            }
+        )
+        os.environ["TEMPORAL_ADDRESS"] = self.temporal_address
+        self._engine = create_engine(self.settings.store_url)
+        self.background.run(create_schema(self._engine))
+        self.store = Store(self._engine)
+        self._worker: Worker | None = None
+        self._worker_task: asyncio.Task[None] | None = None
+        self.start_worker()
+        self.api = ThreadedServer(create_app(self.settings), free_port()).start()
+
+    @property
+    def client(self) -> Client:
+        return self.environment.client
+
+    @property
+    def base_url(self) -> str:
+        return self.api.url
+
+    def start_worker(self) -> None:
+        async def start() -> None:
+            self._worker = build_worker(self.client, self.settings, self.store)
+            self._worker_task = asyncio.create_task(self._worker.run())
+
+        self.background.run(start())
+
+    def stop_worker(self) -> None:
+        async def stop() -> None:
+            assert self._worker is not None and self._worker_task is not None
+            await self._worker.shutdown()
+            await self._worker_task
+
+        self.background.run(stop())
+
+    def close(self) -> None:
+        self.api.stop()
+        self.stop_worker()
+        self.background.run(self._engine.dispose())
+        self.background.run(self.environment.shutdown())
+        self.background.close()
+        self.model_server.stop()
+
+
+SCRIPTED_KEY_ENV = "DA_TEST_SCRIPTED_KEY"
