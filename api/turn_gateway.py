@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+from datetime import timedelta
+
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
@@ -11,6 +14,10 @@ from domain.content import ToolResponse
 from domain.turns import Turn
 from workflows.contracts import NOT_AWAITING_INPUT, ToolResponsesSubmission, TurnStart, turn_workflow_id
 from workflows.turn import TurnWorkflow
+
+log = logging.getLogger(__name__)
+
+QUERY_TIMEOUT = timedelta(seconds=2)
 
 
 class TurnNotRunning(Exception):
@@ -58,14 +65,17 @@ class TurnGateway:
             raise
 
     async def live_turn(self, turn_id: str) -> Turn | None:
-        """The running workflow's view of the turn, or None if its workflow is closed or gone."""
+        """The running workflow's view of the turn, or None if no worker can answer for it now.
+
+        A query needs a worker; when none is polling (all stopped, or restarting) callers fall
+        back to the store, which holds the turn as of its last saved step.
+        """
         handle = self._client.get_workflow_handle_for(TurnWorkflow.run, turn_workflow_id(turn_id))
         try:
-            return await handle.query(TurnWorkflow.turn)
+            return await handle.query(TurnWorkflow.turn, rpc_timeout=QUERY_TIMEOUT)
         except RPCError as error:
-            if error.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
-                return None
-            raise
+            log.warning("live view of turn %s unavailable (%s); serving the stored turn", turn_id, error.message)
+            return None
 
     async def is_running(self, turn_id: str) -> bool:
         try:

@@ -55,7 +55,9 @@ def test_plain_streamed_turn_prints_the_models_words(llama: LlamaStackClient, mo
 def test_client_tool_turn_streamed_pauses_and_the_helper_resumes_it(
     llama: LlamaStackClient, model: ScriptedModel
 ) -> None:
-    model.script(tool_call("get_boiling_point", {"liquid_name": "polyjuice", "celcius": True}), text("It boils at -100."))
+    model.script(
+        tool_call("get_boiling_point", {"liquid_name": "polyjuice", "celcius": True}), text("It boils at -100.")
+    )
     calls.clear()
     agent = _agent(llama)
     session_id = agent.create_session("tool-stream")
@@ -125,7 +127,11 @@ def test_second_turn_sends_the_first_turns_messages_in_order(llama: LlamaStackCl
         "type": "object",
         "properties": {
             "liquid_name": {"type": "string", "description": "The name of the liquid"},
-            "celcius": {"type": "boolean", "description": "Whether to return the boiling point in Celcius", "default": True},
+            "celcius": {
+                "type": "boolean",
+                "description": "Whether to return the boiling point in Celcius",
+                "default": True,
+            },
         },
         "required": ["liquid_name"],
     }

@@ -12,7 +12,7 @@ from api.errors import not_found
 from api.routers.agents import AgentDep
 from api.runtime import RuntimeDep
 from api.schemas import CreateSessionRequest, CreateSessionResponse, PaginatedResponse
-from domain.turns import Session
+from domain.turns import Session, TurnStatus
 
 router = APIRouter(tags=["sessions"])
 
@@ -40,7 +40,7 @@ async def get_session(
     if session is None:
         raise not_found("Session", session_id)
     for index, turn in enumerate(session.turns):
-        if not turn.status.is_final:
+        if turn.status == TurnStatus.RUNNING:
             session.turns[index] = await runtime.turns.live_turn(turn.turn_id) or turn
     return session
 

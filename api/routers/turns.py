@@ -20,7 +20,7 @@ from api.turn_documents import with_documents
 from api.turn_gateway import ResumeRejected, TurnNotRunning
 from domain.agents import Agent, toolgroup_name
 from domain.events import ErrorChunk, StreamError
-from domain.turns import Turn
+from domain.turns import Turn, TurnStatus
 from store.repository import StoredEvent, TurnConflict
 from workflows.contracts import TurnStart, pause_event_key
 
@@ -193,7 +193,7 @@ async def get_turn(
     turn_id: str,
 ) -> Turn:
     turn = await _stored_turn(agent, session_id, turn_id, runtime)
-    if turn.status.is_final:
+    if turn.status != TurnStatus.RUNNING:
         return turn
     return await runtime.turns.live_turn(turn_id) or turn
 
