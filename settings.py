@@ -46,6 +46,7 @@ class Settings:
     data_dir: Path
     store_url: str
     task_queue: str
+    temporal_address: str | None
     temporal_profile: str | None
     temporal_config_file: str | None
     models: dict[str, ModelSpec] = field(default_factory=dict)
@@ -102,6 +103,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         data_dir=data_dir,
         store_url=value("store_url", f"sqlite+aiosqlite:///{data_dir / 'store.db'}"),
         task_queue=value("task_queue", "durable-agents"),
+        temporal_address=env.get("TEMPORAL_ADDRESS"),
         temporal_profile=env.get("TEMPORAL_PROFILE"),
         temporal_config_file=env.get("TEMPORAL_CONFIG_FILE"),
         models=models,

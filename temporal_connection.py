@@ -14,5 +14,7 @@ async def connect_temporal(settings: Settings) -> Client:
     config = ClientConfig.load_client_connect_config(
         profile=settings.temporal_profile, config_file=settings.temporal_config_file
     )
+    if settings.temporal_address:
+        config["target_host"] = settings.temporal_address
     config.setdefault("target_host", f"127.0.0.1:{settings.temporal_port}")
     return await Client.connect(**config, data_converter=pydantic_data_converter)

@@ -58,6 +58,7 @@ class BackgroundLoop:
 
 class Stack:
     def __init__(self, data_dir: Path, store_url: str | None = None) -> None:
+        """Start everything; `store_url` defaults to a SQLite file in `data_dir`."""
         self.model = ScriptedModel()
         self.model_server = ThreadedServer(self.model.app(), free_port()).start()
         self.background = BackgroundLoop()
@@ -68,11 +69,11 @@ class Stack:
                 dev_server_log_level="error",
             )
         )
-        self.temporal_address = self.environment.client.service_client.config.target_host
         os.environ[SCRIPTED_KEY_ENV] = SCRIPTED_KEY
         self.settings: Settings = load_settings(
             {
                 "DA_DATA_DIR": str(data_dir),
+                "TEMPORAL_ADDRESS": self.environment.client.service_client.config.target_host,
                 "DA_TASK_QUEUE": f"tests-{os.getpid()}",
                 "DA_MODELS": json.dumps(
                     {
@@ -87,7 +88,6 @@ class Stack:
                 **({"DA_STORE_URL": store_url} if store_url else {}),
             }
         )
-        os.environ["TEMPORAL_ADDRESS"] = self.temporal_address
         self._engine = create_engine(self.settings.store_url)
         self.background.run(create_schema(self._engine))
         self.store = Store(self._engine)

@@ -1,0 +1,169 @@
+"""The store on SQLite and on PostgreSQL: same code, configuration only."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from domain.agents import Agent, AgentConfig
+from domain.content import CompletionMessage, UserMessage
+from domain.events import KeyedEvent
+from domain.turns import InferenceStep, TurnStatus
+from store.database import create_engine, create_schema
+from store.repository import Store, TurnConflict
+from tests.databases import store_url
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    with store_url(request.param, tmp_path) as url:
+        engine = create_engine(url)
+        await create_schema(engine)
+        try:
+            yield Store(engine)
+        finally:
+            await engine.dispose()
+
+
+async def _session(store: Store, agent_id: str = "a1", session_id: str = "s1") -> None:
+    if await store.get_agent(agent_id) is None:
+        await store.create_agent(
+            Agent(agent_id=agent_id, agent_config=AgentConfig(model="m", instructions="i"), created_at=T0)
+        )
+    await store.create_session(agent_id, session_id, "name", T0)
+
+
+def _step(turn_id: str, step_id: str, content: str) -> InferenceStep:
+    return InferenceStep(
+        turn_id=turn_id,
+        step_id=step_id,
+        started_at=T0,
+        completed_at=T0,
+        model_response=CompletionMessage(content=content),
+    )
+
+
+async def _finish(store: Store, turn_id: str, content: str) -> None:
+    await store.save_turn_progress(
+        turn_id,
+        new_steps=[(0, _step(turn_id, f"{turn_id}-step", content))],
+        status=TurnStatus.COMPLETED,
+        output_message=CompletionMessage(content=content),
+        completed_at=T0,
+    )
+
+
+async def test_agents_round_trip_with_aware_timestamps_and_pagination(store: Store) -> None:
+    for index in range(3):
+        config = AgentConfig(model="m", instructions=f"agent {index}")
+        await store.create_agent(
+            Agent(agent_id=f"a{index}", agent_config=config, created_at=T0 + timedelta(seconds=index))
+        )
+
+    agent = await store.get_agent("a1")
+    assert agent is not None and agent.agent_config.instructions == "agent 1"
+    assert agent.created_at == T0 + timedelta(seconds=1) and agent.created_at.tzinfo is not None
+    page = await store.list_agents(start_index=1, limit=1)
+    assert [a.agent_id for a in page.items] == ["a1"] and page.has_more
+    assert await store.delete_agent("a1") and await store.get_agent("a1") is None
+    assert not await store.delete_agent("a1")
+
+
+async def test_a_session_runs_one_turn_at_a_time(store: Store) -> None:
+    await _session(store)
+    await store.begin_turn("a1", "s1", "t1", [UserMessage(content="one")], T0)
+
+    with pytest.raises(TurnConflict) as conflict:
+        await store.begin_turn("a1", "s1", "t2", [UserMessage(content="two")], T0 + timedelta(seconds=1))
+    assert conflict.value.turn_id == "t1" and conflict.value.status == "running"
+    assert await store.turn_status("t2") is None
+
+    await _finish(store, "t1", "done")
+    await store.begin_turn("a1", "s1", "t2", [UserMessage(content="two")], T0 + timedelta(seconds=1))
+    assert await store.turn_status("t2") == TurnStatus.RUNNING
+
+
+async def test_history_is_the_completed_turns_before_in_time_order(store: Store) -> None:
+    await _session(store)
+    # Ids sort opposite to time: order must come from started_at, not from keys.
+    for index, turn_id in enumerate(["z-first", "m-second", "a-third"]):
+        await store.begin_turn("a1", "s1", turn_id, [UserMessage(content=turn_id)], T0 + timedelta(minutes=index))
+        await _finish(store, turn_id, f"answer {index}")
+
+    history = await store.completed_turns("s1", before=T0 + timedelta(minutes=2))
+    assert [t.turn_id for t in history] == ["z-first", "m-second"]
+    assert history[1].steps[0].model_response.content == "answer 1"
+    session = await store.get_session("a1", "s1")
+    assert session is not None
+    assert [t.turn_id for t in session.turns] == ["z-first", "m-second", "a-third"]
+    only = await store.get_session("a1", "s1", turn_ids=["a-third"])
+    assert only is not None and [t.turn_id for t in only.turns] == ["a-third"]
+
+
+async def test_events_are_written_once_per_key_and_read_in_order(store: Store) -> None:
+    await _session(store)
+    await store.begin_turn("a1", "s1", "t1", [UserMessage(content="hi")], T0)
+    first = [KeyedEvent(key=f"k{i}", body={"n": i}) for i in range(3)]
+
+    await store.save_turn_progress("t1", events=first)
+    await store.save_turn_progress("t1", events=[*first, KeyedEvent(key="k3", body={"n": 3})])  # a retried write
+
+    events = await store.events_after("t1", 0)
+    assert [e.body["n"] for e in events] == [0, 1, 2, 3]
+    assert [e.event_id for e in events] == sorted(e.event_id for e in events)
+    assert [e.body["n"] for e in await store.events_after("t1", events[1].event_id)] == [2, 3]
+    assert await store.event_id("t1", "k2") == events[2].event_id
+
+
+async def test_concurrent_writers_of_one_turn_never_let_a_reader_skip_an_event(store: Store) -> None:
+    await _session(store)
+    await store.begin_turn("a1", "s1", "t1", [UserMessage(content="hi")], T0)
+
+    async def writer(name: str) -> None:
+        for i in range(15):
+            await store.save_turn_progress("t1", events=[KeyedEvent(key=f"{name}{i}", body={"w": name, "i": i})])
+
+    seen: list[int] = []
+
+    async def reader() -> None:
+        after = 0
+        while len(seen) < 45:
+            for event in await store.events_after("t1", after):
+                seen.append(event.event_id)
+                after = event.event_id
+            await asyncio.sleep(0)
+
+    await asyncio.wait_for(asyncio.gather(writer("a"), writer("b"), writer("c"), reader()), timeout=60)
+    assert len(seen) == len(set(seen)) == 45
+
+
+async def test_deleting_a_session_removes_its_turns_steps_and_events(store: Store) -> None:
+    await _session(store)
+    await store.begin_turn("a1", "s1", "t1", [UserMessage(content="hi")], T0)
+    await store.save_turn_progress("t1", events=[KeyedEvent(key="k", body={})])
+    await _finish(store, "t1", "done")
+
+    assert await store.delete_session("a1", "s1")
+
+    assert await store.get_session("a1", "s1") is None
+    assert await store.turn_status("t1") is None
+    assert await store.events_after("t1", 0) == []
+    assert not await store.delete_session("a1", "s1")
+
+
+async def test_abandoning_a_turn_fails_it_and_frees_the_session(store: Store) -> None:
+    await _session(store)
+    await store.begin_turn("a1", "s1", "t1", [UserMessage(content="hi")], T0)
+
+    await store.abandon_turn("t1", "Its workflow was terminated.")
+
+    turn = await store.get_turn("s1", "t1")
+    assert turn is not None and turn.status == TurnStatus.FAILED and turn.error == "Its workflow was terminated."
+    assert "error" in (await store.events_after("t1", 0))[-1].body
+    await store.begin_turn("a1", "s1", "t2", [UserMessage(content="again")], T0 + timedelta(seconds=1))
