@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from tests.rest import create_agent, create_session, final_turn
 from tests.scripted_model import ScriptedModel, text, tool_call
@@ -50,6 +51,17 @@ def test_paused_turn_survives_a_worker_restart(stack: Stack, http: httpx.Client,
     assert [s["step_type"] for s in turn["steps"]] == ["inference", "tool_execution", "inference"]
 
 
+def _gone_from_temporal(stack: Stack, workflow_id: str) -> bool:
+    """Temporal deletes asynchronously; wait (bounded) until describe says not found."""
+    for _ in range(100):
+        try:
+            stack.background.run(stack.client.get_workflow_handle(workflow_id).describe())
+        except RPCError as error:
+            return error.status == RPCStatusCode.NOT_FOUND
+        time.sleep(0.1)
+    return False
+
+
 def test_finished_turn_is_served_after_temporal_forgets_it(
     stack: Stack, http: httpx.Client, model: ScriptedModel
 ) -> None:
@@ -67,8 +79,7 @@ def test_finished_turn_is_served_after_temporal_forgets_it(
             )
         )
     )
-    with pytest.raises(RPCError):
-        stack.background.run(stack.client.get_workflow_handle(turn_workflow_id(turn["turn_id"])).describe())
+    assert _gone_from_temporal(stack, turn_workflow_id(turn["turn_id"]))
 
     fetched = http.get(f"{turns}/{turn['turn_id']}")
     assert fetched.status_code == 200
