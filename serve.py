@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from settings import Settings, get_settings
+from workflows import search_attributes
 
 log = logging.getLogger("serve")
 
@@ -48,6 +49,7 @@ def dev_server_command(settings: Settings) -> list[str]:
         str(settings.temporal_ui_port),
         "--log-level",
         "warn",
+        *(f"--search-attribute={key.name}=Keyword" for key in search_attributes.ALL),
     ]
 
 

@@ -21,7 +21,7 @@ from providers.registry import ModelRegistry
 from settings import Settings, get_settings
 from store.database import create_engine, create_schema
 from store.repository import Store
-from temporal_connection import connect_temporal
+from temporal_connection import connect_temporal, require_search_attributes
 from workflows.turn import TurnWorkflow
 
 
@@ -45,6 +45,7 @@ async def running_worker(settings: Settings) -> AsyncIterator[Worker]:
     engine = create_engine(settings.store_url)
     await create_schema(engine)
     client = await connect_temporal(settings)
+    await require_search_attributes(client)
     worker = build_worker(client, settings, Store(engine))
     try:
         async with worker:

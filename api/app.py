@@ -14,7 +14,7 @@ from api.turn_gateway import TurnGateway
 from settings import Settings, get_settings
 from store.database import create_engine, create_schema
 from store.repository import Store
-from temporal_connection import connect_temporal
+from temporal_connection import connect_temporal, require_search_attributes
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -24,6 +24,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = create_engine(config.store_url)
         await create_schema(engine)
         client = await connect_temporal(config)
+        await require_search_attributes(client)
         app.state.runtime = Runtime(config, Store(engine), TurnGateway(client, config.task_queue))
         try:
             yield

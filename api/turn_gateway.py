@@ -6,18 +6,24 @@ import logging
 from datetime import timedelta
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
-from temporalio.common import WorkflowIDReusePolicy
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from domain.content import ToolResponse
-from domain.turns import Turn
+from domain.content import ToolResponse, content_as_text
+from domain.turns import Turn, TurnStatus
 from workflows.contracts import NOT_AWAITING_INPUT, ToolResponsesSubmission, TurnStart, turn_workflow_id
+from workflows.search_attributes import AGENT_ID, SESSION_ID, TURN_STATUS
 from workflows.turn import TurnWorkflow
 
 log = logging.getLogger(__name__)
 
 QUERY_TIMEOUT = timedelta(seconds=2)
+
+
+def _shorten(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class TurnNotRunning(Exception):
@@ -45,6 +51,18 @@ class TurnGateway:
             id=turn_workflow_id(start.turn_id),
             task_queue=self._task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            search_attributes=TypedSearchAttributes(
+                [
+                    SearchAttributePair(AGENT_ID, start.agent_id),
+                    SearchAttributePair(SESSION_ID, start.session_id),
+                    SearchAttributePair(TURN_STATUS, TurnStatus.RUNNING.value),
+                ]
+            ),
+            static_summary=_shorten(" ".join(content_as_text(m.content) for m in start.input_messages)),
+            static_details=(
+                f"**Agent:** `{start.agent_id}`  \n**Session:** `{start.session_id}`  \n"
+                f"**Turn:** `{start.turn_id}`  \n**Model:** `{start.agent_config.model}`"
+            ),
         )
 
     async def submit_tool_responses(self, turn_id: str, responses: list[ToolResponse]) -> int:

@@ -28,6 +28,7 @@ from store.database import create_engine, create_schema
 from store.repository import Store
 from tests.scripted_model import ScriptedModel, ThreadedServer
 from worker import build_worker
+from workflows import search_attributes
 
 T = TypeVar("T")
 
@@ -67,6 +68,7 @@ class Stack:
                 dev_server_existing_path=temporal_binary(),
                 data_converter=pydantic_data_converter,
                 dev_server_log_level="error",
+                search_attributes=search_attributes.ALL,
             )
         )
         os.environ[SCRIPTED_KEY_ENV] = SCRIPTED_KEY

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import httpx
 import pytest
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.service import RPCError, RPCStatusCode
+from temporalio.testing import WorkflowEnvironment
 
-from tests.rest import create_agent, create_session, final_turn
-from tests.scripted_model import ScriptedModel, text, tool_call
-from tests.stack import Stack
+from api.app import create_app
+from serve import temporal_binary
+from tests.rest import create_agent, create_session, final_turn, sse_events
+from tests.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
+from tests.stack import Stack, free_port
+from workflows import search_attributes
 from workflows.contracts import turn_workflow_id
 
 
@@ -51,17 +53,6 @@ def test_paused_turn_survives_a_worker_restart(stack: Stack, http: httpx.Client,
     assert [s["step_type"] for s in turn["steps"]] == ["inference", "tool_execution", "inference"]
 
 
-def _gone_from_temporal(stack: Stack, workflow_id: str) -> bool:
-    """Temporal deletes asynchronously; wait (bounded) until describe says not found."""
-    for _ in range(100):
-        try:
-            stack.background.run(stack.client.get_workflow_handle(workflow_id).describe())
-        except RPCError as error:
-            return error.status == RPCStatusCode.NOT_FOUND
-        time.sleep(0.1)
-    return False
-
-
 def test_finished_turn_is_served_after_temporal_forgets_it(
     stack: Stack, http: httpx.Client, model: ScriptedModel
 ) -> None:
@@ -71,22 +62,29 @@ def test_finished_turn_is_served_after_temporal_forgets_it(
     turns = f"/v1/agents/{agent_id}/session/{session_id}/turn"
     turn = http.post(turns, json={"messages": [{"role": "user", "content": "hi"}]}).json()
 
-    stack.background.run(
-        stack.client.workflow_service.delete_workflow_execution(
-            DeleteWorkflowExecutionRequest(
-                namespace=stack.client.namespace,
-                workflow_execution=WorkflowExecution(workflow_id=turn_workflow_id(turn["turn_id"])),
-            )
+    # A fresh, empty Temporal server — as if the dev server's database had been deleted — and a
+    # second API process on it, sharing only the store.
+    amnesiac = stack.background.run(
+        WorkflowEnvironment.start_local(
+            dev_server_existing_path=temporal_binary(), search_attributes=search_attributes.ALL
         )
     )
-    assert _gone_from_temporal(stack, turn_workflow_id(turn["turn_id"]))
-
-    fetched = http.get(f"{turns}/{turn['turn_id']}")
-    assert fetched.status_code == 200
-    assert fetched.json()["output_message"]["content"] == "Remember me. "
-    session = http.get(f"/v1/agents/{agent_id}/session/{session_id}").json()
-    assert [t["turn_id"] for t in session["turns"]] == [turn["turn_id"]]
-    # Its event stream replays from the store too.
-    replay = http.get(f"{turns}/{turn['turn_id']}/events")
-    assert replay.status_code == 200
-    assert '"event_type":"turn_complete"' in replay.text
+    settings = replace(stack.settings, temporal_address=amnesiac.client.service_client.config.target_host)
+    api = ThreadedServer(create_app(settings), free_port()).start()
+    try:
+        with pytest.raises(RPCError) as unknown:
+            stack.background.run(amnesiac.client.get_workflow_handle(turn_workflow_id(turn["turn_id"])).describe())
+        assert unknown.value.status == RPCStatusCode.NOT_FOUND
+        with httpx.Client(base_url=api.url, timeout=30) as other:
+            fetched = other.get(f"{turns}/{turn['turn_id']}")
+            assert fetched.status_code == 200
+            assert fetched.json()["output_message"]["content"] == "Remember me. "
+            session = other.get(f"/v1/agents/{agent_id}/session/{session_id}").json()
+            assert [t["turn_id"] for t in session["turns"]] == [turn["turn_id"]]
+            # Its event stream replays from the store too.
+            replay = other.get(f"{turns}/{turn['turn_id']}/events")
+            assert replay.status_code == 200
+            assert sse_events(replay)[-1][1]["event"]["payload"]["event_type"] == "turn_complete"
+    finally:
+        api.stop()
+        stack.background.run(amnesiac.shutdown())

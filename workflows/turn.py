@@ -46,6 +46,17 @@ with workflow.unsafe.imports_passed_through():
         TurnStart,
         pause_event_key,
     )
+    from workflows.search_attributes import TURN_STATUS
+
+
+def _step_line(step: Step) -> str:
+    if isinstance(step, InferenceStep):
+        calls = ", ".join(f"`{call.tool_name}`" for call in step.model_response.tool_calls)
+        return f"inference → {'calls ' + calls if calls else 'answered'}"
+    if isinstance(step, ToolExecutionStep):
+        return "tool_execution · " + ", ".join(f"`{call.tool_name}`" for call in step.tool_calls)
+    return f"{step.step_type}"
+
 
 _STORE_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10))
 _TICK = timedelta(microseconds=1)
@@ -127,6 +138,21 @@ class TurnWorkflow:
                 type=TOOL_RESPONSES_MISMATCH,
             )
 
+    def _set_status(self, status: TurnStatus) -> None:
+        self._status = status
+        workflow.upsert_search_attributes([TURN_STATUS.value_set(status.value)])
+
+    def _describe(self) -> None:
+        """Keep the UI's "current details" telling what the turn did and what it waits for."""
+        lines = [f"**Status:** {self._status.value}", "", f"**Steps so far:** {len(self._steps)}"]
+        lines += [f"{i}. {_step_line(step)}" for i, step in enumerate(self._steps, start=1)]
+        if self._pending_calls:
+            lines += ["", "**Waiting for client tool results:**"]
+            lines += [f"- `{call.tool_name}` (call_id `{call.call_id}`)" for call in self._pending_calls]
+        if self._error:
+            lines += ["", f"**Error:** {self._error}"]
+        workflow.set_current_details("\n".join(lines))
+
     def _now(self) -> datetime:
         """workflow.now(), nudged so that consecutive timestamps strictly increase (clients compare them)."""
         self._last_time = max(workflow.now(), self._last_time + _TICK)
@@ -134,6 +160,7 @@ class TurnWorkflow:
 
     def _add_step(self, step: Step) -> None:
         self._steps.append(step)
+        self._describe()
         payload = StepComplete(step_type=step.step_type, step_id=step.step_id, step_details=step)
         self._outbox.append(KeyedEvent(key=f"{step.step_id}:complete", body=chunk_of(payload).model_dump(mode="json")))
 
@@ -155,6 +182,7 @@ class TurnWorkflow:
             INFER_ACTIVITY,
             request,
             result_type=InferenceResult,
+            summary=f"inference · {self._start.agent_config.model}",
             start_to_close_timeout=timedelta(minutes=10),
             heartbeat_timeout=timedelta(seconds=30),
             retry_policy=RetryPolicy(
@@ -200,8 +228,9 @@ class TurnWorkflow:
         )
 
     async def _await_client_tools(self, calls: list[ToolCall]) -> None:
-        self._status = TurnStatus.AWAITING_INPUT
         self._pending_calls = calls
+        self._set_status(TurnStatus.AWAITING_INPUT)
+        self._describe()
         self._pauses += 1
         self._output = CompletionMessage(content="", stop_reason="end_of_message", tool_calls=calls)
         paused_at = self._now()
@@ -210,7 +239,7 @@ class TurnWorkflow:
         by_call = {response.call_id: response for response in self._submitted or []}
         self._submitted = None
         self._pending_calls = []
-        self._status = TurnStatus.RUNNING
+        self._set_status(TurnStatus.RUNNING)
         self._output = None
         self._add_step(
             ToolExecutionStep(
@@ -224,7 +253,8 @@ class TurnWorkflow:
         )
 
     async def _finish(self, message: CompletionMessage) -> Turn:
-        self._status = TurnStatus.COMPLETED
+        self._set_status(TurnStatus.COMPLETED)
+        self._describe()
         self._output = message
         self._completed_at = self._now()
         await self._save("turn:complete", chunk_of(TurnComplete(turn=self.turn())))
@@ -233,8 +263,9 @@ class TurnWorkflow:
     async def _fail(self, failure: ActivityError) -> Turn:
         cause = failure.cause
         reason = cause.message if isinstance(cause, ApplicationError) else str(cause or failure)
-        self._status = TurnStatus.FAILED
         self._error = f"Inference failed: {reason}"
+        self._set_status(TurnStatus.FAILED)
+        self._describe()
         self._completed_at = self._now()
         await self._save("turn:error", ErrorChunk(error=StreamError(message=self._error)))
         return self.turn()
@@ -255,6 +286,7 @@ class TurnWorkflow:
         await workflow.execute_activity(
             SAVE_PROGRESS_ACTIVITY,
             progress,
+            summary=f"store · {self._status.value}",
             start_to_close_timeout=timedelta(seconds=30),
             retry_policy=_STORE_RETRY,
         )

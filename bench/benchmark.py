@@ -1,0 +1,412 @@
+"""Latency and throughput of the running stack, over real HTTP on loopback; prints one JSON line.
+
+    .venv/bin/python bench/benchmark.py                 # full run (--iterations 50)
+    .venv/bin/python bench/benchmark.py --quick         # smoke run, well under a minute of measuring
+
+It starts everything itself: two bench/model_server.py processes (latency 0, and TTFT 100 ms +
+30 ms per token) and `serve.py` (dev server with its SQLite file, worker, API) with a temporary
+DA_DATA_DIR and free ports; it stops them all at the end (SIGINT to serve.py). Figures:
+
+- simple streamed turn: POST turn (stream) → turn_complete, p50/p95;
+- client-tool turn: create → turn_awaiting_input → resume (stream) → turn_complete, p50/p95;
+- throughput: N sessions (20) concurrently each running M (10) client-tool turns in sequence;
+- first text delta: from the model server's first token send to our receipt of the first
+  step_progress text delta (both stamped with time.monotonic(), one clock for all processes here);
+- Temporal's floor: a one-activity workflow run with the temporalio SDK on the same dev server.
+
+Each measured turn gets a fresh session (not timed), so session history does not grow across
+iterations; the throughput phase keeps one session per worker, as a real client would.
+Progress goes to stderr, the JSON line to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+from common import (
+    REPO_ROOT,
+    HttpStatusError,
+    ModelServer,
+    create_agent,
+    create_session,
+    event_type,
+    free_port,
+    is_final,
+    is_text_delta,
+    iter_sse,
+    log,
+    models_env,
+    percentiles_ms,
+    spawn,
+    start_model_server,
+    stop_process,
+    tool_responses_for,
+    turn_path,
+    wait_for_http,
+)
+from temporalio import activity, workflow
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+FAST_MODEL = "bench"
+SLOW_MODEL = "bench-ttft"
+SLOW_TTFT_MS = 100.0
+SLOW_TOKEN_MS = 30.0
+REQUEST_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+
+
+# --- Temporal's floor: the smallest useful workflow, run on the same dev server --------------
+
+
+@activity.defn(name="bench_floor_echo")
+async def floor_echo(value: str) -> str:
+    return value
+
+
+@workflow.defn(name="BenchFloor")
+class FloorWorkflow:
+    """One activity and nothing else: the least a turn (which needs at least one) could cost."""
+
+    @workflow.run
+    async def run(self, value: str) -> str:
+        return await workflow.execute_activity(floor_echo, value, start_to_close_timeout=timedelta(seconds=10))
+
+
+async def measure_temporal_floor(address: str, iterations: int, warmup: int) -> list[float]:
+    """Client → workflow task → activity → workflow task → result, end to end, sequentially.
+
+    Unsandboxed, so the figure is the server round trips and SDK, not sandbox set-up.
+    """
+    client = await Client.connect(address, data_converter=pydantic_data_converter)
+    queue = f"bench-floor-{uuid.uuid4().hex[:8]}"
+    durations: list[float] = []
+    worker = Worker(
+        client,
+        task_queue=queue,
+        workflows=[FloorWorkflow],
+        activities=[floor_echo],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+    )
+    async with worker:
+        for index in range(warmup + iterations):
+            started = time.perf_counter()
+            await client.execute_workflow(FloorWorkflow.run, "x", id=f"{queue}-{index}", task_queue=queue)
+            if index >= warmup:
+                durations.append(time.perf_counter() - started)
+    return durations
+
+
+# --- The stack ---------------------------------------------------------------------------------
+
+
+@dataclass
+class EmbeddedStack:
+    """serve.py (dev server + worker + API) and our two model servers, in a temp directory."""
+
+    workdir: Path
+    api_port: int = field(default_factory=free_port)
+    temporal_port: int = field(default_factory=free_port)
+    ui_port: int = field(default_factory=free_port)
+    fast: ModelServer | None = None
+    slow: ModelServer | None = None
+    serve: Any = None
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.api_port}"
+
+    @property
+    def temporal_address(self) -> str:
+        return f"127.0.0.1:{self.temporal_port}"
+
+    def start(self) -> None:
+        self.fast = start_model_server(0, 0, self.workdir / "model-fast.log")
+        self.slow = start_model_server(SLOW_TTFT_MS, SLOW_TOKEN_MS, self.workdir / "model-slow.log")
+        env = {
+            "DA_DATA_DIR": str(self.workdir / "data"),
+            "DA_API_PORT": str(self.api_port),
+            "DA_TEMPORAL_PORT": str(self.temporal_port),
+            "DA_TEMPORAL_UI_PORT": str(self.ui_port),
+            "DA_MODELS": models_env({FAST_MODEL: self.fast, SLOW_MODEL: self.slow}),
+        }
+        log(f"starting serve.py: API {self.api_url}, Temporal {self.temporal_address} (logs in {self.workdir})")
+        self.serve = spawn([sys.executable, str(REPO_ROOT / "serve.py")], self.workdir / "serve.log", env)
+        wait_for_http(f"{self.api_url}/v1/health", [self.serve], 120)
+
+    def stop(self) -> None:
+        if self.serve is not None:
+            stop_process(self.serve, signal.SIGINT, 40)
+        for server in (self.fast, self.slow):
+            if server is not None:
+                stop_process(server.process, signal.SIGTERM, 10)
+
+
+# --- One turn, over HTTP -----------------------------------------------------------------------
+
+
+@dataclass
+class StreamResult:
+    final: dict[str, Any]
+    first_text_at: float | None
+
+
+async def stream_until_final(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> StreamResult:
+    """POST and read the SSE answer up to its final event, noting when the first text delta came."""
+    async with client.stream("POST", url, json=body) as response:
+        if response.status_code != 200:
+            raise HttpStatusError(response.status_code, (await response.aread()).decode())
+        first_text_at: float | None = None
+        async for event in iter_sse(response):
+            if first_text_at is None and is_text_delta(event.data):
+                first_text_at = event.received_at
+            if is_final(event.data):
+                return StreamResult(event.data, first_text_at)
+    raise RuntimeError(f"the stream of {url} ended without a final event")
+
+
+def expect_final(result: StreamResult, wanted: str) -> dict[str, Any]:
+    """The turn carried by the final event, which must be of the wanted type."""
+    if "error" in result.final:
+        raise RuntimeError(f"turn failed: {result.final['error']}")
+    if event_type(result.final) != wanted:
+        raise RuntimeError(f"expected {wanted}, got {event_type(result.final)}")
+    return result.final["event"]["payload"]["turn"]
+
+
+def user_turn(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}], "stream": True}
+
+
+async def simple_turn(client: httpx.AsyncClient, agent_id: str, session_id: str) -> float:
+    started = time.perf_counter()
+    result = await stream_until_final(client, turn_path(agent_id, session_id), user_turn("Say something short."))
+    expect_final(result, "turn_complete")
+    return time.perf_counter() - started
+
+
+async def tool_turn(client: httpx.AsyncClient, agent_id: str, session_id: str) -> float:
+    started = time.perf_counter()
+    path = turn_path(agent_id, session_id)
+    paused = expect_final(await stream_until_final(client, path, user_turn("Use the tool.")), "turn_awaiting_input")
+    resume = {"tool_responses": tool_responses_for(paused), "stream": True}
+    result = await stream_until_final(client, f"{path}/{paused['turn_id']}/resume", resume)
+    expect_final(result, "turn_complete")
+    return time.perf_counter() - started
+
+
+TurnRunner = Callable[[httpx.AsyncClient, str, str], Awaitable[float]]
+
+
+async def sequential(client: httpx.AsyncClient, agent_id: str, run: TurnRunner, count: int, label: str) -> list[float]:
+    """`count` turns one after another, each in a fresh (untimed) session."""
+    durations: list[float] = []
+    for index in range(count):
+        session_id = await create_session(client, agent_id, f"{label}-{index}")
+        durations.append(await run(client, agent_id, session_id))
+    return durations
+
+
+# --- Throughput ----------------------------------------------------------------------------------
+
+
+@dataclass
+class ThroughputResult:
+    durations: list[float]
+    errors: list[str]
+    elapsed: float
+
+
+async def session_worker(client: httpx.AsyncClient, agent_id: str, turns: int, result: ThroughputResult) -> None:
+    """One client: a session and `turns` client-tool turns in it, one after another."""
+    try:
+        session_id = await create_session(client, agent_id, "throughput")
+    except Exception as error:
+        result.errors.extend([f"session: {error!r}"] * turns)
+        return
+    for _ in range(turns):
+        try:
+            result.durations.append(await tool_turn(client, agent_id, session_id))
+        except Exception as error:
+            result.errors.append(repr(error))
+
+
+async def measure_throughput(client: httpx.AsyncClient, agent_id: str, sessions: int, turns: int) -> ThroughputResult:
+    result = ThroughputResult([], [], 0.0)
+    started = time.perf_counter()
+    workers = [session_worker(client, agent_id, turns, result) for _ in range(sessions)]
+    await asyncio.wait_for(asyncio.gather(*workers), timeout=60 + 10 * sessions * turns)
+    result.elapsed = time.perf_counter() - started
+    return result
+
+
+# --- First text delta ----------------------------------------------------------------------------
+
+
+@dataclass
+class DeltaTiming:
+    relay: float
+    """Model's first token sent → our first text delta received."""
+    to_model: float
+    """Our POST sent → the model server received the request."""
+
+
+async def first_delta_timing(client: httpx.AsyncClient, agent_id: str, model: ModelServer) -> DeltaTiming:
+    """One turn on the slow model; the marker in the message finds the model's record of it."""
+    session_id = await create_session(client, agent_id, "first-delta")
+    marker = f"probe-{uuid.uuid4().hex}"
+    posted_at = time.monotonic()
+    result = await stream_until_final(client, turn_path(agent_id, session_id), user_turn(f"Say hello. {marker}"))
+    expect_final(result, "turn_complete")
+    if result.first_text_at is None:
+        raise RuntimeError("the turn completed without a step_progress text delta")
+    records = (await client.get(f"{model.url}/bench/requests", params={"contains": marker})).json()["requests"]
+    if not records or records[0]["first_token_at"] is None:
+        raise RuntimeError(f"the model server has no first-token record for {marker}")
+    first = records[0]  # a retried inference would add later records; the first is what was relayed first
+    return DeltaTiming(result.first_text_at - first["first_token_at"], first["received_at"] - posted_at)
+
+
+async def measure_first_delta(
+    client: httpx.AsyncClient, agent_id: str, model: ModelServer, count: int
+) -> list[DeltaTiming]:
+    return [await first_delta_timing(client, agent_id, model) for _ in range(count)]
+
+
+# --- Report ------------------------------------------------------------------------------------------
+
+
+def target(actual: float | int | None, op: str, bound: float) -> dict[str, Any]:
+    met = None if actual is None else (actual <= bound if op == "<=" else actual >= bound)
+    return {"target": f"{op} {bound:g}", "actual": actual, "met": met}
+
+
+def targets(report: dict[str, Any]) -> dict[str, Any]:
+    """The issue's targets, for the embedded stack with model latency 0 (first delta: TTFT 100 ms)."""
+    throughput = report["throughput"]
+    return {
+        "simple_streamed_p50_ms": target(report["simple_streamed_ms"]["p50"], "<=", 60),
+        "client_tool_p50_ms": target(report["client_tool_turn_ms"]["p50"], "<=", 170),
+        "tool_turns_per_s": target(throughput["tool_turns_per_s"], ">=", 13),
+        "throughput_errors": target(throughput["errors"], "<=", 0),
+        "first_text_delta_p50_ms": target(report["first_text_delta_ms"]["p50"], "<=", 50),
+    }
+
+
+@dataclass
+class Plan:
+    iterations: int
+    warmup: int
+    sessions: int
+    turns_per_session: int
+
+
+def plan_from(args: argparse.Namespace) -> Plan:
+    if args.quick:
+        return Plan(iterations=min(args.iterations, 5), warmup=1, sessions=4, turns_per_session=3)
+    return Plan(args.iterations, args.warmup, args.sessions, args.turns_per_session)
+
+
+async def measure(stack: EmbeddedStack, plan: Plan) -> dict[str, Any]:
+    assert stack.slow is not None
+    limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
+    async with httpx.AsyncClient(base_url=stack.api_url, timeout=REQUEST_TIMEOUT, limits=limits) as client:
+        agent_id = await create_agent(client, FAST_MODEL)
+        slow_agent_id = await create_agent(client, SLOW_MODEL)
+        log(f"warm-up: {plan.warmup} simple, {plan.warmup} client-tool, 1 slow-model turn")
+        await sequential(client, agent_id, simple_turn, plan.warmup, "warmup")
+        await sequential(client, agent_id, tool_turn, plan.warmup, "warmup")
+        await measure_first_delta(client, slow_agent_id, stack.slow, 1)
+        log(f"simple streamed turns x{plan.iterations}")
+        simple = await sequential(client, agent_id, simple_turn, plan.iterations, "simple")
+        log(f"client-tool turns x{plan.iterations}")
+        tool = await sequential(client, agent_id, tool_turn, plan.iterations, "tool")
+        log(f"throughput: {plan.sessions} sessions x {plan.turns_per_session} client-tool turns")
+        throughput = await measure_throughput(client, agent_id, plan.sessions, plan.turns_per_session)
+        log(f"first text delta x{plan.iterations} (model TTFT {SLOW_TTFT_MS:g} ms, {SLOW_TOKEN_MS:g} ms/token)")
+        deltas = await measure_first_delta(client, slow_agent_id, stack.slow, plan.iterations)
+    log(f"Temporal floor x{plan.iterations}")
+    floor = await measure_temporal_floor(stack.temporal_address, plan.iterations, plan.warmup)
+    return {
+        "simple_streamed_ms": percentiles_ms(simple),
+        "client_tool_turn_ms": percentiles_ms(tool),
+        "throughput": {
+            "sessions": plan.sessions,
+            "turns_per_session": plan.turns_per_session,
+            "completed": len(throughput.durations),
+            "errors": len(throughput.errors),
+            "first_errors": throughput.errors[:3],
+            "elapsed_s": round(throughput.elapsed, 2),
+            "tool_turns_per_s": round(len(throughput.durations) / throughput.elapsed, 2),
+            "turn_ms": percentiles_ms(throughput.durations),
+        },
+        "first_text_delta_ms": {
+            **percentiles_ms([d.relay for d in deltas]),
+            "model_ttft_ms": SLOW_TTFT_MS,
+            "model_token_ms": SLOW_TOKEN_MS,
+            "post_to_model_request_ms": percentiles_ms([d.to_model for d in deltas]),
+        },
+        "temporal_floor_one_activity_ms": percentiles_ms(floor),
+    }
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Benchmark the embedded durable-agents stack over HTTP.")
+    parser.add_argument("--iterations", type=int, default=50, help="measured turns per sequential figure")
+    parser.add_argument("--warmup", type=int, default=5, help="unmeasured turns of each kind first")
+    parser.add_argument("--sessions", type=int, default=20, help="concurrent sessions in the throughput phase")
+    parser.add_argument("--turns-per-session", type=int, default=10, help="client-tool turns per session there")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 5 iterations, 4 sessions x 3 turns")
+    parser.add_argument("--timeout", type=float, default=900, help="give up after this many seconds")
+    parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, SQLite files)")
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
+    plan = plan_from(args)
+    workdir = Path(tempfile.mkdtemp(prefix="da-bench-"))
+    stack = EmbeddedStack(workdir)
+    ok = False
+    try:
+        stack.start()
+        started = time.perf_counter()
+        report = asyncio.run(asyncio.wait_for(measure(stack, plan), timeout=args.timeout))
+        report = {
+            "benchmark": "durable-agents",
+            "quick": args.quick,
+            "iterations": plan.iterations,
+            "cpus": os.cpu_count(),
+            **report,
+            "measure_seconds": round(time.perf_counter() - started, 1),
+        }
+        report["targets"] = targets(report)
+        print(json.dumps(report, separators=(",", ":")), flush=True)
+        ok = True
+    finally:
+        log("stopping the stack")
+        stack.stop()
+        if ok and not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            log(f"logs and data kept in {workdir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,16 @@
+"""Custom search attributes that let an operator find turns in the Temporal UI.
+
+e.g. `SessionId="…"` lists a session's turns, `TurnStatus="awaiting_input"` the ones waiting on a
+client. The embedded dev server registers them at start; other clusters need them created once
+(see README, "Inspecting turns in the Temporal UI").
+"""
+
+from __future__ import annotations
+
+from temporalio.common import SearchAttributeKey
+
+AGENT_ID = SearchAttributeKey.for_keyword("AgentId")
+SESSION_ID = SearchAttributeKey.for_keyword("SessionId")
+TURN_STATUS = SearchAttributeKey.for_keyword("TurnStatus")
+
+ALL = (AGENT_ID, SESSION_ID, TURN_STATUS)
