@@ -13,6 +13,7 @@ import json
 import os
 import tomllib
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -50,6 +51,8 @@ class Settings:
     temporal_profile: str | None
     temporal_config_file: str | None
     models: dict[str, ModelSpec] = field(default_factory=dict)
+    awaiting_input_timeout: timedelta | None = None
+    """How long a paused turn waits for client tool results before it expires; None: forever."""
     api_host: str = "127.0.0.1"
     api_port: int = 8321
     temporal_port: int = 7233
@@ -82,6 +85,14 @@ def _parse_models(raw: dict[str, Any], origin: str) -> dict[str, ModelSpec]:
     return models
 
 
+def _seconds(raw: str, name: str) -> timedelta | None:
+    try:
+        seconds = float(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} must be a number of seconds, got {raw!r}") from exc
+    return timedelta(seconds=seconds) if seconds > 0 else None
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     env = dict(os.environ if env is None else env)
     file = _read_file(env.get("DA_CONFIG_FILE"))
@@ -107,6 +118,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         temporal_profile=env.get("TEMPORAL_PROFILE"),
         temporal_config_file=env.get("TEMPORAL_CONFIG_FILE"),
         models=models,
+        awaiting_input_timeout=_seconds(value("awaiting_input_timeout", "0"), "DA_AWAITING_INPUT_TIMEOUT"),
         api_host=value("api_host", "127.0.0.1"),
         api_port=int(value("api_port", "8321")),
         temporal_port=int(value("temporal_port", "7233")),

@@ -18,7 +18,7 @@ from providers.registry import ModelRegistry
 from store.repository import Store
 from workflows.contracts import INFER_ACTIVITY, PROVIDER_REJECTED, InferenceRequest, InferenceResult
 
-HEARTBEAT_SECONDS = 5.0
+HEARTBEAT_SECONDS = 1.0
 
 
 @asynccontextmanager

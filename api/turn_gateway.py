@@ -82,6 +82,9 @@ class TurnGateway:
                 raise TurnNotRunning(turn_id) from error
             raise
 
+    async def cancel(self, turn_id: str) -> None:
+        await self._client.get_workflow_handle(turn_workflow_id(turn_id)).cancel()
+
     async def live_turn(self, turn_id: str) -> Turn | None:
         """The running workflow's view of the turn, or None if no worker can answer for it now.
 

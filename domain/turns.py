@@ -57,10 +57,13 @@ class TurnStatus(StrEnum):
     AWAITING_INPUT = "awaiting_input"
     COMPLETED = "completed"
     FAILED = "failed"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+    """Paused longer than the configured awaiting-input timeout."""
 
     @property
     def is_final(self) -> bool:
-        return self in (TurnStatus.COMPLETED, TurnStatus.FAILED)
+        return self not in (TurnStatus.RUNNING, TurnStatus.AWAITING_INPUT)
 
 
 class Turn(WireModel):
@@ -74,7 +77,7 @@ class Turn(WireModel):
     completed_at: datetime | None = None
     status: TurnStatus = TurnStatus.RUNNING
     error: str | None = None
-    """Why a failed turn failed; null otherwise."""
+    """Why a turn ended without an answer (failed, cancelled, expired); null otherwise."""
 
 
 class Session(WireModel):

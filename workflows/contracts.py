@@ -5,7 +5,7 @@ Kept free of I/O libraries so the workflow sandbox imports it cheaply.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 
@@ -17,6 +17,8 @@ from domain.turns import Step, TurnStatus
 TASK_QUEUE_DEFAULT = "durable-agents"
 INFER_ACTIVITY = "infer"
 SAVE_PROGRESS_ACTIVITY = "save_turn_progress"
+INFERENCE_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
+"""How soon a model call on a dead worker is retried elsewhere; the activity beats every second."""
 PROVIDER_REJECTED = "ProviderRejected"
 """ApplicationError type of an inference failure that retrying cannot fix."""
 NOT_AWAITING_INPUT = "NotAwaitingInput"
@@ -43,6 +45,8 @@ class TurnStart(BaseModel):
     """Per-turn tool configuration; replaces the agent's for this turn."""
     inference_max_attempts: int = 8
     """Attempts at one model call before the turn fails; retryable errors are 429, 5xx and timeouts."""
+    awaiting_input_timeout: timedelta | None = None
+    """How long a paused turn waits for client tool results before it expires; None waits forever."""
 
 
 class ToolResponsesSubmission(BaseModel):

@@ -13,11 +13,13 @@ before anything that follows it.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from domain.agents import ToolConfig
@@ -35,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from domain.turns import InferenceStep, Step, ToolExecutionStep, Turn, TurnStatus
     from workflows.contracts import (
         INFER_ACTIVITY,
+        INFERENCE_HEARTBEAT_TIMEOUT,
         NOT_AWAITING_INPUT,
         PROVIDER_REJECTED,
         SAVE_PROGRESS_ACTIVITY,
@@ -80,6 +83,7 @@ class TurnWorkflow:
         self._pending_calls: list[ToolCall] = []
         self._submitted: list[ToolResponse] | None = None
         self._last_time = start.started_at
+        self._saving: asyncio.Future[None] | None = None
 
     @workflow.run
     async def run(self, start: TurnStart) -> Turn:
@@ -97,10 +101,20 @@ class TurnWorkflow:
                 if unknown:
                     self._answer_unknown_tools(unknown)
                 client_calls = [call for call in message.tool_calls if call.tool_name in client_tools]
-                if client_calls:
-                    await self._await_client_tools(client_calls)
-        except ActivityError as failure:
-            return await self._fail(failure)
+                if client_calls and not await self._await_client_tools(client_calls):
+                    return await self._end(
+                        TurnStatus.EXPIRED,
+                        f"Turn {start.turn_id} expired: no client tool results within "
+                        f"{start.awaiting_input_timeout}. Start a new turn.",
+                    )
+        except (ActivityError, asyncio.CancelledError) as error:
+            if is_cancelled_exception(error):
+                return await self._end(TurnStatus.CANCELLED, f"Turn {start.turn_id} was cancelled.")
+            if isinstance(error, ActivityError):
+                cause = error.cause
+                reason = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+                return await self._end(TurnStatus.FAILED, f"Inference failed: {reason}")
+            raise
 
     @workflow.query
     def turn(self) -> Turn:
@@ -120,6 +134,8 @@ class TurnWorkflow:
     @workflow.update
     def submit_tool_responses(self, submission: ToolResponsesSubmission) -> int:
         """Hand the paused turn its client tools' results; returns the number of the pause it ends."""
+        # Two submissions can both pass validation within one workflow task; only the first counts.
+        self._check_tool_responses(submission)
         self._submitted = submission.tool_responses
         return self._pauses
 
@@ -184,7 +200,9 @@ class TurnWorkflow:
             result_type=InferenceResult,
             summary=f"inference · {self._start.agent_config.model}",
             start_to_close_timeout=timedelta(minutes=10),
-            heartbeat_timeout=timedelta(seconds=30),
+            heartbeat_timeout=INFERENCE_HEARTBEAT_TIMEOUT,
+            # A cancelled turn's last events are written only after its model call has stopped.
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             retry_policy=RetryPolicy(
                 initial_interval=timedelta(seconds=1),
                 maximum_interval=timedelta(seconds=30),
@@ -227,7 +245,8 @@ class TurnWorkflow:
             )
         )
 
-    async def _await_client_tools(self, calls: list[ToolCall]) -> None:
+    async def _await_client_tools(self, calls: list[ToolCall]) -> bool:
+        """Pause until the caller submits the calls' results: false if it does not before the expiry."""
         self._pending_calls = calls
         self._set_status(TurnStatus.AWAITING_INPUT)
         self._describe()
@@ -235,7 +254,13 @@ class TurnWorkflow:
         self._output = CompletionMessage(content="", stop_reason="end_of_message", tool_calls=calls)
         paused_at = self._now()
         await self._save(pause_event_key(self._pauses), chunk_of(TurnAwaitingInput(turn=self.turn())))
-        await workflow.wait_condition(lambda: self._submitted is not None)
+        try:
+            await workflow.wait_condition(
+                lambda: self._submitted is not None, timeout=self._start.awaiting_input_timeout
+            )
+        except TimeoutError:
+            self._pending_calls = []
+            return False
         by_call = {response.call_id: response for response in self._submitted or []}
         self._submitted = None
         self._pending_calls = []
@@ -251,6 +276,7 @@ class TurnWorkflow:
                 tool_responses=[by_call[call.call_id] for call in calls],
             )
         )
+        return True
 
     async def _finish(self, message: CompletionMessage) -> Turn:
         self._set_status(TurnStatus.COMPLETED)
@@ -260,14 +286,19 @@ class TurnWorkflow:
         await self._save("turn:complete", chunk_of(TurnComplete(turn=self.turn())))
         return self.turn()
 
-    async def _fail(self, failure: ActivityError) -> Turn:
-        cause = failure.cause
-        reason = cause.message if isinstance(cause, ApplicationError) else str(cause or failure)
-        self._error = f"Inference failed: {reason}"
-        self._set_status(TurnStatus.FAILED)
+    async def _end(self, status: TurnStatus, reason: str) -> Turn:
+        """End the turn without an answer (failed, cancelled, expired), keeping its steps so far."""
+        if self._saving is not None and not self._saving.done():
+            await self._saving
+            self._outbox = []
+            self._saved_steps = len(self._steps)
+        self._pending_calls = []
+        self._output = None
+        self._error = reason
+        self._set_status(status)
         self._describe()
         self._completed_at = self._now()
-        await self._save("turn:error", ErrorChunk(error=StreamError(message=self._error)))
+        await self._save(f"turn:{status.value}", ErrorChunk(error=StreamError(message=reason)))
         return self.turn()
 
     async def _save(self, key: str, final_event: StreamChunk | ErrorChunk) -> None:
@@ -283,12 +314,16 @@ class TurnWorkflow:
             completed_at=self._completed_at,
             error=self._error,
         )
-        await workflow.execute_activity(
-            SAVE_PROGRESS_ACTIVITY,
-            progress,
-            summary=f"store · {self._status.value}",
-            start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=_STORE_RETRY,
+        # Shielded: a cancellation must not interleave a later write with this one (see _end).
+        self._saving = asyncio.ensure_future(
+            workflow.execute_activity(
+                SAVE_PROGRESS_ACTIVITY,
+                progress,
+                summary=f"store · {self._status.value}",
+                start_to_close_timeout=timedelta(seconds=10),
+                retry_policy=_STORE_RETRY,
+            )
         )
+        await asyncio.shield(self._saving)
         self._outbox = []
         self._saved_steps = len(self._steps)

@@ -1,0 +1,69 @@
+"""Starting a turn: claim the session, record the turn, start its workflow — at most once per key."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from fastapi import HTTPException
+
+from api.runtime import Runtime
+from api.schemas import CreateTurnRequest
+from api.turn_documents import with_documents
+from domain.agents import Agent, toolgroup_name
+from store.repository import TurnConflict
+from workflows.contracts import TurnStart
+
+_IDEMPOTENCY_NAMESPACE = uuid.UUID("6f1b7e0e-8c57-4c1e-9a43-2f0c5d8b1a77")
+
+
+@dataclass(frozen=True)
+class StartedTurn:
+    turn_id: str
+    is_retry: bool
+    """True when an earlier request with the same Idempotency-Key already started this turn."""
+
+
+def _turn_id(agent_id: str, session_id: str, idempotency_key: str | None) -> str:
+    if idempotency_key is None:
+        return str(uuid.uuid4())
+    return str(uuid.uuid5(_IDEMPOTENCY_NAMESPACE, f"{agent_id}/{session_id}/{idempotency_key}"))
+
+
+async def start_turn(
+    runtime: Runtime, agent: Agent, session_id: str, body: CreateTurnRequest, idempotency_key: str | None
+) -> StartedTurn:
+    if body.toolgroups:
+        names = [toolgroup_name(group) for group in body.toolgroups]
+        raise HTTPException(400, f"Unknown toolgroups {names}: this server has no server-side toolgroups")
+    messages = with_documents(body.messages, body.documents or [])
+    turn_id = _turn_id(agent.agent_id, session_id, idempotency_key)
+    if idempotency_key is not None and await runtime.store.turn_status(turn_id) is not None:
+        return StartedTurn(turn_id, is_retry=True)
+    started_at = datetime.now(UTC)
+    try:
+        await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at)
+    except TurnConflict as conflict:
+        if conflict.turn_id == turn_id:
+            return StartedTurn(turn_id, is_retry=True)
+        if await runtime.turns.is_running(conflict.turn_id):
+            raise HTTPException(409, str(conflict)) from conflict
+        await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
+        await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at)
+    start = TurnStart(
+        agent_id=agent.agent_id,
+        session_id=session_id,
+        turn_id=turn_id,
+        agent_config=agent.agent_config,
+        input_messages=messages,
+        started_at=started_at,
+        tool_config=body.tool_config,
+        awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
+    )
+    try:
+        await runtime.turns.start(start)
+    except Exception as error:
+        await runtime.store.abandon_turn(turn_id, f"Its workflow could not be started: {error}")
+        raise HTTPException(503, f"Could not start the turn's workflow: {error}") from error
+    return StartedTurn(turn_id, is_retry=False)

@@ -1,0 +1,502 @@
+"""Turns under fire: kill -9 the worker every few seconds and check that no turn is lost or doubled.
+
+    .venv/bin/python bench/chaos.py                      # 100 turns, 8 sessions, a kill every 5 s
+    .venv/bin/python bench/chaos.py --quick              # 10 turns, a kill every 2 s; for the test suite
+
+It starts the pieces itself, not serve.py, because only the worker may die: a Temporal dev server
+(serve.py's command line, with its SQLite file in a temp dir), bench/model_server.py, the API
+(uvicorn) and `python worker.py`. Several sessions run a mix of client-tool and plain turns
+concurrently while the worker is SIGKILLed and restarted at once, every `--kill-every` seconds.
+
+The client recovers as a careful real one would: a broken or stalled stream is resumed with
+GET .../turn/{id}/events?after=<last id>; a create that failed is looked up in the session before
+it is retried (one turn at a time per session makes that safe); a resume that failed is retried
+only while the turn awaits input, and a 409 means an earlier resume got through. At the end every
+session is read back and one JSON line is printed; the exit status is 1 if a turn was lost or a
+tool request was answered twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from common import (
+    HttpStatusError,
+    ModelServer,
+    create_agent,
+    create_session,
+    event_type,
+    free_port,
+    iter_sse,
+    json_request,
+    log,
+    models_env,
+    payload_of,
+    percentiles_ms,
+    spawn,
+    start_model_server,
+    stop_process,
+    tool_responses_for,
+    turn_path,
+    wait_for_http,
+    wait_for_port,
+)
+from model_server import SENTENCE, TOOL_RESULT_TEXT
+
+import serve
+from settings import load_settings
+
+MODEL = "bench"
+# Streams get a keepalive every 15 s, so 25 s of silence means the connection is gone.
+STREAM_TIMEOUT = httpx.Timeout(connect=5.0, read=25.0, write=10.0, pool=None)
+RETRY_PAUSE_SECONDS = 0.5
+
+
+# --- The stack, piece by piece -------------------------------------------------------------------
+
+
+@dataclass
+class ChaosStack:
+    """Dev server, model server, API and a worker that can be killed and restarted."""
+
+    workdir: Path
+    model_ttft_ms: float
+    model_token_ms: float
+    api_port: int = field(default_factory=free_port)
+    temporal_port: int = field(default_factory=free_port)
+    ui_port: int = field(default_factory=free_port)
+    model: ModelServer | None = None
+    temporal: subprocess.Popen[bytes] | None = None
+    api: subprocess.Popen[bytes] | None = None
+    worker: subprocess.Popen[bytes] | None = None
+    worker_kills: int = 0
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.api_port}"
+
+    def env(self) -> dict[str, str]:
+        assert self.model is not None
+        return {
+            "DA_DATA_DIR": str(self.workdir / "data"),
+            "DA_TEMPORAL_PORT": str(self.temporal_port),
+            "DA_TEMPORAL_UI_PORT": str(self.ui_port),
+            "TEMPORAL_ADDRESS": f"127.0.0.1:{self.temporal_port}",
+            "DA_MODELS": models_env({MODEL: self.model}),
+        }
+
+    def start(self) -> None:
+        self.model = start_model_server(self.model_ttft_ms, self.model_token_ms, self.workdir / "model.log")
+        settings = load_settings(self.env())
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        # serve.py's own command line, so the dev server is configured exactly as `make run`'s.
+        command = [*serve.dev_server_command(settings), "--headless"]
+        self.temporal = spawn(command, self.workdir / "temporal.log", self.env())
+        wait_for_port(self.temporal_port, self.temporal, 60)
+        self.start_worker()
+        uvicorn = [sys.executable, "-m", "uvicorn", "api.app:app", "--host", "127.0.0.1", "--port", str(self.api_port)]
+        self.api = spawn(uvicorn, self.workdir / "api.log", self.env())
+        wait_for_http(f"{self.api_url}/v1/health", [self.api, self.temporal], 90)
+        log(f"stack up: API {self.api_url}, Temporal 127.0.0.1:{self.temporal_port} (logs in {self.workdir})")
+
+    def start_worker(self) -> None:
+        self.worker = spawn([sys.executable, "worker.py"], self.workdir / "worker.log", self.env())
+
+    def kill_and_restart_worker(self) -> None:
+        """SIGKILL: no graceful shutdown, in-flight activities and workflow tasks just vanish."""
+        assert self.worker is not None
+        self.worker.send_signal(signal.SIGKILL)
+        self.worker.wait(timeout=10)
+        self.worker_kills += 1
+        self.start_worker()
+
+    def stop(self) -> None:
+        for process, signum in (
+            (self.api, signal.SIGTERM),
+            (self.worker, signal.SIGINT),
+            (self.temporal, signal.SIGTERM),
+        ):
+            if process is not None:
+                stop_process(process, signum, 20)
+        if self.model is not None:
+            stop_process(self.model.process, signal.SIGTERM, 10)
+
+
+async def kill_worker_periodically(stack: ChaosStack, every: float, max_kills: int, done: asyncio.Event) -> None:
+    """Kill and restart the worker every `every` seconds until the workload is done (or `max_kills`)."""
+    while not done.is_set() and (max_kills <= 0 or stack.worker_kills < max_kills):
+        try:
+            await asyncio.wait_for(done.wait(), timeout=every)
+        except TimeoutError:
+            await asyncio.to_thread(stack.kill_and_restart_worker)
+            log(f"worker killed and restarted ({stack.worker_kills})")
+
+
+# --- One turn, followed to its end whatever happens ---------------------------------------------
+
+
+@dataclass
+class TurnRecord:
+    """What the client asked for and saw of one turn."""
+
+    session_id: str
+    kind: str
+    """"tool" (a client-tool call, then a resume) or "plain"."""
+    text: str
+    turn_id: str | None = None
+    outcome: str = "lost"
+    seconds: float = 0.0
+    last_event_id: int = 0
+    duplicate_event_ids: int = 0
+    pauses_seen: set[int] = field(default_factory=set)
+    text_by_step: dict[str, str] = field(default_factory=dict)
+    tool_call_deltas: Counter[str] = field(default_factory=Counter)
+    recoveries: Counter[str] = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)
+
+    def observe(self, event_id: int | None, data: dict[str, Any]) -> None:
+        """Everything checked later is noted here: event ids, the turn id, deltas per step."""
+        if event_id:
+            if event_id <= self.last_event_id:
+                self.duplicate_event_ids += 1
+            self.last_event_id = max(self.last_event_id, event_id)
+        payload = payload_of(data)
+        turn = payload.get("turn") or (payload.get("step_details") or {})
+        self.turn_id = self.turn_id or turn.get("turn_id")
+        if payload.get("event_type") == "turn_awaiting_input" and event_id:
+            self.pauses_seen.add(event_id)
+        if payload.get("event_type") == "step_progress":
+            delta, step_id = payload.get("delta", {}), payload.get("step_id", "")
+            if delta.get("type") == "text":
+                self.text_by_step[step_id] = self.text_by_step.get(step_id, "") + delta.get("text", "")
+            elif delta.get("type") == "tool_call":
+                self.tool_call_deltas[step_id] += 1
+
+    def note(self, what: str, detail: str) -> None:
+        self.recoveries[what] += 1
+        if len(self.notes) < 5:
+            self.notes.append(f"{what}: {detail[:200]}")
+
+
+@dataclass
+class SessionContext:
+    client: httpx.AsyncClient
+    agent_id: str
+    session_id: str
+    known_turns: set[str] = field(default_factory=set)
+
+    @property
+    def turns_url(self) -> str:
+        return turn_path(self.agent_id, self.session_id)
+
+
+async def follow(
+    ctx: SessionContext, record: TurnRecord, method: str, url: str, body: Any = None
+) -> dict[str, Any] | None:
+    """Read a turn's SSE answer; its final event, or None if the stream broke or went silent.
+
+    Non-200 answers raise HttpStatusError for the caller to judge.
+    """
+    try:
+        async with ctx.client.stream(method, url, json=body, timeout=STREAM_TIMEOUT) as response:
+            if response.status_code != 200:
+                raise HttpStatusError(response.status_code, (await response.aread()).decode(errors="replace"))
+            async for event in iter_sse(response):
+                record.observe(event.event_id, event.data)
+                if "error" in event.data or event_type(event.data) in ("turn_complete", "turn_awaiting_input"):
+                    return event.data
+    except httpx.HTTPError as error:
+        record.note("stream_broken", repr(error))
+        return None
+    record.note("stream_ended_early", url)
+    return None
+
+
+async def stored_turn(ctx: SessionContext, turn_id: str) -> dict[str, Any] | None:
+    try:
+        return await json_request(ctx.client, "GET", f"{ctx.turns_url}/{turn_id}")
+    except (HttpStatusError, httpx.HTTPError):
+        return None
+
+
+async def find_new_turn(ctx: SessionContext) -> str | None:
+    """The session's turn we have not seen yet: ours, since a session runs one turn at a time."""
+    try:
+        session = await json_request(ctx.client, "GET", f"/v1/agents/{ctx.agent_id}/session/{ctx.session_id}")
+    except (HttpStatusError, httpx.HTTPError):
+        return None
+    new = [t["turn_id"] for t in session.get("turns", []) if t["turn_id"] not in ctx.known_turns]
+    return new[-1] if new else None
+
+
+async def create(ctx: SessionContext, record: TurnRecord) -> dict[str, Any] | None:
+    body = {"messages": [{"role": "user", "content": record.text}], "stream": True}
+    try:
+        return await follow(ctx, record, "POST", ctx.turns_url, body)
+    except HttpStatusError as error:
+        if error.status != 409 and error.status < 500:
+            raise
+        record.note(f"create_http_{error.status}", str(error))
+        return None
+
+
+async def resume(ctx: SessionContext, record: TurnRecord, paused: dict[str, Any]) -> dict[str, Any] | None:
+    """Answer the pending calls. On 409 or a lost answer, the caller follows the events instead."""
+    url = f"{ctx.turns_url}/{paused['turn_id']}/resume"
+    body = {"tool_responses": tool_responses_for(paused, "42"), "stream": True}
+    while True:
+        try:
+            return await follow(ctx, record, "POST", url, body)
+        except HttpStatusError as error:
+            if error.status == 409:
+                record.note("resume_409", str(error))  # an earlier attempt got through
+                return None
+            if error.status < 500:
+                raise
+            record.note(f"resume_http_{error.status}", str(error))
+        await asyncio.sleep(RETRY_PAUSE_SECONDS)
+        turn = await stored_turn(ctx, paused["turn_id"])
+        if turn is None or turn.get("status") != "awaiting_input":
+            return None
+        record.note("resume_retry", "turn still awaiting input")
+
+
+async def recover(ctx: SessionContext, record: TurnRecord) -> dict[str, Any] | None:
+    """No final event in hand: find the turn if we lack its id (or create it again), then reconnect."""
+    await asyncio.sleep(RETRY_PAUSE_SECONDS)
+    if record.turn_id is None:
+        record.turn_id = await find_new_turn(ctx)
+        if record.turn_id is None:
+            record.note("create_retry", "no new turn in the session")
+            return await create(ctx, record)
+        ctx.known_turns.add(record.turn_id)
+    record.note("reconnect", f"after={record.last_event_id}")
+    url = f"{ctx.turns_url}/{record.turn_id}/events"
+    return await follow(ctx, record, "GET", f"{url}?after={record.last_event_id}")
+
+
+def final_is_spurious_error(final: dict[str, Any]) -> bool:
+    """The API's own 'workflow ended without finishing' has no event id and may be a blip; re-check."""
+    return "error" in final and "ended without finishing" in str(final["error"].get("message", ""))
+
+
+async def run_turn(ctx: SessionContext, record: TurnRecord, deadline_seconds: float) -> None:
+    """Drive one turn to completed or failed; leave it 'lost' if the deadline passes first."""
+    started = time.monotonic()
+    deadline = started + deadline_seconds
+    final = await create(ctx, record)
+    while time.monotonic() < deadline:
+        if record.turn_id:
+            ctx.known_turns.add(record.turn_id)
+        if final is None:
+            final = await recover(ctx, record)
+        elif "error" in final:
+            turn = await stored_turn(ctx, record.turn_id) if record.turn_id else None
+            if final_is_spurious_error(final) and turn is not None and turn.get("status") != "failed":
+                record.note("spurious_stream_error", str(final["error"]))
+                final = None
+                continue
+            record.outcome, record.notes = "failed", [*record.notes, str(final["error"])[:200]]
+            break
+        elif event_type(final) == "turn_awaiting_input":
+            final = await resume(ctx, record, final["event"]["payload"]["turn"])
+        else:
+            record.outcome = "completed"
+            break
+    record.seconds = time.monotonic() - started
+
+
+async def run_session(
+    client: httpx.AsyncClient, agent_id: str, records: list[TurnRecord], deadline_seconds: float
+) -> SessionContext:
+    ctx = SessionContext(client, agent_id, records[0].session_id)
+    for record in records:
+        try:
+            await asyncio.wait_for(run_turn(ctx, record, deadline_seconds), timeout=deadline_seconds + 30)
+        except Exception as error:  # a 4xx we did not expect, or a hang past the deadline
+            record.outcome = "lost" if isinstance(error, TimeoutError) else "failed"
+            record.notes.append(f"{type(error).__name__}: {error}"[:300])
+        if record.outcome != "completed":
+            log(f"turn {record.turn_id} ({record.kind}) {record.outcome}: {record.notes[-1:]}")
+    return ctx
+
+
+# --- The workload and the read-back --------------------------------------------------------------
+
+
+def plan_turns(session_ids: list[str], turns: int) -> list[list[TurnRecord]]:
+    """Turns dealt round-robin to sessions; tool and plain alternate within each session."""
+    per_session: list[list[TurnRecord]] = [[] for _ in session_ids]
+    for index in range(turns):
+        slot = index % len(session_ids)
+        own = len(per_session[slot])
+        kind = "tool" if (own + slot) % 2 == 0 else "plain"
+        text = f"Please use the tool, request {index}." if kind == "tool" else f"Say something, request {index}."
+        per_session[slot].append(TurnRecord(session_ids[slot], kind, text))
+    return per_session
+
+
+def check_turn(
+    record: TurnRecord, stored: dict[str, Any] | None, answered: Counter[str], samples: list[str]
+) -> Counter[str]:
+    """Compare one turn as stored with what was expected and what the client saw."""
+    found: Counter[str] = Counter()
+    if stored is None:
+        found["missing_in_store"] += 1
+        return found
+    steps = stored.get("steps", [])
+    executions = [s for s in steps if s["step_type"] == "tool_execution"]
+    inferences = [s for s in steps if s["step_type"] == "inference"]
+    expected_executions = 1 if record.kind == "tool" else 0
+    found["extra_tool_executions"] += max(0, len(executions) - expected_executions)
+    for step in executions:
+        answered.update(r["call_id"] for r in step.get("tool_responses", []))
+    if record.outcome == "completed" and len(inferences) != expected_executions + 1:
+        found["unexpected_inference_steps"] += 1
+    expected_text = TOOL_RESULT_TEXT if record.kind == "tool" else SENTENCE
+    if record.outcome == "completed" and ((stored.get("output_message") or {}).get("content")) != expected_text:
+        found["unexpected_output"] += 1
+    for step in inferences:
+        seen = record.text_by_step.get(step["step_id"])
+        stored_text = step["model_response"]["content"]
+        if seen is not None and seen != stored_text:
+            found["stream_text_mismatches"] += 1
+            if len(samples) < 3:
+                samples.append(f"turn {record.turn_id}: streamed {seen!r}, stored {stored_text!r}")
+        found["repeated_tool_call_deltas"] += max(0, record.tool_call_deltas[step["step_id"]] - 1)
+    found["duplicate_event_ids"] += record.duplicate_event_ids
+    found["extra_pauses_seen"] += max(0, len(record.pauses_seen) - expected_executions)
+    if record.outcome == "lost" and stored.get("status") == "completed":
+        found["completed_after_deadline"] += 1
+    return found
+
+
+async def read_back(
+    client: httpx.AsyncClient, contexts: list[SessionContext], records: list[TurnRecord]
+) -> dict[str, Any]:
+    """Every session as stored, checked turn by turn against what the client asked for and saw."""
+    stored: dict[str, dict[str, Any]] = {}
+    for ctx in contexts:
+        session = await json_request(client, "GET", f"/v1/agents/{ctx.agent_id}/session/{ctx.session_id}")
+        stored.update({turn["turn_id"]: turn for turn in session.get("turns", [])})
+    answered: Counter[str] = Counter()
+    checks: Counter[str] = Counter()
+    samples: list[str] = []
+    for record in records:
+        checks.update(check_turn(record, stored.get(record.turn_id or ""), answered, samples))
+    duplicated_calls = sum(count - 1 for count in answered.values() if count > 1)
+    ours = {r.turn_id for r in records}
+    checks["unexpected_turns"] = sum(1 for turn_id in stored if turn_id not in ours)
+    return {
+        "duplicated_tool_requests": checks["extra_tool_executions"] + duplicated_calls,
+        "duplicated_call_ids": duplicated_calls,
+        "checks": dict(sorted(checks.items())),
+        "mismatch_samples": samples,
+    }
+
+
+async def workload(stack: ChaosStack, args: argparse.Namespace) -> dict[str, Any]:
+    limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+    async with httpx.AsyncClient(base_url=stack.api_url, timeout=30, limits=limits) as client:
+        agent_id = await create_agent(client, MODEL)
+        session_ids = [await create_session(client, agent_id, f"chaos-{i}") for i in range(args.sessions)]
+        plans = plan_turns(session_ids, args.turns)
+        done = asyncio.Event()
+        killer = asyncio.create_task(kill_worker_periodically(stack, args.kill_every, args.max_kills, done))
+        log(f"{args.turns} turns over {args.sessions} sessions, worker killed every {args.kill_every:g} s")
+        started = time.monotonic()
+        try:
+            sessions = [run_session(client, agent_id, plan, args.turn_deadline) for plan in plans if plan]
+            contexts = await asyncio.gather(*sessions)
+        finally:
+            done.set()
+            await killer
+        elapsed = time.monotonic() - started
+        records = [record for plan in plans for record in plan]
+        log("reading every session back")
+        checked = await read_back(client, list(contexts), records)
+    return summarise(records, checked, stack, args, elapsed)
+
+
+def summarise(
+    records: list[TurnRecord], checked: dict[str, Any], stack: ChaosStack, args: argparse.Namespace, elapsed: float
+) -> dict[str, Any]:
+    outcomes = Counter(record.outcome for record in records)
+    recoveries: Counter[str] = Counter()
+    for record in records:
+        recoveries.update(record.recoveries)
+    problems = [f"{r.kind} turn {r.turn_id}: {r.outcome}: {r.notes}" for r in records if r.outcome != "completed"]
+    return {
+        "started": len(records),
+        "completed": outcomes["completed"],
+        "lost": outcomes["lost"],
+        "duplicated_tool_requests": checked["duplicated_tool_requests"],
+        "failed": outcomes["failed"],
+        "worker_kills": stack.worker_kills,
+        "elapsed_seconds": round(elapsed, 1),
+        "tool_turns": sum(1 for r in records if r.kind == "tool"),
+        "plain_turns": sum(1 for r in records if r.kind == "plain"),
+        "sessions": args.sessions,
+        "kill_every_seconds": args.kill_every,
+        "turn_deadline_seconds": args.turn_deadline,
+        "turn_ms": percentiles_ms([r.seconds for r in records]),
+        "recoveries": dict(sorted(recoveries.items())),
+        "checks": checked["checks"],
+        "stream_mismatch_samples": checked["mismatch_samples"],
+        "problems": problems[:10],
+    }
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Kill the worker repeatedly while turns run; count lost turns.")
+    parser.add_argument("--turns", type=int, default=100)
+    parser.add_argument("--sessions", type=int, default=8, help="sessions running turns concurrently")
+    parser.add_argument("--kill-every", type=float, default=5.0, help="seconds between worker kills")
+    parser.add_argument("--max-kills", type=int, default=0, help="stop killing after this many (0: never)")
+    parser.add_argument("--turn-deadline", type=float, default=150.0, help="a turn not done by then is lost")
+    parser.add_argument("--model-ttft-ms", type=float, default=20.0)
+    parser.add_argument("--model-token-ms", type=float, default=20.0)
+    parser.add_argument("--quick", action="store_true", help="10 turns, 5 sessions, a kill every 2 s, at most 4")
+    parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, SQLite files)")
+    args = parser.parse_args()
+    if args.quick:
+        args.turns, args.sessions, args.kill_every, args.max_kills = 10, 5, 2.0, 4
+        args.turn_deadline = min(args.turn_deadline, 45.0)
+    args.sessions = max(1, min(args.sessions, args.turns))
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="da-chaos-"))
+    stack = ChaosStack(workdir, args.model_ttft_ms, args.model_token_ms)
+    report: dict[str, Any] | None = None
+    try:
+        stack.start()
+        report = asyncio.run(workload(stack, args))
+        print(json.dumps(report, separators=(",", ":")), flush=True)
+    finally:
+        log("stopping the stack")
+        stack.stop()
+        if report is not None and not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            log(f"logs and data kept in {workdir}")
+    return 1 if report is None or report["lost"] or report["duplicated_tool_requests"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
