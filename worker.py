@@ -10,6 +10,7 @@ import logging
 import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -33,6 +34,8 @@ def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
         task_queue=settings.task_queue,
         workflows=[TurnWorkflow],
         activities=[inference.infer, progress.save_turn_progress],
+        # Cancellation reaches a model call through its heartbeat: send one at least every second.
+        max_heartbeat_throttle_interval=timedelta(seconds=1),
         workflow_runner=SandboxedWorkflowRunner(
             restrictions=SandboxRestrictions.default.with_passthrough_modules("domain", "workflows.contracts")
         ),

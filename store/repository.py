@@ -222,15 +222,15 @@ class Store:
         completed_at: datetime | None = None,
         error: str | None = None,
     ) -> None:
-        """Append steps and events and move the turn's status, atomically and idempotently.
+        """Append steps and events and move the turn's status and output, atomically and idempotently.
 
         A final status also frees the session for its next turn.
         """
         values: dict[str, Any] = {}
         if status is not None:
+            # A status comes with the output it has: a paused turn's tool calls, a final answer, or none.
             values["status"] = status.value
-        if output_message is not None:
-            values["output_message"] = output_message.model_dump(mode="json")
+            values["output_message"] = output_message.model_dump(mode="json") if output_message else None
         if completed_at is not None:
             values["completed_at"] = completed_at
         if error is not None:

@@ -68,8 +68,10 @@ class ScriptedModel:
         async def complete(request: Request) -> StreamingResponse | JSONResponse:
             body = await request.json()
             reply, number = self._next(body)
-            if reply.delay_seconds:
-                await asyncio.sleep(reply.delay_seconds)
+            for _ in range(round(reply.delay_seconds / 0.05)):  # stop waiting once the caller hangs up
+                if await request.is_disconnected():
+                    break
+                await asyncio.sleep(0.05)
             if reply.status != 200:
                 error = {"message": f"scripted failure {reply.status}", "type": "scripted", "code": reply.status}
                 return JSONResponse({"error": error}, status_code=reply.status)

@@ -11,8 +11,9 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -105,6 +106,15 @@ class Stack:
     @property
     def base_url(self) -> str:
         return self.api.url
+
+    @contextmanager
+    def other_api(self, settings: Settings) -> Iterator[str]:
+        """A second API process-alike with its own settings, on the same Temporal and store; yields its URL."""
+        server = ThreadedServer(create_app(settings), free_port()).start()
+        try:
+            yield server.url
+        finally:
+            server.stop()
 
     def start_worker(self) -> None:
         async def start() -> None:

@@ -10,11 +10,10 @@ import pytest
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
-from api.app import create_app
 from serve import temporal_binary
 from tests.rest import create_agent, create_session, final_turn, sse_events
-from tests.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
-from tests.stack import Stack, free_port
+from tests.scripted_model import ScriptedModel, text, tool_call
+from tests.stack import Stack
 from workflows import search_attributes
 from workflows.contracts import turn_workflow_id
 
@@ -70,12 +69,11 @@ def test_finished_turn_is_served_after_temporal_forgets_it(
         )
     )
     settings = replace(stack.settings, temporal_address=amnesiac.client.service_client.config.target_host)
-    api = ThreadedServer(create_app(settings), free_port()).start()
     try:
         with pytest.raises(RPCError) as unknown:
             stack.background.run(amnesiac.client.get_workflow_handle(turn_workflow_id(turn["turn_id"])).describe())
         assert unknown.value.status == RPCStatusCode.NOT_FOUND
-        with httpx.Client(base_url=api.url, timeout=30) as other:
+        with stack.other_api(settings) as url, httpx.Client(base_url=url, timeout=30) as other:
             fetched = other.get(f"{turns}/{turn['turn_id']}")
             assert fetched.status_code == 200
             assert fetched.json()["output_message"]["content"] == "Remember me. "
@@ -86,5 +84,4 @@ def test_finished_turn_is_served_after_temporal_forgets_it(
             assert replay.status_code == 200
             assert sse_events(replay)[-1][1]["event"]["payload"]["event_type"] == "turn_complete"
     finally:
-        api.stop()
         stack.background.run(amnesiac.shutdown())
