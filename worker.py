@@ -36,6 +36,8 @@ def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
         activities=[inference.infer, progress.save_turn_progress],
         # Cancellation reaches a model call through its heartbeat: send one at least every second.
         max_heartbeat_throttle_interval=timedelta(seconds=1),
+        # After a worker dies, its turns' next workflow task moves to another worker after this long.
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
         workflow_runner=SandboxedWorkflowRunner(
             restrictions=SandboxRestrictions.default.with_passthrough_modules("domain", "workflows.contracts")
         ),

@@ -19,6 +19,7 @@ from workflows.turn import TurnWorkflow
 log = logging.getLogger(__name__)
 
 QUERY_TIMEOUT = timedelta(seconds=2)
+WORKFLOW_TASK_TIMEOUT = timedelta(seconds=4)
 
 
 def _shorten(text: str, limit: int = 120) -> str:
@@ -51,6 +52,9 @@ class TurnGateway:
             id=turn_workflow_id(start.turn_id),
             task_queue=self._task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            # A task handed to a worker that was just killed is retried elsewhere after this long
+            # (the default is 10 s); our workflow tasks take milliseconds.
+            task_timeout=WORKFLOW_TASK_TIMEOUT,
             search_attributes=TypedSearchAttributes(
                 [
                     SearchAttributePair(AGENT_ID, start.agent_id),

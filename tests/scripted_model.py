@@ -26,6 +26,9 @@ class Reply:
     status: int = 200
     """A non-200 status answers with an OpenAI-style error body instead."""
     delay_seconds: float = 0.0
+    """Before the first byte."""
+    token_delay_seconds: float = 0.0
+    """Between streamed words."""
     finish_reason: str | None = None
 
 
@@ -94,6 +97,8 @@ def _chunk(number: int, model: str, delta: dict[str, Any], finish: str | None = 
 async def _chunks(reply: Reply, number: int, model: str):  # type: ignore[no-untyped-def]
     yield _chunk(number, model, {"role": "assistant", "content": ""})
     for word in reply.text.split(" ") if reply.text else []:
+        if reply.token_delay_seconds:
+            await asyncio.sleep(reply.token_delay_seconds)
         yield _chunk(number, model, {"content": word + " "})
     for index, (name, arguments) in enumerate(reply.tool_calls):
         call = {

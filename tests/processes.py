@@ -1,0 +1,94 @@
+"""The service as separate OS processes — dev server, worker, API — that tests kill with SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from serve import dev_server_command
+from settings import load_settings
+from tests.scripted_model import ScriptedModel, ThreadedServer
+from tests.stack import SCRIPTED_KEY, SCRIPTED_KEY_ENV, SCRIPTED_MODEL, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _wait_until(check: callable, what: str, seconds: float = 60) -> None:  # type: ignore[valid-type]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except (httpx.HTTPError, OSError):
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{what} did not happen within {seconds:.0f} s")
+
+
+class ProcessStack:
+    def __init__(self, data_dir: Path) -> None:
+        self.model = ScriptedModel()
+        self._model_server = ThreadedServer(self.model.app(), free_port()).start()
+        self.temporal_port, self.api_port = free_port(), free_port()
+        self.env = {
+            **os.environ,
+            "DA_DATA_DIR": str(data_dir),
+            "DA_TEMPORAL_PORT": str(self.temporal_port),
+            "DA_TEMPORAL_UI_PORT": str(free_port()),
+            "TEMPORAL_ADDRESS": f"127.0.0.1:{self.temporal_port}",
+            "DA_TASK_QUEUE": "faults",
+            SCRIPTED_KEY_ENV: SCRIPTED_KEY,
+            "DA_MODELS": json.dumps(
+                {
+                    SCRIPTED_MODEL: {
+                        "provider": "openai",
+                        "base_url": f"{self._model_server.url}/v1",
+                        "api_key_env": SCRIPTED_KEY_ENV,
+                    }
+                }
+            ),
+        }
+        self.temporal: subprocess.Popen[bytes] | None = None
+        self.worker: subprocess.Popen[bytes] | None = None
+        self.api: subprocess.Popen[bytes] | None = None
+        self.start_temporal()
+        self.start_worker()
+        self.start_api()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.api_port}"
+
+    def _spawn(self, command: list[str]) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def start_temporal(self) -> None:
+        self.temporal = self._spawn(dev_server_command(load_settings(self.env)))
+        _wait_until(lambda: httpx.get(f"http://127.0.0.1:{self.env['DA_TEMPORAL_UI_PORT']}", timeout=1), "Temporal up")
+
+    def start_worker(self) -> None:
+        self.worker = self._spawn([sys.executable, "worker.py"])
+
+    def start_api(self) -> None:
+        self.api = self._spawn([sys.executable, "-m", "uvicorn", "api.app:app", "--port", str(self.api_port)])
+        _wait_until(lambda: httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200, "API healthy")
+
+    @staticmethod
+    def kill(process: subprocess.Popen[bytes] | None) -> None:
+        assert process is not None and process.poll() is None, "process to kill is not running"
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+
+    def close(self) -> None:
+        for process in (self.api, self.worker, self.temporal):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait(timeout=10)
+        self._model_server.stop()

@@ -1,0 +1,139 @@
+"""Real faults: processes killed with SIGKILL mid-turn. Nothing is lost, nothing is done twice."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.processes import ProcessStack
+from tests.rest import create_agent, create_session, final_turn, sse_events
+from tests.scripted_model import text, tool_call
+
+
+@pytest.fixture(scope="module")
+def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessStack]:
+    stack = ProcessStack(Path(tmp_path_factory.mktemp("faults")))
+    yield stack
+    stack.close()
+
+
+@pytest.fixture
+def http(processes: ProcessStack) -> Iterator[httpx.Client]:
+    processes.model.script()
+    with httpx.Client(base_url=processes.url, timeout=120) as client:
+        yield client
+
+
+def _turns(http: httpx.Client) -> str:
+    agent_id = create_agent(http)
+    return f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
+
+
+def _ask(content: str, stream: bool = False) -> dict[str, object]:
+    return {"messages": [{"role": "user", "content": content}], "stream": stream}
+
+
+def _in_background(call: callable) -> tuple[threading.Thread, list[httpx.Response]]:  # type: ignore[valid-type]
+    results: list[httpx.Response] = []
+    thread = threading.Thread(target=lambda: results.append(call()))
+    thread.start()
+    return thread, results
+
+
+def _wait_for_requests(processes: ProcessStack, count: int) -> None:
+    deadline = time.monotonic() + 30
+    while len(processes.model.requests) < count:
+        assert time.monotonic() < deadline, f"the model got {len(processes.model.requests)} requests, not {count}"
+        time.sleep(0.02)
+
+
+def test_worker_killed_during_a_model_call(processes: ProcessStack, http: httpx.Client) -> None:
+    processes.model.script(text("slow first attempt", delay_seconds=3), text("second attempt"))
+    turns = _turns(http)
+    thread, results = _in_background(lambda: http.post(turns, json=_ask("hi")))
+    _wait_for_requests(processes, 1)
+
+    processes.kill(processes.worker)
+    processes.start_worker()
+    thread.join(timeout=120)
+
+    turn = results[0].json()
+    assert turn["status"] == "completed"
+    assert turn["output_message"]["content"] == "second attempt "
+    assert [s["step_type"] for s in turn["steps"]] == ["inference"]
+    assert len(processes.model.requests) == 2
+
+
+def test_worker_killed_while_the_turn_awaits_input(processes: ProcessStack, http: httpx.Client) -> None:
+    processes.model.script(tool_call("get_boiling_point", {"liquid_name": "x"}), text("after the crash"))
+    turns = _turns(http)
+    paused = final_turn(http.post(turns, json=_ask("go", stream=True)))
+
+    processes.kill(processes.worker)
+    processes.start_worker()
+
+    call = paused["output_message"]["tool_calls"][0]
+    answer = {"tool_responses": [{"call_id": call["call_id"], "tool_name": call["tool_name"], "content": "7"}]}
+    turn = http.post(f"{turns}/{paused['turn_id']}/resume", json=answer).json()
+    assert turn["status"] == "completed"
+    assert [s["step_type"] for s in turn["steps"]] == ["inference", "tool_execution", "inference"]
+
+
+def test_api_killed_mid_stream_then_the_client_resumes_from_its_last_event(
+    processes: ProcessStack, http: httpx.Client
+) -> None:
+    words = " ".join(f"w{i}" for i in range(40))
+    processes.model.script(text(words, token_delay_seconds=0.05))
+    turns = _turns(http)
+    seen: list[tuple[int, dict]] = []  # type: ignore[type-arg]
+    with pytest.raises(httpx.HTTPError), http.stream("POST", turns, json=_ask("talk", stream=True)) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("id: "):
+                event_id = int(line[4:])
+            elif line.startswith("data: "):
+                seen.append((event_id, line[6:]))
+                if len(seen) == 5:
+                    processes.kill(processes.api)
+    processes.start_api()
+    turn_id = None
+    for _, data in seen:
+        if '"turn_id"' in data:
+            turn_id = data.split('"turn_id":"', 1)[1].split('"', 1)[0]
+            break
+    turn_id = turn_id or http.get(turns.rsplit("/turn", 1)[0]).json()["turns"][0]["turn_id"]
+
+    rest = sse_events(http.get(f"{turns}/{turn_id}/events", headers={"Last-Event-ID": str(seen[-1][0])}))
+
+    everything = sse_events(http.get(f"{turns}/{turn_id}/events"))
+    got = [event_id for event_id, _ in seen] + [event_id for event_id, _ in rest]
+    assert got == [event_id for event_id, _ in everything]
+    assert len(got) == len(set(got))
+    assert rest[-1][1]["event"]["payload"]["event_type"] == "turn_complete"
+    text_out = "".join(
+        body["event"]["payload"]["delta"]["text"]
+        for _, body in everything
+        if body["event"]["payload"]["event_type"] == "step_progress"
+    )
+    assert text_out == words + " "
+
+
+def test_temporal_killed_and_restarted_on_its_database_mid_turn(processes: ProcessStack, http: httpx.Client) -> None:
+    processes.model.script(text("survived", delay_seconds=2))
+    turns = _turns(http)
+    thread, results = _in_background(lambda: http.post(turns, json=_ask("hi")))
+    _wait_for_requests(processes, 1)
+
+    processes.kill(processes.temporal)
+    time.sleep(1)
+    processes.start_temporal()
+    thread.join(timeout=120)
+
+    turn = results[0].json()
+    assert turn["status"] == "completed", turn
+    assert turn["output_message"]["content"] == "survived "
+    assert [s["step_type"] for s in turn["steps"]] == ["inference"]
