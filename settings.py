@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 OFFLINE_MODEL_ID = "offline/echo"
+DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
 class ModelSpec(BaseModel):
@@ -57,6 +58,10 @@ class Settings:
     api_port: int = 8321
     temporal_port: int = 7233
     temporal_ui_port: int = 8233
+    api_keys: tuple[str, ...] = field(default=(), repr=False)
+    """Bearer tokens the API accepts; empty: the API needs none. Kept out of repr so logs never show them."""
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    """Larger request bodies are refused with 413 before they are read."""
 
     def model(self, model_id: str) -> ModelSpec | None:
         return self.models.get(model_id)
@@ -93,6 +98,16 @@ def _seconds(raw: str, name: str) -> timedelta | None:
     return timedelta(seconds=seconds) if seconds > 0 else None
 
 
+def _positive_int(raw: str, name: str) -> int:
+    try:
+        number = int(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} must be a whole number, got {raw!r}") from exc
+    if number <= 0:
+        raise SettingsError(f"{name} must be greater than 0, got {number}")
+    return number
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     env = dict(os.environ if env is None else env)
     file = _read_file(env.get("DA_CONFIG_FILE"))
@@ -123,6 +138,10 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         api_port=int(value("api_port", "8321")),
         temporal_port=int(value("temporal_port", "7233")),
         temporal_ui_port=int(value("temporal_ui_port", "8233")),
+        api_keys=tuple(key.strip() for key in value("api_keys", "").split(",") if key.strip()),
+        max_request_bytes=_positive_int(
+            value("max_request_bytes", str(DEFAULT_MAX_REQUEST_BYTES)), "DA_MAX_REQUEST_BYTES"
+        ),
     )
 
 

@@ -7,6 +7,8 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from api.auth import BearerAuth
+from api.body_limit import BodySizeLimit
 from api.errors import install_error_handlers
 from api.routers import agents, health, sessions, tools, turns
 from api.runtime import Runtime
@@ -18,9 +20,12 @@ from temporal_connection import connect_temporal, require_search_attributes
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
+    def current_settings() -> Settings:
+        return settings or get_settings()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        config = settings or get_settings()
+        config = current_settings()
         engine = create_engine(config.store_url)
         await create_schema(engine)
         client = await connect_temporal(config)
@@ -37,6 +42,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    # The last added runs first: a caller without a valid key is refused before its body is even counted.
+    app.add_middleware(BodySizeLimit, settings=current_settings)
+    app.add_middleware(BearerAuth, settings=current_settings)
     for router in (agents.router, sessions.router, turns.router, tools.router, health.router):
         app.include_router(router, prefix="/v1")
     return app
