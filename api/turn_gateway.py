@@ -89,6 +89,17 @@ class TurnGateway:
     async def cancel(self, turn_id: str) -> None:
         await self._client.get_workflow_handle(turn_workflow_id(turn_id)).cancel()
 
+    async def terminate(self, turn_id: str, reason: str) -> None:
+        """Stop the turn's workflow at once, wherever it is; one that already ended is left as it was.
+
+        For turns whose rows are being deleted: unlike a cancel, it needs no store write to finish.
+        """
+        try:
+            await self._client.get_workflow_handle(turn_workflow_id(turn_id)).terminate(reason=reason)
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
+
     async def live_turn(self, turn_id: str) -> Turn | None:
         """The running workflow's view of the turn, or None if no worker can answer for it now.
 

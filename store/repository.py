@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from domain.agents import Agent, AgentConfig
@@ -87,13 +87,44 @@ class Store:
             rows = (await tx.scalars(select(AgentRow).order_by(AgentRow.created_at))).all()
         return _paginate([_agent(row) for row in rows], start_index, limit)
 
-    async def delete_agent(self, agent_id: str) -> bool:
+    async def delete_agent(self, agent_id: str) -> list[str] | None:
+        """Delete the agent with its sessions and their turns; None if there is no such agent.
+
+        Returns the turns that were running or awaiting input: their workflows must be stopped.
+        """
         async with self._tx() as tx, tx.begin():
+            # No-op writes first: they take the agent's and its sessions' row locks (PostgreSQL) or the
+            # write lock (SQLite), so no turn can begin in these sessions until they are gone.
+            found = await tx.execute(
+                update(AgentRow).where(AgentRow.agent_id == agent_id).values(created_at=AgentRow.created_at)
+            )
+            if found.rowcount == 0:  # type: ignore[attr-defined]
+                return None
+            await tx.execute(update(SessionRow).where(SessionRow.agent_id == agent_id).values(name=SessionRow.name))
+            unfinished = await self._unfinished_turn_ids(tx, SessionRow.agent_id == agent_id)
             sessions = select(SessionRow.session_id).where(SessionRow.agent_id == agent_id)
             await self._delete_turns(tx, TurnRow.session_id.in_(sessions))
             await tx.execute(delete(SessionRow).where(SessionRow.agent_id == agent_id))
-            result = await tx.execute(delete(AgentRow).where(AgentRow.agent_id == agent_id))
-            return result.rowcount > 0  # type: ignore[attr-defined]
+            await tx.execute(delete(AgentRow).where(AgentRow.agent_id == agent_id))
+            return unfinished
+
+    async def unfinished_turn_ids(self, agent_id: str, session_id: str | None = None) -> list[str]:
+        """The turns of an agent (or of one of its sessions) that are running or awaiting input."""
+        owned = SessionRow.agent_id == agent_id
+        if session_id is not None:
+            owned &= SessionRow.session_id == session_id
+        async with self._tx() as tx:
+            return await self._unfinished_turn_ids(tx, owned)
+
+    async def _unfinished_turn_ids(self, tx: AsyncSession, sessions_where: Any) -> list[str]:
+        # A session's active turn, and any turn whose status is not final (the two agree unless a write was lost).
+        in_sessions = select(SessionRow.session_id).where(sessions_where)
+        active = select(SessionRow.active_turn_id).where(sessions_where, SessionRow.active_turn_id.is_not(None))
+        unfinished = select(TurnRow.turn_id).where(
+            TurnRow.session_id.in_(in_sessions),
+            TurnRow.status.in_([TurnStatus.RUNNING.value, TurnStatus.AWAITING_INPUT.value]),
+        )
+        return sorted(set(await tx.scalars(active)) | set(await tx.scalars(unfinished)))
 
     # Sessions
 
@@ -123,14 +154,22 @@ class Store:
         sessions = [Session(session_id=r.session_id, session_name=r.name, started_at=r.started_at) for r in rows]
         return _paginate(sessions, start_index, limit)
 
-    async def delete_session(self, agent_id: str, session_id: str) -> bool:
+    async def delete_session(self, agent_id: str, session_id: str) -> list[str] | None:
+        """Delete the session and its turns; None if the agent has no such session.
+
+        Returns the turns that were running or awaiting input: their workflows must be stopped.
+        """
         async with self._tx() as tx, tx.begin():
             owned = (SessionRow.session_id == session_id) & (SessionRow.agent_id == agent_id)
-            if (await tx.scalar(select(func.count()).where(owned))) == 0:
-                return False
+            # A no-op write first takes the session's row lock (PostgreSQL) or the write lock (SQLite),
+            # so no turn can begin in it until it is gone.
+            found = await tx.execute(update(SessionRow).where(owned).values(name=SessionRow.name))
+            if found.rowcount == 0:  # type: ignore[attr-defined]
+                return None
+            unfinished = await self._unfinished_turn_ids(tx, owned)
             await self._delete_turns(tx, TurnRow.session_id == session_id)
             await tx.execute(delete(SessionRow).where(owned))
-            return True
+            return unfinished
 
     async def _delete_turns(self, tx: AsyncSession, which: Any) -> None:
         turns = select(TurnRow.turn_id).where(which)

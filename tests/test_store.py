@@ -71,8 +71,8 @@ async def test_agents_round_trip_with_aware_timestamps_and_pagination(store: Sto
     assert agent.created_at == T0 + timedelta(seconds=1) and agent.created_at.tzinfo is not None
     page = await store.list_agents(start_index=1, limit=1)
     assert [a.agent_id for a in page.items] == ["a1"] and page.has_more
-    assert await store.delete_agent("a1") and await store.get_agent("a1") is None
-    assert not await store.delete_agent("a1")
+    assert await store.delete_agent("a1") == [] and await store.get_agent("a1") is None
+    assert await store.delete_agent("a1") is None
 
 
 async def test_a_session_runs_one_turn_at_a_time(store: Store) -> None:
@@ -149,12 +149,39 @@ async def test_deleting_a_session_removes_its_turns_steps_and_events(store: Stor
     await store.save_turn_progress("t1", events=[KeyedEvent(key="k", body={})])
     await _finish(store, "t1", "done")
 
-    assert await store.delete_session("a1", "s1")
+    assert await store.delete_session("a1", "s1") == []
 
     assert await store.get_session("a1", "s1") is None
     assert await store.turn_status("t1") is None
     assert await store.events_after("t1", 0) == []
-    assert not await store.delete_session("a1", "s1")
+    assert await store.delete_session("a1", "s1") is None
+
+
+async def test_deletes_name_the_unfinished_turns_whose_workflows_must_stop(store: Store) -> None:
+    await _session(store, "a1", "s1")
+    await _session(store, "a1", "s2")
+    await _session(store, "a2", "s3")
+    await store.begin_turn("a1", "s1", "done", [UserMessage(content="hi")], T0)
+    await _finish(store, "done", "bye")
+    await store.begin_turn("a1", "s1", "paused", [UserMessage(content="hi")], T0 + timedelta(seconds=1))
+    await store.save_turn_progress("paused", status=TurnStatus.AWAITING_INPUT)
+    await store.begin_turn("a1", "s2", "running", [UserMessage(content="hi")], T0)
+    await store.save_turn_progress("running", events=[KeyedEvent(key="k", body={})])
+    await store.begin_turn("a2", "s3", "other", [UserMessage(content="hi")], T0)
+
+    assert await store.unfinished_turn_ids("a1") == ["paused", "running"]
+    assert await store.unfinished_turn_ids("a1", "s2") == ["running"]
+    assert await store.unfinished_turn_ids("a2", "s1") == []
+    assert await store.delete_session("a2", "s1") is None  # not a2's session
+
+    assert await store.delete_session("a1", "s1") == ["paused"]
+    assert await store.delete_agent("a1") == ["running"]
+
+    assert await store.turn_status("running") is None and await store.events_after("running", 0) == []
+    assert await store.unfinished_turn_ids("a2") == ["other"]
+    with pytest.raises(LookupError):  # a late write of a deleted turn's workflow brings nothing back
+        await store.save_turn_progress("running", events=[KeyedEvent(key="late", body={})])
+    assert await store.events_after("running", 0) == []
 
 
 async def test_abandoning_a_turn_fails_it_and_frees_the_session(store: Store) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException
 
+from api.deletion import delete_with_turns
 from api.errors import not_found
 from api.runtime import Runtime, RuntimeDep
 from api.schemas import CreateAgentRequest, CreateAgentResponse, PaginatedResponse
@@ -78,5 +80,8 @@ async def delete_agent(
     runtime: RuntimeDep,
     agent_id: str,
 ) -> None:
-    if not await runtime.store.delete_agent(agent_id):
+    """Delete the agent, its sessions and their turns; turns still running or awaiting input are stopped first."""
+    unfinished = await runtime.store.unfinished_turn_ids(agent_id)
+    delete = partial(runtime.store.delete_agent, agent_id)
+    if not await delete_with_turns(runtime, f"Agent {agent_id}", unfinished, delete):
         raise not_found("Agent", agent_id)

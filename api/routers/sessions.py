@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from api.deletion import delete_with_turns
 from api.errors import not_found
 from api.routers.agents import AgentDep
 from api.runtime import RuntimeDep
@@ -51,7 +53,10 @@ async def delete_session(
     agent_id: str,
     session_id: str,
 ) -> None:
-    if not await runtime.store.delete_session(agent_id, session_id):
+    """Delete the session and its turns; a turn still running or awaiting input is stopped first."""
+    unfinished = await runtime.store.unfinished_turn_ids(agent_id, session_id)
+    delete = partial(runtime.store.delete_session, agent_id, session_id)
+    if not await delete_with_turns(runtime, f"Session {session_id}", unfinished, delete):
         raise not_found("Session", session_id)
 
 
