@@ -100,8 +100,7 @@ def main() -> None:
         while not stopping:
             exited = [p for p in processes if p.poll() is not None]
             if exited:
-                log.error("%s exited with code %s; stopping", exited[0].args, exited[0].returncode)
-                break
+                raise SystemExit(f"{exited[0].args} exited with code {exited[0].returncode}; stopping everything")
             time.sleep(0.5)
     finally:
         _stop(processes)

@@ -17,23 +17,26 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.inference import InferenceActivities
+from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
 from providers.registry import ModelRegistry
 from settings import Settings, get_settings
 from store.database import create_engine, create_schema
 from store.repository import Store
 from temporal_connection import connect_temporal, require_search_attributes
+from tool_runtime.catalog import ToolCatalog
 from workflows.turn import TurnWorkflow
 
 
 def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
     inference = InferenceActivities(store, ModelRegistry(settings))
     progress = TurnProgressActivities(store)
+    tools = ToolActivities(store, ToolCatalog(store))
     return Worker(
         client,
         task_queue=settings.task_queue,
         workflows=[TurnWorkflow],
-        activities=[inference.infer, progress.save_turn_progress],
+        activities=[inference.infer, progress.save_turn_progress, tools.resolve_tools, tools.run_tool],
         # Cancellation reaches a model call through its heartbeat: send one at least every second.
         max_heartbeat_throttle_interval=timedelta(seconds=1),
         # After a worker dies, its turns' next workflow task moves to another worker after this long.

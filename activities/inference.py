@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeat import heartbeating
 from domain.content import CompletionMessage, StopReason, ToolCall
 from domain.events import KeyedEvent, StepProgress, StepStart, TextDelta, ToolCallDelta, chunk_of
 from providers import openai_format
@@ -17,24 +15,6 @@ from providers.base import ChatRequest, FinishPart, ProviderRejected, TextPart, 
 from providers.registry import ModelRegistry
 from store.repository import Store
 from workflows.contracts import INFER_ACTIVITY, PROVIDER_REJECTED, InferenceRequest, InferenceResult
-
-HEARTBEAT_SECONDS = 1.0
-
-
-@asynccontextmanager
-async def _heartbeating() -> AsyncIterator[None]:
-    """Heartbeat while the model thinks, so a dead worker is noticed within the heartbeat timeout."""
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(HEARTBEAT_SECONDS)
-
-    task = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        task.cancel()
 
 
 class _DeltaWriter:
@@ -79,7 +59,10 @@ class InferenceActivities:
             messages += openai_format.turn_messages(turn.input_messages, turn.steps)
         messages += openai_format.turn_messages(request.input_messages, request.steps)
         choice = openai_format.tool_choice(request.tool_config)
-        tools = [] if choice == "none" else [openai_format.tool_schema(t) for t in config.client_tools or []]
+        tools = [openai_format.tool_schema(t) for t in config.client_tools or []]
+        tools += [openai_format.server_tool_schema(t) for t in request.server_tools]
+        if choice == "none":
+            tools = []
         return ChatRequest(
             model=model_name,
             messages=messages,
@@ -106,7 +89,7 @@ class InferenceActivities:
             text: list[str] = []
             calls: list[ToolCall] = []
             stop_reason: StopReason = "end_of_turn"
-            async with _heartbeating():
+            async with heartbeating():
                 async for part in model.stream(chat):
                     if isinstance(part, TextPart):
                         text.append(part.text)

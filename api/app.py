@@ -17,6 +17,7 @@ from settings import Settings, get_settings
 from store.database import create_engine, create_schema
 from store.repository import Store
 from temporal_connection import connect_temporal, require_search_attributes
+from tool_runtime.catalog import ToolCatalog
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -30,7 +31,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await create_schema(engine)
         client = await connect_temporal(config)
         await require_search_attributes(client)
-        app.state.runtime = Runtime(config, Store(engine), TurnGateway(client, config.task_queue))
+        store = Store(engine)
+        app.state.runtime = Runtime(config, store, TurnGateway(client, config.task_queue), ToolCatalog(store))
         try:
             yield
         finally:

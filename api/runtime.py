@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from api.turn_gateway import TurnGateway
 from settings import Settings
 from store.repository import Store
+from tool_runtime.catalog import ToolCatalog
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,7 @@ class Runtime:
     settings: Settings
     store: Store
     turns: TurnGateway
+    tools: ToolCatalog
 
 
 def get_runtime(request: Request) -> Runtime:

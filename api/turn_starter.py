@@ -10,8 +10,9 @@ from fastapi import HTTPException
 
 from api.runtime import Runtime
 from api.schemas import CreateTurnRequest
+from api.toolgroup_check import require_toolgroups
 from api.turn_documents import with_documents
-from domain.agents import Agent, toolgroup_name
+from domain.agents import Agent
 from store.repository import TurnConflict
 from workflows.contracts import TurnStart
 
@@ -34,9 +35,7 @@ def _turn_id(agent_id: str, session_id: str, idempotency_key: str | None) -> str
 async def start_turn(
     runtime: Runtime, agent: Agent, session_id: str, body: CreateTurnRequest, idempotency_key: str | None
 ) -> StartedTurn:
-    if body.toolgroups:
-        names = [toolgroup_name(group) for group in body.toolgroups]
-        raise HTTPException(400, f"Unknown toolgroups {names}: this server has no server-side toolgroups")
+    await require_toolgroups(runtime, body.toolgroups or [])
     messages = with_documents(body.messages, body.documents or [])
     turn_id = _turn_id(agent.agent_id, session_id, idempotency_key)
     if idempotency_key is not None and await runtime.store.turn_status(turn_id) is not None:
@@ -59,6 +58,7 @@ async def start_turn(
         input_messages=messages,
         started_at=started_at,
         tool_config=body.tool_config,
+        toolgroups=body.toolgroups,
         awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
     )
     try:

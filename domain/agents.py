@@ -153,7 +153,8 @@ class AgentConfig(WireModel):
         names = [tool.name for tool in self.client_tools]
         if len(names) != len(set(names)):
             raise ValueError(f"client tool names must be unique, got {names}")
-        if config.tool_choice not in ("auto", "required", "none") and config.tool_choice not in names:
+        named = config.tool_choice not in ("auto", "required", "none")
+        if named and not self.toolgroups and config.tool_choice not in names:
             raise ValueError(
                 f"tool_choice {config.tool_choice!r} names no tool of this agent; "
                 f"use auto, required, none or one of {names}"

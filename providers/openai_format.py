@@ -17,6 +17,7 @@ from domain.content import (
     content_as_text,
 )
 from domain.turns import InferenceStep, ShieldCallStep, Step, ToolExecutionStep
+from workflows.contracts import ServerTool
 
 
 def _user_content(content: InterleavedContent) -> str | list[dict[str, Any]]:
@@ -94,6 +95,14 @@ def tool_schema(tool: ToolDef) -> dict[str, Any]:
         "name": tool.name,
         "parameters": {"type": "object", "properties": properties, "required": required},
     }
+    if tool.description:
+        function["description"] = tool.description
+    return {"type": "function", "function": function}
+
+
+def server_tool_schema(tool: ServerTool) -> dict[str, Any]:
+    schema = tool.input_schema or {"type": "object", "properties": {}}
+    function: dict[str, Any] = {"name": tool.name, "parameters": schema}
     if tool.description:
         function["description"] = tool.description
     return {"type": "function", "function": function}

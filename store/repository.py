@@ -13,10 +13,11 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from domain.agents import Agent, AgentConfig
-from domain.content import CompletionMessage, InputMessage
+from domain.content import URL, CompletionMessage, InputMessage
 from domain.events import ErrorChunk, KeyedEvent, StreamError
+from domain.tools import ToolGroup
 from domain.turns import Session, Step, Turn, TurnStatus
-from store.tables import AgentRow, EventRow, SessionRow, StepRow, TurnRow
+from store.tables import AgentRow, EventRow, SessionRow, StepRow, ToolGroupRow, TurnRow
 
 _steps = TypeAdapter(Step)
 _inputs = TypeAdapter(list[InputMessage])
@@ -125,6 +126,39 @@ class Store:
             TurnRow.status.in_([TurnStatus.RUNNING.value, TurnStatus.AWAITING_INPUT.value]),
         )
         return sorted(set(await tx.scalars(active)) | set(await tx.scalars(unfinished)))
+
+    # Toolgroups
+
+    async def register_toolgroup(self, group: ToolGroup) -> bool:
+        """Add a toolgroup; false if one with this id exists."""
+        async with self._tx() as tx, tx.begin():
+            if await tx.get(ToolGroupRow, group.identifier) is not None:
+                return False
+            tx.add(
+                ToolGroupRow(
+                    toolgroup_id=group.identifier,
+                    provider_id=group.provider_id,
+                    mcp_uri=group.mcp_endpoint.uri if group.mcp_endpoint else None,
+                    args=group.args,
+                    created_at=datetime.now(UTC),
+                )
+            )
+            return True
+
+    async def toolgroups(self) -> list[ToolGroup]:
+        async with self._tx() as tx:
+            rows = (await tx.scalars(select(ToolGroupRow).order_by(ToolGroupRow.created_at))).all()
+        return [_toolgroup(row) for row in rows]
+
+    async def toolgroup(self, toolgroup_id: str) -> ToolGroup | None:
+        async with self._tx() as tx:
+            row = await tx.get(ToolGroupRow, toolgroup_id)
+        return _toolgroup(row) if row else None
+
+    async def unregister_toolgroup(self, toolgroup_id: str) -> bool:
+        async with self._tx() as tx, tx.begin():
+            result = await tx.execute(delete(ToolGroupRow).where(ToolGroupRow.toolgroup_id == toolgroup_id))
+            return result.rowcount > 0  # type: ignore[attr-defined]
 
     # Sessions
 
@@ -335,6 +369,11 @@ class Store:
     async def event_id(self, turn_id: str, key: str) -> int | None:
         async with self._tx() as tx:
             return await tx.scalar(select(EventRow.event_id).where(EventRow.turn_id == turn_id, EventRow.key == key))
+
+
+def _toolgroup(row: ToolGroupRow) -> ToolGroup:
+    endpoint = URL(uri=row.mcp_uri) if row.mcp_uri else None
+    return ToolGroup(identifier=row.toolgroup_id, provider_id=row.provider_id, mcp_endpoint=endpoint, args=row.args)
 
 
 def _agent(row: AgentRow) -> Agent:

@@ -93,3 +93,15 @@ class EventRow(Base):
     turn_id: Mapped[str] = mapped_column(ForeignKey("turns.turn_id", ondelete="CASCADE"))
     key: Mapped[str] = mapped_column(String(200))
     body: Mapped[dict] = mapped_column(JSON)
+
+
+class ToolGroupRow(Base):
+    """A registered toolgroup (an MCP server); built-in groups live in code, not here."""
+
+    __tablename__ = "toolgroups"
+
+    toolgroup_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    provider_id: Mapped[str] = mapped_column(String(100))
+    mcp_uri: Mapped[str | None] = mapped_column(Text)
+    args: Mapped[dict | None] = mapped_column(JSON)
+    created_at: Mapped[datetime]

@@ -47,6 +47,8 @@ def failure(status: int) -> Reply:
 class ScriptedModel:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str | None] = []
+        """The Authorization header of each request: proof that the worker sent its key."""
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._calls = 0
@@ -56,11 +58,13 @@ class ScriptedModel:
             self._script.clear()
             self._script.extend(replies)
             self.requests.clear()
+            self.authorizations.clear()
             self._calls = 0
 
-    def _next(self, body: dict[str, Any]) -> tuple[Reply, int]:
+    def _next(self, body: dict[str, Any], authorization: str | None) -> tuple[Reply, int]:
         with self._lock:
             self.requests.append(body)
+            self.authorizations.append(authorization)
             self._calls += 1
             return (self._script.popleft() if self._script else Reply(text="ok")), self._calls
 
@@ -70,7 +74,7 @@ class ScriptedModel:
         @app.post("/v1/chat/completions", response_model=None)
         async def complete(request: Request) -> StreamingResponse | JSONResponse:
             body = await request.json()
-            reply, number = self._next(body)
+            reply, number = self._next(body, request.headers.get("authorization"))
             for _ in range(round(reply.delay_seconds / 0.05)):  # stop waiting once the caller hangs up
                 if await request.is_disconnected():
                     break

@@ -33,16 +33,20 @@ class Service:
         }
         self.env.pop("TEMPORAL_ADDRESS", None)
         self.process: subprocess.Popen[bytes] | None = None
+        self.log = data_dir / "serve.log"
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.api_port}"
 
     def start(self) -> None:
-        self.process = subprocess.Popen([sys.executable, "serve.py"], cwd=ROOT, env=self.env)
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "serve.py"], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT
+            )
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            assert self.process.poll() is None, "serve.py exited during start-up"
+            assert self.process.poll() is None, f"serve.py exited during start-up:\n{self.tail()}"
             try:
                 if httpx.get(f"{self.url}/v1/health", timeout=2).status_code == 200:
                     return
@@ -50,6 +54,9 @@ class Service:
                 pass
             time.sleep(0.25)
         raise AssertionError("the service did not become healthy within 90 s")
+
+    def tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
 
     def interrupt(self) -> int:
         assert self.process is not None

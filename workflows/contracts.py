@@ -6,19 +6,25 @@ Kept free of I/O libraries so the workflow sandbox imports it cheaply.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from domain.agents import AgentConfig, ToolConfig
-from domain.content import CompletionMessage, InputMessage, ToolResponse
+from domain.agents import AgentConfig, AgentToolGroup, ToolConfig
+from domain.content import CompletionMessage, InputMessage, ToolCall, ToolResponse
 from domain.events import KeyedEvent
 from domain.turns import Step, TurnStatus
 
 TASK_QUEUE_DEFAULT = "durable-agents"
 INFER_ACTIVITY = "infer"
+RESOLVE_TOOLS_ACTIVITY = "resolve_tools"
+RUN_TOOL_ACTIVITY = "run_tool"
+TOOLS_UNAVAILABLE = "ToolsUnavailable"
+"""ApplicationError type when a turn's toolgroups cannot be resolved (unknown group, name clash)."""
 SAVE_PROGRESS_ACTIVITY = "save_turn_progress"
 INFERENCE_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
 """How soon a model call on a dead worker is retried elsewhere; the activity beats every second."""
+TOOL_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 PROVIDER_REJECTED = "ProviderRejected"
 """ApplicationError type of an inference failure that retrying cannot fix."""
 NOT_AWAITING_INPUT = "NotAwaitingInput"
@@ -34,6 +40,19 @@ def pause_event_key(pause_number: int) -> str:
     return f"turn:awaiting_input:{pause_number}"
 
 
+class ServerTool(BaseModel):
+    """A tool the runtime runs itself, resolved from a toolgroup when the turn starts."""
+
+    toolgroup_id: str
+    provider_id: str
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, Any] = Field(default_factory=dict)
+    """The toolgroup's arguments, merged into every call (e.g. a vector DB id)."""
+    mcp_uri: str | None = None
+
+
 class TurnStart(BaseModel):
     agent_id: str
     session_id: str
@@ -43,6 +62,8 @@ class TurnStart(BaseModel):
     started_at: datetime
     tool_config: ToolConfig | None = None
     """Per-turn tool configuration; replaces the agent's for this turn."""
+    toolgroups: list[AgentToolGroup] | None = None
+    """Per-turn toolgroups; replace the agent's for this turn, as in the reference."""
     inference_max_attempts: int = 8
     """Attempts at one model call before the turn fails; retryable errors are 429, 5xx and timeouts."""
     awaiting_input_timeout: timedelta | None = None
@@ -62,8 +83,27 @@ class InferenceRequest(BaseModel):
     tool_config: ToolConfig
     input_messages: list[InputMessage]
     steps: list[Step]
+    server_tools: list[ServerTool] = Field(default_factory=list)
     events_before: list[KeyedEvent] = Field(default_factory=list)
     """Events the workflow emitted since its last write; stored before this step's own."""
+
+
+class ResolveToolsRequest(BaseModel):
+    toolgroups: list[AgentToolGroup]
+    client_tool_names: list[str]
+
+
+class ResolveToolsResult(BaseModel):
+    tools: list[ServerTool]
+
+
+class ToolRunRequest(BaseModel):
+    turn_id: str
+    session_id: str
+    step_id: str
+    tool: ServerTool
+    call: ToolCall
+    events_before: list[KeyedEvent] = Field(default_factory=list)
 
 
 class InferenceResult(BaseModel):

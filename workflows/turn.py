@@ -22,7 +22,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
-    from domain.agents import ToolConfig
+    from domain.agents import AgentToolGroup, ToolConfig
     from domain.content import CompletionMessage, ToolCall, ToolResponse
     from domain.events import (
         ErrorChunk,
@@ -40,11 +40,19 @@ with workflow.unsafe.imports_passed_through():
         INFERENCE_HEARTBEAT_TIMEOUT,
         NOT_AWAITING_INPUT,
         PROVIDER_REJECTED,
+        RESOLVE_TOOLS_ACTIVITY,
+        RUN_TOOL_ACTIVITY,
         SAVE_PROGRESS_ACTIVITY,
+        TOOL_HEARTBEAT_TIMEOUT,
         TOOL_RESPONSES_MISMATCH,
+        TOOLS_UNAVAILABLE,
         InferenceRequest,
         InferenceResult,
+        ResolveToolsRequest,
+        ResolveToolsResult,
+        ServerTool,
         ToolResponsesSubmission,
+        ToolRunRequest,
         TurnProgress,
         TurnStart,
         pause_event_key,
@@ -84,12 +92,17 @@ class TurnWorkflow:
         self._submitted: list[ToolResponse] | None = None
         self._last_time = start.started_at
         self._saving: asyncio.Future[None] | None = None
+        self._server_tools: list[ServerTool] = []
 
     @workflow.run
     async def run(self, start: TurnStart) -> Turn:
         client_tools = {tool.name for tool in start.agent_config.client_tools or []}
         max_inferences = start.agent_config.max_infer_iters or 10
         try:
+            toolgroups = start.toolgroups if start.toolgroups is not None else start.agent_config.toolgroups
+            if toolgroups:
+                self._server_tools = await self._resolve_tools(toolgroups, sorted(client_tools))
+            server_tools = {tool.name: tool for tool in self._server_tools}
             while True:
                 message = await self._infer()
                 if not message.tool_calls or message.stop_reason == "out_of_tokens":
@@ -97,7 +110,12 @@ class TurnWorkflow:
                 if self._inferences >= max_inferences:
                     # The calls stay unexecuted; end_of_turn tells clients not to resume.
                     return await self._finish(message.model_copy(update={"stop_reason": "end_of_turn"}))
-                unknown = [call for call in message.tool_calls if call.tool_name not in client_tools]
+                server_calls = [call for call in message.tool_calls if call.tool_name in server_tools]
+                if server_calls:
+                    await self._run_server_tools(server_calls, server_tools)
+                unknown = [
+                    c for c in message.tool_calls if c.tool_name not in client_tools and c.tool_name not in server_tools
+                ]
                 if unknown:
                     self._answer_unknown_tools(unknown)
                 client_calls = [call for call in message.tool_calls if call.tool_name in client_tools]
@@ -113,6 +131,8 @@ class TurnWorkflow:
             if isinstance(error, ActivityError):
                 cause = error.cause
                 reason = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+                if isinstance(cause, ApplicationError) and cause.type == TOOLS_UNAVAILABLE:
+                    return await self._end(TurnStatus.FAILED, f"Tools unavailable: {reason}")
                 return await self._end(TurnStatus.FAILED, f"Inference failed: {reason}")
             raise
 
@@ -192,6 +212,7 @@ class TurnWorkflow:
             tool_config=self._tool_config,
             input_messages=self._start.input_messages,
             steps=self._steps,
+            server_tools=self._server_tools,
             events_before=self._outbox,
         )
         result = await workflow.execute_activity(
@@ -223,6 +244,72 @@ class TurnWorkflow:
             )
         )
         return message
+
+    async def _resolve_tools(self, toolgroups: list[AgentToolGroup], client_tools: list[str]) -> list[ServerTool]:
+        result = await workflow.execute_activity(
+            RESOLVE_TOOLS_ACTIVITY,
+            ResolveToolsRequest(toolgroups=toolgroups, client_tool_names=client_tools),
+            result_type=ResolveToolsResult,
+            summary="tools · resolve toolgroups",
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=RetryPolicy(maximum_attempts=5, non_retryable_error_types=[TOOLS_UNAVAILABLE]),
+        )
+        return result.tools
+
+    async def _run_server_tools(self, calls: list[ToolCall], tools: dict[str, ServerTool]) -> None:
+        """Run the calls concurrently, each its own activity and step; a failure is that call's answer."""
+        started_at = self._now()
+        step_ids = [str(workflow.uuid4()) for _ in calls]
+        # Every call carries the pending events (the inference's step_complete): written once, by
+        # whichever activity comes first, and always before that activity's own events.
+        outbox, self._outbox = self._outbox, []
+        responses = await asyncio.gather(
+            *(
+                self._run_tool(step_id, call, tools[call.tool_name], outbox)
+                for step_id, call in zip(step_ids, calls, strict=True)
+            )
+        )
+        for step_id, call, response in zip(step_ids, calls, responses, strict=True):
+            self._add_step(
+                ToolExecutionStep(
+                    turn_id=self._start.turn_id,
+                    step_id=step_id,
+                    started_at=started_at,
+                    completed_at=self._now(),
+                    tool_calls=[call],
+                    tool_responses=[response],
+                )
+            )
+
+    async def _run_tool(
+        self, step_id: str, call: ToolCall, tool: ServerTool, events_before: list[KeyedEvent]
+    ) -> ToolResponse:
+        try:
+            return await workflow.execute_activity(
+                RUN_TOOL_ACTIVITY,
+                ToolRunRequest(
+                    turn_id=self._start.turn_id,
+                    session_id=self._start.session_id,
+                    step_id=step_id,
+                    tool=tool,
+                    call=call,
+                    events_before=events_before,
+                ),
+                result_type=ToolResponse,
+                summary=f"tool · {call.tool_name}",
+                start_to_close_timeout=timedelta(minutes=5),
+                heartbeat_timeout=TOOL_HEARTBEAT_TIMEOUT,
+                retry_policy=RetryPolicy(maximum_attempts=3, maximum_interval=timedelta(seconds=10)),
+                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            )
+        except ActivityError as failure:
+            if is_cancelled_exception(failure):
+                raise
+            cause = failure.cause
+            reason = cause.message if isinstance(cause, ApplicationError) else str(cause or failure)
+            return ToolResponse(
+                call_id=call.call_id, tool_name=call.tool_name, content=f"Error: the tool failed: {reason}"
+            )
 
     def _answer_unknown_tools(self, calls: list[ToolCall]) -> None:
         """Calls to tools the agent does not have go back to the model as errors, not to the client."""
@@ -303,10 +390,9 @@ class TurnWorkflow:
 
     async def _save(self, key: str, final_event: StreamChunk | ErrorChunk) -> None:
         """Write the new steps, the pending events and `final_event` with the turn's status, in one go."""
-        body = final_event.model_dump(mode="json")
         progress = TurnProgress(
             turn_id=self._start.turn_id,
-            events=[*self._outbox, KeyedEvent(key=key, body=body)],
+            events=[*self._outbox, KeyedEvent(key=key, body=final_event.model_dump(mode="json"))],
             first_new_step=self._saved_steps,
             new_steps=self._steps[self._saved_steps :],
             status=self._status,
@@ -314,6 +400,11 @@ class TurnWorkflow:
             completed_at=self._completed_at,
             error=self._error,
         )
+        await self._write(progress)
+        self._outbox = []
+        self._saved_steps = len(self._steps)
+
+    async def _write(self, progress: TurnProgress) -> None:
         # Shielded: a cancellation must not interleave a later write with this one (see _end).
         self._saving = asyncio.ensure_future(
             workflow.execute_activity(
@@ -325,5 +416,3 @@ class TurnWorkflow:
             )
         )
         await asyncio.shield(self._saving)
-        self._outbox = []
-        self._saved_steps = len(self._steps)

@@ -13,20 +13,18 @@ from api.deletion import delete_with_turns
 from api.errors import not_found
 from api.runtime import Runtime, RuntimeDep
 from api.schemas import CreateAgentRequest, CreateAgentResponse, PaginatedResponse
+from api.toolgroup_check import require_toolgroups
 from domain.agents import Agent, AgentConfig
-from domain.agents import toolgroup_name as group_name
 
 router = APIRouter(tags=["agents"])
 
 
-def check_agent_config(config: AgentConfig, runtime: Runtime) -> None:
+async def check_agent_config(config: AgentConfig, runtime: Runtime) -> None:
     """Reject at creation what could only fail later, inside a turn."""
     if runtime.settings.model(config.model) is None:
         known = ", ".join(sorted(runtime.settings.models))
         raise HTTPException(400, f"Model {config.model!r} is not configured on this server; configured: {known}")
-    unknown_groups = [group_name(group) for group in config.toolgroups or []]
-    if unknown_groups:
-        raise HTTPException(400, f"Unknown toolgroups {unknown_groups}: this server has no server-side toolgroups")
+    await require_toolgroups(runtime, config.toolgroups or [])
     shields = [*(config.input_shields or []), *(config.output_shields or [])]
     if shields:
         raise HTTPException(400, f"Unknown shields {shields}: this server has no shields")
@@ -50,7 +48,7 @@ async def create_agent(
     runtime: RuntimeDep,
     body: CreateAgentRequest,
 ) -> CreateAgentResponse:
-    check_agent_config(body.agent_config, runtime)
+    await check_agent_config(body.agent_config, runtime)
     agent = Agent(agent_id=str(uuid.uuid4()), agent_config=body.agent_config, created_at=datetime.now(UTC))
     await runtime.store.create_agent(agent)
     return CreateAgentResponse(agent_id=agent.agent_id)

@@ -1,0 +1,18 @@
+"""Refusing, before a turn runs, toolgroups that do not exist."""
+
+from __future__ import annotations
+
+from fastapi import HTTPException
+
+from api.runtime import Runtime
+from domain.agents import AgentToolGroup
+from tool_runtime.catalog import split_toolgroup
+
+
+async def require_toolgroups(runtime: Runtime, toolgroups: list[AgentToolGroup]) -> None:
+    missing = [
+        group_id for group_id, _, _ in map(split_toolgroup, toolgroups) if await runtime.tools.group(group_id) is None
+    ]
+    if missing:
+        known = [group.identifier for group in await runtime.tools.groups()]
+        raise HTTPException(400, f"Unknown toolgroups {missing}; registered toolgroups: {known}")

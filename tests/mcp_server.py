@@ -1,0 +1,37 @@
+"""A real MCP server (streamable HTTP) for the tests, built with the `mcp` SDK."""
+
+from __future__ import annotations
+
+import asyncio
+
+from mcp.server.mcpserver import MCPServer
+
+from tests.scripted_model import ThreadedServer
+from tests.stack import free_port
+
+
+def build() -> MCPServer:
+    server = MCPServer("durable-agents-tests")
+
+    @server.tool()
+    def add_numbers(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool()
+    async def wait_then_echo(seconds: float, text: str) -> str:
+        """Wait, then echo the text."""
+        await asyncio.sleep(seconds)
+        return text
+
+    @server.tool()
+    def always_fails() -> str:
+        """Fails every time."""
+        raise ValueError("the database is on fire")
+
+    return server
+
+
+def start() -> ThreadedServer:
+    """Serve it on a free loopback port; its endpoint is `<url>/mcp`."""
+    return ThreadedServer(build().streamable_http_app(), free_port()).start()

@@ -1,0 +1,1 @@
+"""Server-side tools: the built-in toolgroups and MCP servers, listed and called by the runtime."""

@@ -1,0 +1,145 @@
+"""Which server-side tools exist, what a turn may use, and running one call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from domain.agents import PARAMETER_TYPES, AgentToolGroup, ToolParameter, toolgroup_name
+from domain.tools import BUILTIN_PROVIDER, MCP_PROVIDER, Tool, ToolGroup
+from store.repository import Store
+from tool_runtime import calculator, mcp
+from workflows.contracts import ServerTool
+
+BUILTIN_TOOLS: dict[str, list[ServerTool]] = {
+    calculator.TOOLGROUP_ID: [
+        ServerTool(
+            toolgroup_id=calculator.TOOLGROUP_ID,
+            provider_id=BUILTIN_PROVIDER,
+            name="calculate",
+            description=calculator.DESCRIPTION,
+            input_schema=calculator.INPUT_SCHEMA,
+        )
+    ]
+}
+
+
+class UnknownToolGroup(LookupError):
+    pass
+
+
+class ToolNameClash(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    content: str
+    is_error: bool
+
+
+def split_toolgroup(group: AgentToolGroup) -> tuple[str, str | None, dict[str, Any]]:
+    """`group`, `group/tool` or {name, args} → (group id, the one tool wanted or None, args)."""
+    name = toolgroup_name(group)
+    args = {} if isinstance(group, str) else dict(group.args)
+    if name in BUILTIN_TOOLS or "/" not in name:
+        return name, None, args
+    group_id, tool = name.rsplit("/", 1)
+    return group_id, tool, args
+
+
+def as_wire_tool(tool: ServerTool) -> Tool:
+    schema = tool.input_schema.get("properties", {})
+    required = set(tool.input_schema.get("required", []))
+    parameters = [
+        ToolParameter(
+            name=name,
+            parameter_type=prop.get("type") if prop.get("type") in PARAMETER_TYPES else "string",
+            description=prop.get("description", ""),
+            required=name in required,
+            default=prop.get("default"),
+        )
+        for name, prop in schema.items()
+    ]
+    return Tool(
+        identifier=tool.name,
+        provider_id=tool.provider_id,
+        toolgroup_id=tool.toolgroup_id,
+        description=tool.description,
+        parameters=parameters,
+    )
+
+
+class ToolCatalog:
+    def __init__(self, store: Store, timeout_seconds: float = 30.0) -> None:
+        self._store = store
+        self._timeout = timeout_seconds
+
+    async def groups(self) -> list[ToolGroup]:
+        builtin = [ToolGroup(identifier=gid, provider_id=BUILTIN_PROVIDER) for gid in BUILTIN_TOOLS]
+        return builtin + await self._store.toolgroups()
+
+    async def group(self, toolgroup_id: str) -> ToolGroup | None:
+        if toolgroup_id in BUILTIN_TOOLS:
+            return ToolGroup(identifier=toolgroup_id, provider_id=BUILTIN_PROVIDER)
+        return await self._store.toolgroup(toolgroup_id)
+
+    async def tools(self, toolgroup_id: str) -> list[ServerTool]:
+        """The group's tools; for an MCP group, as its server lists them now (network errors propagate)."""
+        if toolgroup_id in BUILTIN_TOOLS:
+            return BUILTIN_TOOLS[toolgroup_id]
+        group = await self._store.toolgroup(toolgroup_id)
+        if group is None:
+            known = ", ".join(g.identifier for g in await self.groups())
+            raise UnknownToolGroup(f"Toolgroup {toolgroup_id} not found; available toolgroups: {known}")
+        assert group.provider_id == MCP_PROVIDER and group.mcp_endpoint is not None
+        listed = await mcp.list_tools(group.mcp_endpoint.uri, self._timeout)
+        return [
+            ServerTool(
+                toolgroup_id=toolgroup_id,
+                provider_id=MCP_PROVIDER,
+                name=tool.name,
+                description=tool.description,
+                input_schema=tool.input_schema,
+                args=group.args or {},
+                mcp_uri=group.mcp_endpoint.uri,
+            )
+            for tool in listed
+        ]
+
+    async def resolve(self, toolgroups: list[AgentToolGroup], client_tool_names: list[str]) -> list[ServerTool]:
+        """The server tools a turn offers the model, with each group's args; names must be unique."""
+        resolved: list[ServerTool] = []
+        for entry in toolgroups:
+            group_id, only, args = split_toolgroup(entry)
+            tools = await self.tools(group_id)
+            if only is not None:
+                tools = [tool for tool in tools if tool.name == only]
+                if not tools:
+                    raise UnknownToolGroup(f"Toolgroup {group_id} has no tool named {only}")
+            resolved += [tool.model_copy(update={"args": {**tool.args, **args}}) for tool in tools]
+        names = [tool.name for tool in resolved] + client_tool_names
+        clashes = sorted({name for name in names if names.count(name) > 1})
+        if clashes:
+            raise ToolNameClash(f"Tool names must be unique across toolgroups and client tools; clashing: {clashes}")
+        return resolved
+
+    async def find(self, tool_name: str) -> ServerTool | None:
+        """The registered tool with this name (for one-off invocations)."""
+        for group in await self.groups():
+            for tool in await self.tools(group.identifier):
+                if tool.name == tool_name:
+                    return tool
+        return None
+
+    async def call(self, tool: ServerTool, arguments: dict[str, Any]) -> ToolOutcome:
+        """Run one call. The tool's own failures come back as an error outcome; transport errors raise."""
+        merged = {**arguments, **tool.args}
+        if tool.provider_id == BUILTIN_PROVIDER:
+            try:
+                return ToolOutcome(calculator.calculate(**merged), is_error=False)
+            except (calculator.CalculatorError, TypeError) as error:
+                return ToolOutcome(f"Error: {error}", is_error=True)
+        assert tool.mcp_uri is not None
+        result = await mcp.call_tool(tool.mcp_uri, tool.name, merged, self._timeout)
+        return ToolOutcome(result.text, result.is_error)
