@@ -14,6 +14,7 @@ from tests.stack import SCRIPTED_KEY, Stack
 from workflows.contracts import turn_workflow_id
 
 QUESTION = "What boils at one hundred degrees?"
+# The root, and loggers whose libraries set their own level (uvicorn's access log, SQLAlchemy's statements).
 LOGGERS = ["", "uvicorn", "uvicorn.access", "uvicorn.error", "httpx", "httpcore", "openai", "temporalio", "sqlalchemy"]
 
 
