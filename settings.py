@@ -39,6 +39,19 @@ class ModelSpec(BaseModel):
     timeout_seconds: float = Field(default=120.0, gt=0)
 
 
+class ShieldSpec(BaseModel):
+    """A shield agents may name in input_shields / output_shields (see providers/shields.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: Literal["regex", "llama_guard"]
+    patterns: list[str] = Field(default_factory=list)
+    """For `regex`: a violation when any matches."""
+    model: str | None = None
+    """For `llama_guard`: the configured model id of the guard model."""
+    violation_message: str = "I can't answer that. Can I help with something else?"
+
+
 class SettingsError(ValueError):
     """A configuration value is wrong; the message says which and how to fix it."""
 
@@ -52,6 +65,7 @@ class Settings:
     temporal_profile: str | None
     temporal_config_file: str | None
     models: dict[str, ModelSpec] = field(default_factory=dict)
+    shields: dict[str, ShieldSpec] = field(default_factory=dict)
     awaiting_input_timeout: timedelta | None = None
     """How long a paused turn waits for client tool results before it expires; None: forever."""
     api_host: str = "127.0.0.1"
@@ -108,6 +122,16 @@ def _positive_int(raw: str, name: str) -> int:
     return number
 
 
+def _parse_shields(raw: dict[str, Any], origin: str) -> dict[str, ShieldSpec]:
+    shields: dict[str, ShieldSpec] = {}
+    for shield_id, spec in raw.items():
+        try:
+            shields[shield_id] = ShieldSpec.model_validate(spec)
+        except ValidationError as exc:
+            raise SettingsError(f"shield {shield_id!r} in {origin} is invalid: {exc}") from exc
+    return shields
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     env = dict(os.environ if env is None else env)
     file = _read_file(env.get("DA_CONFIG_FILE"))
@@ -125,6 +149,15 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         except ValueError as exc:
             raise SettingsError(f"DA_MODELS is not valid JSON: {exc}") from exc
         models.update(_parse_models(raw, "DA_MODELS"))
+    shields = _parse_shields(file.get("shields", {}), "the config file")
+    if env.get("DA_SHIELDS"):
+        try:
+            shields.update(_parse_shields(json.loads(env["DA_SHIELDS"]), "DA_SHIELDS"))
+        except ValueError as exc:
+            raise SettingsError(f"DA_SHIELDS is not valid: {exc}") from exc
+    for shield_id, shield in shields.items():
+        if shield.provider == "llama_guard" and shield.model not in models:
+            raise SettingsError(f"shield {shield_id!r} names model {shield.model!r}, which is not configured")
     return Settings(
         data_dir=data_dir,
         store_url=value("store_url", f"sqlite+aiosqlite:///{data_dir / 'store.db'}"),
@@ -133,6 +166,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         temporal_profile=env.get("TEMPORAL_PROFILE"),
         temporal_config_file=env.get("TEMPORAL_CONFIG_FILE"),
         models=models,
+        shields=shields,
         awaiting_input_timeout=_seconds(value("awaiting_input_timeout", "0"), "DA_AWAITING_INPUT_TIMEOUT"),
         api_host=value("api_host", "127.0.0.1"),
         api_port=int(value("api_port", "8321")),

@@ -17,6 +17,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.inference import InferenceActivities
+from activities.shields import ShieldActivities
 from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
 from providers.registry import ModelRegistry
@@ -29,14 +30,22 @@ from workflows.turn import TurnWorkflow
 
 
 def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
-    inference = InferenceActivities(store, ModelRegistry(settings))
+    models = ModelRegistry(settings)
+    inference = InferenceActivities(store, models)
+    shields = ShieldActivities(store, models, settings)
     progress = TurnProgressActivities(store)
     tools = ToolActivities(store, ToolCatalog(store))
     return Worker(
         client,
         task_queue=settings.task_queue,
         workflows=[TurnWorkflow],
-        activities=[inference.infer, progress.save_turn_progress, tools.resolve_tools, tools.run_tool],
+        activities=[
+            inference.infer,
+            progress.save_turn_progress,
+            tools.resolve_tools,
+            tools.run_tool,
+            shields.run_shields,
+        ],
         # Cancellation reaches a model call through its heartbeat: send one at least every second.
         max_heartbeat_throttle_interval=timedelta(seconds=1),
         # After a worker dies, its turns' next workflow task moves to another worker after this long.

@@ -7,6 +7,7 @@ import time
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.conversation import conversation
 from activities.heartbeat import heartbeating
 from domain.content import CompletionMessage, StopReason, ToolCall
 from domain.events import KeyedEvent, StepProgress, StepStart, TextDelta, ToolCallDelta, chunk_of
@@ -53,11 +54,14 @@ class InferenceActivities:
 
     async def _chat_request(self, request: InferenceRequest, model_name: str) -> ChatRequest:
         config = request.agent_config
-        history = await self._store.completed_turns(request.session_id, before=request.turn_started_at)
-        messages = openai_format.system_message(config.instructions)
-        for turn in history:
-            messages += openai_format.turn_messages(turn.input_messages, turn.steps)
-        messages += openai_format.turn_messages(request.input_messages, request.steps)
+        messages = await conversation(
+            self._store,
+            request.session_id,
+            request.turn_started_at,
+            config.instructions,
+            request.input_messages,
+            request.steps,
+        )
         choice = openai_format.tool_choice(request.tool_config)
         tools = [openai_format.tool_schema(t) for t in config.client_tools or []]
         tools += [openai_format.server_tool_schema(t) for t in request.server_tools]

@@ -10,7 +10,8 @@ from fastapi import FastAPI
 from api.auth import BearerAuth
 from api.body_limit import BodySizeLimit
 from api.errors import install_error_handlers
-from api.routers import agents, health, sessions, tools, turns
+from api.openapi import install_openapi
+from api.routers import agents, health, sessions, shields, tools, turns
 from api.runtime import Runtime
 from api.turn_gateway import TurnGateway
 from settings import Settings, get_settings
@@ -47,8 +48,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The last added runs first: a caller without a valid key is refused before its body is even counted.
     app.add_middleware(BodySizeLimit, settings=current_settings)
     app.add_middleware(BearerAuth, settings=current_settings)
-    for router in (agents.router, sessions.router, turns.router, tools.router, health.router):
+    routers = (agents.router, sessions.router, turns.router, tools.router, shields.router, health.router)
+    for router in routers:
         app.include_router(router, prefix="/v1")
+    install_openapi(app, routers, prefix="/v1")
     return app
 
 

@@ -50,5 +50,9 @@ class PaginatedResponse(WireModel):
     url: str | None = None
 
 
+class ListResponse(WireModel):
+    data: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class HealthResponse(WireModel):
     status: str

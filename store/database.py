@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from store.tables import Base
@@ -32,6 +34,15 @@ def create_engine(url: str) -> AsyncEngine:
     return create_async_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
 
-async def create_schema(engine: AsyncEngine) -> None:
-    async with engine.begin() as connection:
-        await connection.run_sync(Base.metadata.create_all)
+async def create_schema(engine: AsyncEngine, attempts: int = 5) -> None:
+    """Create missing tables. The worker and the API start together and both get here: when the
+    other process creates a table between our check and our CREATE, look again."""
+    for attempt in range(1, attempts + 1):
+        try:
+            async with engine.begin() as connection:
+                await connection.run_sync(Base.metadata.create_all)
+            return
+        except DBAPIError:
+            if attempt == attempts:
+                raise
+            await asyncio.sleep(0.2 * attempt)

@@ -19,6 +19,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 
+GUARD_MODEL = "scripted-guard"
+
+
 @dataclass(frozen=True)
 class Reply:
     text: str = ""
@@ -50,22 +53,31 @@ class ScriptedModel:
         self.authorizations: list[str | None] = []
         """The Authorization header of each request: proof that the worker sent its key."""
         self._script: deque[Reply] = deque()
+        self._guard_script: deque[Reply] = deque()
+        self.guard_requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._calls = 0
 
-    def script(self, *replies: Reply) -> None:
+    def script(self, *replies: Reply, guard: tuple[Reply, ...] = ()) -> None:
+        """Replace the script. `guard` replies answer requests for GUARD_MODEL, in order; with none
+        left, the guard answers "safe". Guard requests are recorded apart, in `guard_requests`."""
         with self._lock:
             self._script.clear()
             self._script.extend(replies)
+            self._guard_script = deque(guard)
             self.requests.clear()
+            self.guard_requests.clear()
             self.authorizations.clear()
             self._calls = 0
 
     def _next(self, body: dict[str, Any], authorization: str | None) -> tuple[Reply, int]:
         with self._lock:
-            self.requests.append(body)
             self.authorizations.append(authorization)
             self._calls += 1
+            if body.get("model") == GUARD_MODEL:
+                self.guard_requests.append(body)
+                return (self._guard_script.popleft() if self._guard_script else Reply(text="safe")), self._calls
+            self.requests.append(body)
             return (self._script.popleft() if self._script else Reply(text="ok")), self._calls
 
     def app(self) -> FastAPI:

@@ -27,7 +27,7 @@ from serve import temporal_binary
 from settings import Settings, load_settings
 from store.database import create_engine, create_schema
 from store.repository import Store
-from tests.scripted_model import ScriptedModel, ThreadedServer
+from tests.scripted_model import GUARD_MODEL, ScriptedModel, ThreadedServer
 from worker import build_worker
 from workflows import search_attributes
 
@@ -80,12 +80,19 @@ class Stack:
                 "DA_TASK_QUEUE": f"tests-{os.getpid()}",
                 "DA_MODELS": json.dumps(
                     {
-                        SCRIPTED_MODEL: {
+                        name: {
                             "provider": "openai",
                             "base_url": f"{self.model_server.url}/v1",
                             "api_key_env": SCRIPTED_KEY_ENV,
                             "timeout_seconds": 5,
                         }
+                        for name in (SCRIPTED_MODEL, GUARD_MODEL)
+                    }
+                ),
+                "DA_SHIELDS": json.dumps(
+                    {
+                        "keyword-guard": {"provider": "regex", "patterns": [r"\bbomb\b"]},
+                        "llama-guard": {"provider": "llama_guard", "model": GUARD_MODEL},
                     }
                 ),
                 **({"DA_STORE_URL": store_url} if store_url else {}),

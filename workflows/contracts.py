@@ -6,19 +6,20 @@ Kept free of I/O libraries so the workflow sandbox imports it cheaply.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from domain.agents import AgentConfig, AgentToolGroup, ToolConfig
 from domain.content import CompletionMessage, InputMessage, ToolCall, ToolResponse
 from domain.events import KeyedEvent
-from domain.turns import Step, TurnStatus
+from domain.turns import SafetyViolation, Step, TurnStatus
 
 TASK_QUEUE_DEFAULT = "durable-agents"
 INFER_ACTIVITY = "infer"
 RESOLVE_TOOLS_ACTIVITY = "resolve_tools"
 RUN_TOOL_ACTIVITY = "run_tool"
+RUN_SHIELDS_ACTIVITY = "run_shields"
 TOOLS_UNAVAILABLE = "ToolsUnavailable"
 """ApplicationError type when a turn's toolgroups cannot be resolved (unknown group, name clash)."""
 SAVE_PROGRESS_ACTIVITY = "save_turn_progress"
@@ -104,6 +105,28 @@ class ToolRunRequest(BaseModel):
     tool: ServerTool
     call: ToolCall
     events_before: list[KeyedEvent] = Field(default_factory=list)
+
+
+Touchpoint = Literal["user-input", "assistant-output"]
+
+
+class ShieldRequest(BaseModel):
+    turn_id: str
+    session_id: str
+    step_id: str
+    touchpoint: Touchpoint
+    shield_ids: list[str]
+    texts: list[str]
+    """What is new at this touchpoint: the user's input or tool results, or the model's message."""
+    turn_started_at: datetime
+    instructions: str
+    input_messages: list[InputMessage]
+    steps: list[Step]
+    events_before: list[KeyedEvent] = Field(default_factory=list)
+
+
+class ShieldResult(BaseModel):
+    violation: SafetyViolation | None = None
 
 
 class InferenceResult(BaseModel):

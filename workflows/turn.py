@@ -23,7 +23,7 @@ from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from domain.agents import AgentToolGroup, ToolConfig
-    from domain.content import CompletionMessage, ToolCall, ToolResponse
+    from domain.content import CompletionMessage, ToolCall, ToolResponse, content_as_text
     from domain.events import (
         ErrorChunk,
         KeyedEvent,
@@ -34,13 +34,14 @@ with workflow.unsafe.imports_passed_through():
         TurnComplete,
         chunk_of,
     )
-    from domain.turns import InferenceStep, Step, ToolExecutionStep, Turn, TurnStatus
+    from domain.turns import InferenceStep, ShieldCallStep, Step, ToolExecutionStep, Turn, TurnStatus
     from workflows.contracts import (
         INFER_ACTIVITY,
         INFERENCE_HEARTBEAT_TIMEOUT,
         NOT_AWAITING_INPUT,
         PROVIDER_REJECTED,
         RESOLVE_TOOLS_ACTIVITY,
+        RUN_SHIELDS_ACTIVITY,
         RUN_TOOL_ACTIVITY,
         SAVE_PROGRESS_ACTIVITY,
         TOOL_HEARTBEAT_TIMEOUT,
@@ -51,8 +52,11 @@ with workflow.unsafe.imports_passed_through():
         ResolveToolsRequest,
         ResolveToolsResult,
         ServerTool,
+        ShieldRequest,
+        ShieldResult,
         ToolResponsesSubmission,
         ToolRunRequest,
+        Touchpoint,
         TurnProgress,
         TurnStart,
         pause_event_key,
@@ -103,28 +107,37 @@ class TurnWorkflow:
             if toolgroups:
                 self._server_tools = await self._resolve_tools(toolgroups, sorted(client_tools))
             server_tools = {tool.name: tool for tool in self._server_tools}
+            if refusal := await self._guard("user-input", [content_as_text(m.content) for m in start.input_messages]):
+                return await self._finish(refusal)
             while True:
                 message = await self._infer()
-                if not message.tool_calls or message.stop_reason == "out_of_tokens":
-                    return await self._finish(message)
-                if self._inferences >= max_inferences:
+                done = not message.tool_calls or message.stop_reason == "out_of_tokens"
+                if not done and self._inferences >= max_inferences:
                     # The calls stay unexecuted; end_of_turn tells clients not to resume.
-                    return await self._finish(message.model_copy(update={"stop_reason": "end_of_turn"}))
-                server_calls = [call for call in message.tool_calls if call.tool_name in server_tools]
+                    message, done = message.model_copy(update={"stop_reason": "end_of_turn"}), True
+                calls = [] if done else message.tool_calls
+                server_calls = [call for call in calls if call.tool_name in server_tools]
                 if server_calls:
                     await self._run_server_tools(server_calls, server_tools)
-                unknown = [
-                    c for c in message.tool_calls if c.tool_name not in client_tools and c.tool_name not in server_tools
-                ]
+                unknown = [c for c in calls if c.tool_name not in client_tools and c.tool_name not in server_tools]
                 if unknown:
                     self._answer_unknown_tools(unknown)
-                client_calls = [call for call in message.tool_calls if call.tool_name in client_tools]
-                if client_calls and not await self._await_client_tools(client_calls):
-                    return await self._end(
-                        TurnStatus.EXPIRED,
-                        f"Turn {start.turn_id} expired: no client tool results within "
-                        f"{start.awaiting_input_timeout}. Start a new turn.",
-                    )
+                client_calls = [call for call in calls if call.tool_name in client_tools]
+                output = [content_as_text(message.content)]
+                if (done or client_calls) and (refusal := await self._guard("assistant-output", output)):
+                    return await self._finish(refusal)
+                if done:
+                    return await self._finish(message)
+                if client_calls:
+                    responses = await self._await_client_tools(client_calls)
+                    if responses is None:
+                        return await self._end(
+                            TurnStatus.EXPIRED,
+                            f"Turn {start.turn_id} expired: no client tool results within "
+                            f"{start.awaiting_input_timeout}. Start a new turn.",
+                        )
+                    if refusal := await self._guard("user-input", [content_as_text(r.content) for r in responses]):
+                        return await self._finish(refusal)
         except (ActivityError, asyncio.CancelledError) as error:
             if is_cancelled_exception(error):
                 return await self._end(TurnStatus.CANCELLED, f"Turn {start.turn_id} was cancelled.")
@@ -245,6 +258,49 @@ class TurnWorkflow:
         )
         return message
 
+    async def _guard(self, touchpoint: Touchpoint, texts: list[str]) -> CompletionMessage | None:
+        """Run the touchpoint's shields as one shield_call step; the refusal to answer with, if violated."""
+        config = self._start.agent_config
+        shields = (config.input_shields if touchpoint == "user-input" else config.output_shields) or []
+        if not shields:
+            return None
+        step_id = str(workflow.uuid4())
+        started_at = self._now()
+        result = await workflow.execute_activity(
+            RUN_SHIELDS_ACTIVITY,
+            ShieldRequest(
+                turn_id=self._start.turn_id,
+                session_id=self._start.session_id,
+                step_id=step_id,
+                touchpoint=touchpoint,
+                shield_ids=shields,
+                texts=texts,
+                turn_started_at=self._start.started_at,
+                instructions=config.instructions,
+                input_messages=self._start.input_messages,
+                steps=self._steps,
+                events_before=self._outbox,
+            ),
+            result_type=ShieldResult,
+            summary=f"shields · {touchpoint}",
+            start_to_close_timeout=timedelta(minutes=2),
+            retry_policy=RetryPolicy(maximum_attempts=5, non_retryable_error_types=[PROVIDER_REJECTED]),
+        )
+        self._outbox = []
+        violation = result.violation
+        self._add_step(
+            ShieldCallStep(
+                turn_id=self._start.turn_id,
+                step_id=step_id,
+                started_at=started_at,
+                completed_at=self._now(),
+                violation=violation,
+            )
+        )
+        if violation is None or violation.violation_level != "error":
+            return None
+        return CompletionMessage(content=violation.user_message or "", stop_reason="end_of_turn")
+
     async def _resolve_tools(self, toolgroups: list[AgentToolGroup], client_tools: list[str]) -> list[ServerTool]:
         result = await workflow.execute_activity(
             RESOLVE_TOOLS_ACTIVITY,
@@ -332,8 +388,8 @@ class TurnWorkflow:
             )
         )
 
-    async def _await_client_tools(self, calls: list[ToolCall]) -> bool:
-        """Pause until the caller submits the calls' results: false if it does not before the expiry."""
+    async def _await_client_tools(self, calls: list[ToolCall]) -> list[ToolResponse] | None:
+        """Pause until the caller submits the calls' results; None if it does not before the expiry."""
         self._pending_calls = calls
         self._set_status(TurnStatus.AWAITING_INPUT)
         self._describe()
@@ -347,8 +403,9 @@ class TurnWorkflow:
             )
         except TimeoutError:
             self._pending_calls = []
-            return False
+            return None
         by_call = {response.call_id: response for response in self._submitted or []}
+        responses = [by_call[call.call_id] for call in calls]
         self._submitted = None
         self._pending_calls = []
         self._set_status(TurnStatus.RUNNING)
@@ -360,10 +417,10 @@ class TurnWorkflow:
                 started_at=paused_at,
                 completed_at=self._now(),
                 tool_calls=calls,
-                tool_responses=[by_call[call.call_id] for call in calls],
+                tool_responses=responses,
             )
         )
-        return True
+        return responses
 
     async def _finish(self, message: CompletionMessage) -> Turn:
         self._set_status(TurnStatus.COMPLETED)

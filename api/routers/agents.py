@@ -25,9 +25,12 @@ async def check_agent_config(config: AgentConfig, runtime: Runtime) -> None:
         known = ", ".join(sorted(runtime.settings.models))
         raise HTTPException(400, f"Model {config.model!r} is not configured on this server; configured: {known}")
     await require_toolgroups(runtime, config.toolgroups or [])
-    shields = [*(config.input_shields or []), *(config.output_shields or [])]
-    if shields:
-        raise HTTPException(400, f"Unknown shields {shields}: this server has no shields")
+    unknown = [
+        s for s in [*(config.input_shields or []), *(config.output_shields or [])] if s not in runtime.settings.shields
+    ]
+    if unknown:
+        known = sorted(runtime.settings.shields) or "none"
+        raise HTTPException(400, f"Unknown shields {unknown}; configured shields: {known}")
 
 
 async def existing_agent(

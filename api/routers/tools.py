@@ -7,19 +7,14 @@ from typing import Any
 
 import httpx
 from fastapi import APIRouter, HTTPException
-from pydantic import Field
 
 from api.errors import not_found
 from api.runtime import Runtime, RuntimeDep
-from domain.content import WireModel
+from api.schemas import ListResponse
 from domain.tools import MCP_PROVIDER, RegisterToolGroupRequest, ToolGroup, ToolInvocation, ToolInvocationResult
 from tool_runtime.catalog import BUILTIN_TOOLS, UnknownToolGroup, as_wire_tool
 
 router = APIRouter(tags=["tools"])
-
-
-class ListResponse(WireModel):
-    data: list[dict[str, Any]] = Field(default_factory=list)
 
 
 def _unreachable(group: str, error: Exception) -> HTTPException:
@@ -98,8 +93,3 @@ async def invoke_tool(runtime: RuntimeDep, body: ToolInvocation) -> ToolInvocati
     if outcome.is_error:
         return ToolInvocationResult(content=outcome.content, error_message=outcome.content, error_code=1)
     return ToolInvocationResult(content=outcome.content, error_code=0)
-
-
-@router.get("/shields", response_model=ListResponse)
-async def list_shields() -> ListResponse:
-    return ListResponse()

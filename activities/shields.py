@@ -1,0 +1,61 @@
+"""Running a touchpoint's shields: one shield_call step."""
+
+from __future__ import annotations
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.conversation import conversation
+from domain.events import KeyedEvent, StepStart, chunk_of
+from domain.turns import SafetyViolation
+from providers.base import ProviderRejected
+from providers.registry import ModelRegistry
+from providers.shields import llama_guard_violation, regex_violation
+from settings import Settings
+from store.repository import Store
+from workflows.contracts import PROVIDER_REJECTED, RUN_SHIELDS_ACTIVITY, ShieldRequest, ShieldResult
+
+
+class ShieldActivities:
+    def __init__(self, store: Store, models: ModelRegistry, settings: Settings) -> None:
+        self._store = store
+        self._models = models
+        self._settings = settings
+
+    @activity.defn(name=RUN_SHIELDS_ACTIVITY)
+    async def run_shields(self, request: ShieldRequest) -> ShieldResult:
+        """The first violation found, in the order the agent lists its shields; none if all pass."""
+        start = StepStart(step_type="shield_call", step_id=request.step_id, metadata={"touchpoint": request.touchpoint})
+        await self._store.save_turn_progress(
+            request.turn_id,
+            events=[
+                *request.events_before,
+                KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json")),
+            ],
+        )
+        for shield_id in request.shield_ids:
+            violation = await self._check(shield_id, request)
+            if violation is not None:
+                return ShieldResult(violation=violation)
+        return ShieldResult()
+
+    async def _check(self, shield_id: str, request: ShieldRequest) -> SafetyViolation | None:
+        spec = self._settings.shields.get(shield_id)
+        if spec is None:
+            known = ", ".join(sorted(self._settings.shields)) or "none"
+            message = f"Shield {shield_id!r} is not configured on this worker; configured: {known}"
+            raise ApplicationError(message, type=PROVIDER_REJECTED, non_retryable=True)
+        if spec.provider == "regex":
+            return regex_violation(spec, request.texts)
+        messages = await conversation(
+            self._store,
+            request.session_id,
+            request.turn_started_at,
+            request.instructions,
+            request.input_messages,
+            request.steps,
+        )
+        try:
+            return await llama_guard_violation(spec, self._models, messages, request.touchpoint)
+        except ProviderRejected as rejected:
+            raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected
