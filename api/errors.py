@@ -5,6 +5,20 @@ from __future__ import annotations
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+
+class ValidationIssue(BaseModel):
+    loc: list[int | str]
+    msg: str
+    type: str
+
+
+class ErrorResponse(BaseModel):
+    """The body of every error response (documented in api/openapi.py)."""
+
+    detail: str = Field(description="What went wrong and, for a 4xx, what to change")
+    errors: list[ValidationIssue] | None = Field(default=None, description="Each invalid field, on a 400")
 
 
 def not_found(kind: str, identifier: str) -> HTTPException:
