@@ -9,6 +9,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.conversation import conversation
 from activities.heartbeat import heartbeating
+from activities.pending_writes import write_pending
 from domain.content import CompletionMessage, StopReason, ToolCall
 from domain.events import KeyedEvent, StepProgress, StepStart, TextDelta, ToolCallDelta, chunk_of
 from providers import openai_format
@@ -54,14 +55,7 @@ class InferenceActivities:
 
     async def _chat_request(self, request: InferenceRequest, model_name: str) -> ChatRequest:
         config = request.agent_config
-        messages = await conversation(
-            self._store,
-            request.session_id,
-            request.turn_started_at,
-            config.instructions,
-            request.input_messages,
-            request.steps,
-        )
+        messages = await conversation(self._store, request.session_id, request.turn_id, config.instructions)
         choice = openai_format.tool_choice(request.tool_config)
         tools = [openai_format.tool_schema(t) for t in config.client_tools or []]
         tools += [openai_format.server_tool_schema(t) for t in request.server_tools]
@@ -79,13 +73,8 @@ class InferenceActivities:
     @activity.defn(name=INFER_ACTIVITY)
     async def infer(self, request: InferenceRequest) -> InferenceResult:
         start = StepStart(step_type="inference", step_id=request.step_id)
-        await self._store.save_turn_progress(
-            request.turn_id,
-            events=[
-                *request.events_before,
-                KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json")),
-            ],
-        )
+        own = KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json"))
+        await write_pending(self._store, request.turn_id, request.pending, own)
         try:
             model, model_name = self._models.resolve(request.agent_config.model)
             chat = await self._chat_request(request, model_name)

@@ -6,6 +6,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.conversation import conversation
+from activities.pending_writes import write_pending
 from domain.events import KeyedEvent, StepStart, chunk_of
 from domain.turns import SafetyViolation
 from providers.base import ProviderRejected
@@ -26,13 +27,8 @@ class ShieldActivities:
     async def run_shields(self, request: ShieldRequest) -> ShieldResult:
         """The first violation found, in the order the agent lists its shields; none if all pass."""
         start = StepStart(step_type="shield_call", step_id=request.step_id, metadata={"touchpoint": request.touchpoint})
-        await self._store.save_turn_progress(
-            request.turn_id,
-            events=[
-                *request.events_before,
-                KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json")),
-            ],
-        )
+        own = KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json"))
+        await write_pending(self._store, request.turn_id, request.pending, own)
         for shield_id in request.shield_ids:
             violation = await self._check(shield_id, request)
             if violation is not None:
@@ -47,14 +43,7 @@ class ShieldActivities:
             raise ApplicationError(message, type=PROVIDER_REJECTED, non_retryable=True)
         if spec.provider == "regex":
             return regex_violation(spec, request.texts)
-        messages = await conversation(
-            self._store,
-            request.session_id,
-            request.turn_started_at,
-            request.instructions,
-            request.input_messages,
-            request.steps,
-        )
+        messages = await conversation(self._store, request.session_id, request.turn_id, request.instructions)
         try:
             return await llama_guard_violation(spec, self._models, messages, request.touchpoint)
         except ProviderRejected as rejected:

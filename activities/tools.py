@@ -6,6 +6,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
+from activities.pending_writes import write_pending
 from domain.content import ToolResponse
 from domain.events import KeyedEvent, StepProgress, StepStart, ToolCallDelta, chunk_of
 from store.repository import Store
@@ -42,13 +43,12 @@ class ToolActivities:
             step_id=request.step_id,
             delta=ToolCallDelta(tool_call=request.call, parse_status="in_progress"),
         )
-        await self._store.save_turn_progress(
+        await write_pending(
+            self._store,
             request.turn_id,
-            events=[
-                *request.events_before,
-                KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json")),
-                KeyedEvent(key=f"{request.step_id}:call", body=chunk_of(progress).model_dump(mode="json")),
-            ],
+            request.pending,
+            KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json")),
+            KeyedEvent(key=f"{request.step_id}:call", body=chunk_of(progress).model_dump(mode="json")),
         )
         arguments = request.call.arguments if isinstance(request.call.arguments, dict) else {}
         async with heartbeating():

@@ -1,10 +1,11 @@
-"""Writing a turn's steps, events and status to the store on the workflow's behalf."""
+"""Writing a turn's status change to the store on the workflow's behalf, then its final event."""
 
 from __future__ import annotations
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from domain.events import ErrorChunk, KeyedEvent, StreamError, TurnAwaitingInput, TurnComplete, chunk_of
 from store.repository import Store
 from workflows.contracts import SAVE_PROGRESS_ACTIVITY, TurnProgress
 
@@ -15,15 +16,29 @@ class TurnProgressActivities:
 
     @activity.defn(name=SAVE_PROGRESS_ACTIVITY)
     async def save_turn_progress(self, progress: TurnProgress) -> None:
+        """The turn is stored before its final event exists, so no client sees a pause or an end
+        that a read of the turn would not show. The event's turn comes from the store, keeping the
+        workflow's inputs small however many steps the turn has."""
+        pending = progress.pending
         try:
             await self._store.save_turn_progress(
                 progress.turn_id,
-                events=progress.events,
-                new_steps=list(enumerate(progress.new_steps, start=progress.first_new_step)),
+                events=pending.events,
+                new_steps=list(enumerate(pending.new_steps, start=pending.first_new_step)),
                 status=progress.status,
                 output_message=progress.output_message,
                 completed_at=progress.completed_at,
                 error=progress.error,
+            )
+            if progress.event == "error":
+                body = ErrorChunk(error=StreamError(message=progress.error or "")).model_dump(mode="json")
+            else:
+                turn = await self._store.get_turn(progress.session_id, progress.turn_id)
+                assert turn is not None
+                payload = TurnComplete(turn=turn) if progress.event == "turn_complete" else TurnAwaitingInput(turn=turn)
+                body = chunk_of(payload).model_dump(mode="json")
+            await self._store.save_turn_progress(
+                progress.turn_id, events=[KeyedEvent(key=progress.event_key, body=body)]
             )
         except LookupError as missing:
             raise ApplicationError(str(missing), type="TurnMissing", non_retryable=True) from missing

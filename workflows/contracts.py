@@ -41,6 +41,15 @@ def pause_event_key(pause_number: int) -> str:
     return f"turn:awaiting_input:{pause_number}"
 
 
+class PendingWrites(BaseModel):
+    """What the workflow decided since its last write: steps and events, written by the next activity
+    before its own, so each is recorded once and in order."""
+
+    events: list[KeyedEvent] = Field(default_factory=list)
+    first_new_step: int = 0
+    new_steps: list[Step] = Field(default_factory=list)
+
+
 class ServerTool(BaseModel):
     """A tool the runtime runs itself, resolved from a toolgroup when the turn starts."""
 
@@ -79,14 +88,10 @@ class InferenceRequest(BaseModel):
     turn_id: str
     session_id: str
     step_id: str
-    turn_started_at: datetime
     agent_config: AgentConfig
     tool_config: ToolConfig
-    input_messages: list[InputMessage]
-    steps: list[Step]
     server_tools: list[ServerTool] = Field(default_factory=list)
-    events_before: list[KeyedEvent] = Field(default_factory=list)
-    """Events the workflow emitted since its last write; stored before this step's own."""
+    pending: PendingWrites = Field(default_factory=PendingWrites)
 
 
 class ResolveToolsRequest(BaseModel):
@@ -104,7 +109,7 @@ class ToolRunRequest(BaseModel):
     step_id: str
     tool: ServerTool
     call: ToolCall
-    events_before: list[KeyedEvent] = Field(default_factory=list)
+    pending: PendingWrites = Field(default_factory=PendingWrites)
 
 
 Touchpoint = Literal["user-input", "assistant-output"]
@@ -118,11 +123,8 @@ class ShieldRequest(BaseModel):
     shield_ids: list[str]
     texts: list[str]
     """What is new at this touchpoint: the user's input or tool results, or the model's message."""
-    turn_started_at: datetime
     instructions: str
-    input_messages: list[InputMessage]
-    steps: list[Step]
-    events_before: list[KeyedEvent] = Field(default_factory=list)
+    pending: PendingWrites = Field(default_factory=PendingWrites)
 
 
 class ShieldResult(BaseModel):
@@ -134,11 +136,15 @@ class InferenceResult(BaseModel):
 
 
 class TurnProgress(BaseModel):
+    """A status change: the pending writes, the turn's new status and output, and its final event —
+    `turn_awaiting_input` / `turn_complete` (built from the stored turn) or an error message."""
+
     turn_id: str
-    events: list[KeyedEvent] = Field(default_factory=list)
-    first_new_step: int = 0
-    new_steps: list[Step] = Field(default_factory=list)
-    status: TurnStatus | None = None
+    session_id: str
+    pending: PendingWrites = Field(default_factory=PendingWrites)
+    status: TurnStatus
     output_message: CompletionMessage | None = None
     completed_at: datetime | None = None
     error: str | None = None
+    event_key: str
+    event: Literal["turn_awaiting_input", "turn_complete", "error"]

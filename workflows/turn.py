@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timedelta
+from typing import Literal
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -25,13 +26,8 @@ with workflow.unsafe.imports_passed_through():
     from domain.agents import AgentToolGroup, ToolConfig
     from domain.content import CompletionMessage, ToolCall, ToolResponse, content_as_text
     from domain.events import (
-        ErrorChunk,
         KeyedEvent,
         StepComplete,
-        StreamChunk,
-        StreamError,
-        TurnAwaitingInput,
-        TurnComplete,
         chunk_of,
     )
     from domain.turns import InferenceStep, ShieldCallStep, Step, ToolExecutionStep, Turn, TurnStatus
@@ -49,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         TOOLS_UNAVAILABLE,
         InferenceRequest,
         InferenceResult,
+        PendingWrites,
         ResolveToolsRequest,
         ResolveToolsResult,
         ServerTool,
@@ -216,17 +213,15 @@ class TurnWorkflow:
     async def _infer(self) -> CompletionMessage:
         step_id = str(workflow.uuid4())
         started_at = self._now()
+        pending = self._pending()
         request = InferenceRequest(
             turn_id=self._start.turn_id,
             session_id=self._start.session_id,
             step_id=step_id,
-            turn_started_at=self._start.started_at,
             agent_config=self._start.agent_config,
             tool_config=self._tool_config,
-            input_messages=self._start.input_messages,
-            steps=self._steps,
             server_tools=self._server_tools,
-            events_before=self._outbox,
+            pending=pending,
         )
         result = await workflow.execute_activity(
             INFER_ACTIVITY,
@@ -244,7 +239,7 @@ class TurnWorkflow:
                 non_retryable_error_types=[PROVIDER_REJECTED],
             ),
         )
-        self._outbox = []
+        self._written(pending)
         self._inferences += 1
         message = result.message
         self._add_step(
@@ -266,6 +261,7 @@ class TurnWorkflow:
             return None
         step_id = str(workflow.uuid4())
         started_at = self._now()
+        pending = self._pending()
         result = await workflow.execute_activity(
             RUN_SHIELDS_ACTIVITY,
             ShieldRequest(
@@ -275,18 +271,15 @@ class TurnWorkflow:
                 touchpoint=touchpoint,
                 shield_ids=shields,
                 texts=texts,
-                turn_started_at=self._start.started_at,
                 instructions=config.instructions,
-                input_messages=self._start.input_messages,
-                steps=self._steps,
-                events_before=self._outbox,
+                pending=pending,
             ),
             result_type=ShieldResult,
             summary=f"shields · {touchpoint}",
             start_to_close_timeout=timedelta(minutes=2),
             retry_policy=RetryPolicy(maximum_attempts=5, non_retryable_error_types=[PROVIDER_REJECTED]),
         )
-        self._outbox = []
+        self._written(pending)
         violation = result.violation
         self._add_step(
             ShieldCallStep(
@@ -316,15 +309,16 @@ class TurnWorkflow:
         """Run the calls concurrently, each its own activity and step; a failure is that call's answer."""
         started_at = self._now()
         step_ids = [str(workflow.uuid4()) for _ in calls]
-        # Every call carries the pending events (the inference's step_complete): written once, by
-        # whichever activity comes first, and always before that activity's own events.
-        outbox, self._outbox = self._outbox, []
+        # Every call carries the pending writes (the inference's step): written once, by whichever
+        # activity comes first, and always before that activity's own events.
+        pending = self._pending()
         responses = await asyncio.gather(
             *(
-                self._run_tool(step_id, call, tools[call.tool_name], outbox)
+                self._run_tool(step_id, call, tools[call.tool_name], pending)
                 for step_id, call in zip(step_ids, calls, strict=True)
             )
         )
+        self._written(pending)
         for step_id, call, response in zip(step_ids, calls, responses, strict=True):
             self._add_step(
                 ToolExecutionStep(
@@ -337,9 +331,7 @@ class TurnWorkflow:
                 )
             )
 
-    async def _run_tool(
-        self, step_id: str, call: ToolCall, tool: ServerTool, events_before: list[KeyedEvent]
-    ) -> ToolResponse:
+    async def _run_tool(self, step_id: str, call: ToolCall, tool: ServerTool, pending: PendingWrites) -> ToolResponse:
         try:
             return await workflow.execute_activity(
                 RUN_TOOL_ACTIVITY,
@@ -349,7 +341,7 @@ class TurnWorkflow:
                     step_id=step_id,
                     tool=tool,
                     call=call,
-                    events_before=events_before,
+                    pending=pending,
                 ),
                 result_type=ToolResponse,
                 summary=f"tool · {call.tool_name}",
@@ -396,7 +388,7 @@ class TurnWorkflow:
         self._pauses += 1
         self._output = CompletionMessage(content="", stop_reason="end_of_message", tool_calls=calls)
         paused_at = self._now()
-        await self._save(pause_event_key(self._pauses), chunk_of(TurnAwaitingInput(turn=self.turn())))
+        await self._save(pause_event_key(self._pauses), "turn_awaiting_input")
         try:
             await workflow.wait_condition(
                 lambda: self._submitted is not None, timeout=self._start.awaiting_input_timeout
@@ -427,49 +419,55 @@ class TurnWorkflow:
         self._describe()
         self._output = message
         self._completed_at = self._now()
-        await self._save("turn:complete", chunk_of(TurnComplete(turn=self.turn())))
+        await self._save("turn:complete", "turn_complete")
         return self.turn()
 
     async def _end(self, status: TurnStatus, reason: str) -> Turn:
         """End the turn without an answer (failed, cancelled, expired), keeping its steps so far."""
         if self._saving is not None and not self._saving.done():
             await self._saving
-            self._outbox = []
-            self._saved_steps = len(self._steps)
         self._pending_calls = []
         self._output = None
         self._error = reason
         self._set_status(status)
         self._describe()
         self._completed_at = self._now()
-        await self._save(f"turn:{status.value}", ErrorChunk(error=StreamError(message=reason)))
+        await self._save(f"turn:{status.value}", "error")
         return self.turn()
 
-    async def _save(self, key: str, final_event: StreamChunk | ErrorChunk) -> None:
-        """Write the new steps, the pending events and `final_event` with the turn's status, in one go."""
+    def _pending(self) -> PendingWrites:
+        return PendingWrites(
+            events=list(self._outbox), first_new_step=self._saved_steps, new_steps=self._steps[self._saved_steps :]
+        )
+
+    def _written(self, pending: PendingWrites) -> None:
+        self._outbox = self._outbox[len(pending.events) :]
+        self._saved_steps = max(self._saved_steps, pending.first_new_step + len(pending.new_steps))
+
+    async def _save(self, event_key: str, event: Literal["turn_awaiting_input", "turn_complete", "error"]) -> None:
+        """Write the pending steps and events with the turn's status, then its final event."""
+        pending = self._pending()
         progress = TurnProgress(
             turn_id=self._start.turn_id,
-            events=[*self._outbox, KeyedEvent(key=key, body=final_event.model_dump(mode="json"))],
-            first_new_step=self._saved_steps,
-            new_steps=self._steps[self._saved_steps :],
+            session_id=self._start.session_id,
+            pending=pending,
             status=self._status,
             output_message=self._output,
             completed_at=self._completed_at,
             error=self._error,
+            event_key=event_key,
+            event=event,
         )
-        await self._write(progress)
-        self._outbox = []
-        self._saved_steps = len(self._steps)
+        # Shielded: a cancellation must not interleave a later write with this one (see _end).
+        self._saving = asyncio.ensure_future(self._write(progress))
+        await asyncio.shield(self._saving)
 
     async def _write(self, progress: TurnProgress) -> None:
-        # Shielded: a cancellation must not interleave a later write with this one (see _end).
-        self._saving = asyncio.ensure_future(
-            workflow.execute_activity(
-                SAVE_PROGRESS_ACTIVITY,
-                progress,
-                summary=f"store · {self._status.value}",
-                start_to_close_timeout=timedelta(seconds=10),
-                retry_policy=_STORE_RETRY,
-            )
+        await workflow.execute_activity(
+            SAVE_PROGRESS_ACTIVITY,
+            progress,
+            summary=f"store · {progress.status.value}",
+            start_to_close_timeout=timedelta(seconds=10),
+            retry_policy=_STORE_RETRY,
         )
-        await asyncio.shield(self._saving)
+        self._written(progress.pending)

@@ -1,0 +1,15 @@
+"""Writing the workflow's pending steps and events, plus an activity's own first events."""
+
+from __future__ import annotations
+
+from domain.events import KeyedEvent
+from store.repository import Store
+from workflows.contracts import PendingWrites
+
+
+async def write_pending(store: Store, turn_id: str, pending: PendingWrites, *own: KeyedEvent) -> None:
+    await store.save_turn_progress(
+        turn_id,
+        events=[*pending.events, *own],
+        new_steps=list(enumerate(pending.new_steps, start=pending.first_new_step)),
+    )
