@@ -68,6 +68,8 @@ class Settings:
     shields: dict[str, ShieldSpec] = field(default_factory=dict)
     awaiting_input_timeout: timedelta | None = None
     """How long a paused turn waits for client tool results before it expires; None: forever."""
+    continue_as_new_after_events: int = 4000
+    """History length at which a long turn continues as a new workflow run."""
     api_host: str = "127.0.0.1"
     api_port: int = 8321
     temporal_port: int = 7233
@@ -168,6 +170,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         models=models,
         shields=shields,
         awaiting_input_timeout=_seconds(value("awaiting_input_timeout", "0"), "DA_AWAITING_INPUT_TIMEOUT"),
+        continue_as_new_after_events=int(value("continue_as_new_events", "4000")),
         api_host=value("api_host", "127.0.0.1"),
         api_port=int(value("api_port", "8321")),
         temporal_port=int(value("temporal_port", "7233")),

@@ -42,6 +42,7 @@ def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
         activities=[
             inference.infer,
             progress.save_turn_progress,
+            progress.load_turn_steps,
             tools.resolve_tools,
             tools.run_tool,
             shields.run_shields,

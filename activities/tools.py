@@ -11,6 +11,7 @@ from domain.content import ToolResponse
 from domain.events import KeyedEvent, StepProgress, StepStart, ToolCallDelta, chunk_of
 from store.repository import Store
 from tool_runtime.catalog import ToolCatalog, ToolNameClash, UnknownToolGroup
+from tool_runtime.output_limit import truncate_text
 from workflows.contracts import (
     RESOLVE_TOOLS_ACTIVITY,
     RUN_TOOL_ACTIVITY,
@@ -56,6 +57,6 @@ class ToolActivities:
         return ToolResponse(
             call_id=request.call.call_id,
             tool_name=request.call.tool_name,
-            content=outcome.content,
+            content=truncate_text(outcome.content),
             metadata={"is_error": True} if outcome.is_error else None,
         )

@@ -7,7 +7,13 @@ from temporalio.exceptions import ApplicationError
 
 from domain.events import ErrorChunk, KeyedEvent, StreamError, TurnAwaitingInput, TurnComplete, chunk_of
 from store.repository import Store
-from workflows.contracts import SAVE_PROGRESS_ACTIVITY, TurnProgress
+from workflows.contracts import (
+    LOAD_STEPS_ACTIVITY,
+    SAVE_PROGRESS_ACTIVITY,
+    LoadStepsRequest,
+    LoadStepsResult,
+    TurnProgress,
+)
 
 
 class TurnProgressActivities:
@@ -30,6 +36,8 @@ class TurnProgressActivities:
                 completed_at=progress.completed_at,
                 error=progress.error,
             )
+            if progress.event is None or progress.event_key is None:
+                return
             if progress.event == "error":
                 body = ErrorChunk(error=StreamError(message=progress.error or "")).model_dump(mode="json")
             else:
@@ -42,3 +50,13 @@ class TurnProgressActivities:
             )
         except LookupError as missing:
             raise ApplicationError(str(missing), type="TurnMissing", non_retryable=True) from missing
+
+    @activity.defn(name=LOAD_STEPS_ACTIVITY)
+    async def load_turn_steps(self, request: LoadStepsRequest) -> LoadStepsResult:
+        """A continued turn's steps so far, for its new run."""
+        turn = await self._store.get_turn(request.session_id, request.turn_id)
+        if turn is None:
+            raise ApplicationError(
+                f"Turn {request.turn_id} not found in the store", type="TurnMissing", non_retryable=True
+            )
+        return LoadStepsResult(steps=turn.steps)

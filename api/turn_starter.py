@@ -60,6 +60,7 @@ async def start_turn(
         tool_config=body.tool_config,
         toolgroups=body.toolgroups,
         awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
+        continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
     )
     try:
         await runtime.turns.start(start)

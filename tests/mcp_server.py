@@ -25,6 +25,11 @@ def build() -> MCPServer:
         return text
 
     @server.tool()
+    def big_output(characters: int) -> str:
+        """Return that many characters."""
+        return "x" * characters
+
+    @server.tool()
     def always_fails() -> str:
         """Fails every time."""
         raise ValueError("the database is on fire")

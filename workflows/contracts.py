@@ -23,6 +23,7 @@ RUN_SHIELDS_ACTIVITY = "run_shields"
 TOOLS_UNAVAILABLE = "ToolsUnavailable"
 """ApplicationError type when a turn's toolgroups cannot be resolved (unknown group, name clash)."""
 SAVE_PROGRESS_ACTIVITY = "save_turn_progress"
+LOAD_STEPS_ACTIVITY = "load_turn_steps"
 INFERENCE_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
 """How soon a model call on a dead worker is retried elsewhere; the activity beats every second."""
 TOOL_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
@@ -63,6 +64,15 @@ class ServerTool(BaseModel):
     mcp_uri: str | None = None
 
 
+class Continuation(BaseModel):
+    """What a turn carries into its next run after continue-as-new; its steps are in the store."""
+
+    inferences: int
+    pauses: int
+    last_time: datetime
+    server_tools: list[ServerTool]
+
+
 class TurnStart(BaseModel):
     agent_id: str
     session_id: str
@@ -78,6 +88,9 @@ class TurnStart(BaseModel):
     """Attempts at one model call before the turn fails; retryable errors are 429, 5xx and timeouts."""
     awaiting_input_timeout: timedelta | None = None
     """How long a paused turn waits for client tool results before it expires; None waits forever."""
+    continue_as_new_after_events: int = 4000
+    """History length at which a long turn continues as a new run, well before Temporal's limits."""
+    continuation: Continuation | None = None
 
 
 class ToolResponsesSubmission(BaseModel):
@@ -92,6 +105,15 @@ class InferenceRequest(BaseModel):
     tool_config: ToolConfig
     server_tools: list[ServerTool] = Field(default_factory=list)
     pending: PendingWrites = Field(default_factory=PendingWrites)
+
+
+class LoadStepsRequest(BaseModel):
+    session_id: str
+    turn_id: str
+
+
+class LoadStepsResult(BaseModel):
+    steps: list[Step]
 
 
 class ResolveToolsRequest(BaseModel):
@@ -146,5 +168,5 @@ class TurnProgress(BaseModel):
     output_message: CompletionMessage | None = None
     completed_at: datetime | None = None
     error: str | None = None
-    event_key: str
-    event: Literal["turn_awaiting_input", "turn_complete", "error"]
+    event_key: str | None = None
+    event: Literal["turn_awaiting_input", "turn_complete", "error"] | None = None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Literal, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.contracts import (
         INFER_ACTIVITY,
         INFERENCE_HEARTBEAT_TIMEOUT,
+        LOAD_STEPS_ACTIVITY,
         NOT_AWAITING_INPUT,
         PROVIDER_REJECTED,
         RESOLVE_TOOLS_ACTIVITY,
@@ -43,8 +44,11 @@ with workflow.unsafe.imports_passed_through():
         TOOL_HEARTBEAT_TIMEOUT,
         TOOL_RESPONSES_MISMATCH,
         TOOLS_UNAVAILABLE,
+        Continuation,
         InferenceRequest,
         InferenceResult,
+        LoadStepsRequest,
+        LoadStepsResult,
         PendingWrites,
         ResolveToolsRequest,
         ResolveToolsResult,
@@ -101,12 +105,18 @@ class TurnWorkflow:
         max_inferences = start.agent_config.max_infer_iters or 10
         try:
             toolgroups = start.toolgroups if start.toolgroups is not None else start.agent_config.toolgroups
-            if toolgroups:
-                self._server_tools = await self._resolve_tools(toolgroups, sorted(client_tools))
+            if start.continuation is not None:
+                await self._restore(start.continuation)
+            else:
+                if toolgroups:
+                    self._server_tools = await self._resolve_tools(toolgroups, sorted(client_tools))
+                texts = [content_as_text(m.content) for m in start.input_messages]
+                if refusal := await self._guard("user-input", texts):
+                    return await self._finish(refusal)
             server_tools = {tool.name: tool for tool in self._server_tools}
-            if refusal := await self._guard("user-input", [content_as_text(m.content) for m in start.input_messages]):
-                return await self._finish(refusal)
             while True:
+                if workflow.info().get_current_history_length() >= start.continue_as_new_after_events:
+                    await self._continue_as_new()
                 message = await self._infer()
                 done = not message.tool_calls or message.stop_reason == "out_of_tokens"
                 if not done and self._inferences >= max_inferences:
@@ -252,6 +262,42 @@ class TurnWorkflow:
             )
         )
         return message
+
+    async def _restore(self, continuation: Continuation) -> None:
+        self._inferences = continuation.inferences
+        self._pauses = continuation.pauses
+        self._last_time = continuation.last_time
+        self._server_tools = continuation.server_tools
+        result = await workflow.execute_activity(
+            LOAD_STEPS_ACTIVITY,
+            LoadStepsRequest(session_id=self._start.session_id, turn_id=self._start.turn_id),
+            result_type=LoadStepsResult,
+            summary="store · load steps",
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=_STORE_RETRY,
+        )
+        self._steps = result.steps
+        self._saved_steps = len(self._steps)
+        self._describe()
+
+    async def _continue_as_new(self) -> NoReturn:
+        """Start a fresh run of this turn before its history grows large; state goes via the store."""
+        await self._write(
+            TurnProgress(
+                turn_id=self._start.turn_id,
+                session_id=self._start.session_id,
+                pending=self._pending(),
+                status=self._status,
+            )
+        )
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        continuation = Continuation(
+            inferences=self._inferences,
+            pauses=self._pauses,
+            last_time=self._last_time,
+            server_tools=self._server_tools,
+        )
+        workflow.continue_as_new(self._start.model_copy(update={"continuation": continuation}))
 
     async def _guard(self, touchpoint: Touchpoint, texts: list[str]) -> CompletionMessage | None:
         """Run the touchpoint's shields as one shield_call step; the refusal to answer with, if violated."""

@@ -17,6 +17,7 @@ from api.turn_responses import respond, stream_events
 from api.turn_starter import start_turn
 from domain.agents import Agent
 from domain.turns import Turn, TurnStatus
+from tool_runtime.output_limit import truncate_content
 from workflows.contracts import pause_event_key
 
 router = APIRouter(tags=["turns"])
@@ -78,8 +79,9 @@ async def resume_turn(
     call_ids = [response.call_id for response in body.tool_responses]
     if len(call_ids) != len(set(call_ids)):
         raise HTTPException(400, f"Each call_id may be answered once; got {call_ids}")
+    responses = [r.model_copy(update={"content": truncate_content(r.content)}) for r in body.tool_responses]
     try:
-        pause = await runtime.turns.submit_tool_responses(turn_id, body.tool_responses)
+        pause = await runtime.turns.submit_tool_responses(turn_id, responses)
     except ResumeRejected as rejected:
         raise HTTPException(409 if rejected.conflict else 400, str(rejected)) from rejected
     except TurnNotRunning as gone:
