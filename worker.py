@@ -16,6 +16,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from activities.documents import DocumentActivities
 from activities.inference import InferenceActivities
 from activities.shields import ShieldActivities
 from activities.tools import ToolActivities
@@ -35,6 +36,7 @@ def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
     shields = ShieldActivities(store, models, settings)
     progress = TurnProgressActivities(store)
     tools = ToolActivities(store, ToolCatalog(store))
+    documents = DocumentActivities(store)
     return Worker(
         client,
         task_queue=settings.task_queue,
@@ -43,6 +45,7 @@ def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
             inference.infer,
             progress.save_turn_progress,
             progress.load_turn_steps,
+            documents.fetch_documents,
             tools.resolve_tools,
             tools.run_tool,
             shields.run_shields,

@@ -1,11 +1,15 @@
-"""Documents attached to a turn become part of its last message, as in the reference server."""
+"""Documents attached to a turn become part of its last message, as in the reference server.
+
+Inline documents are applied here; URL documents are fetched by the turn's workflow (an activity),
+so a slow or failing server neither blocks the request nor is fetched twice.
+"""
 
 from __future__ import annotations
 
 from fastapi import HTTPException
 
 from domain.agents import Document
-from domain.content import InputMessage, TextContentItem, content_as_text
+from domain.content import InputMessage, TextContentItem, content_as_text, with_appended_text
 
 
 def _document_text(document: Document, index: int) -> str:
@@ -14,8 +18,6 @@ def _document_text(document: Document, index: int) -> str:
             400, f"documents[{index}] has mime_type {document.mime_type!r}; only text/* documents are supported"
         )
     content = document.content
-    if isinstance(content, dict) and "uri" in content:
-        raise HTTPException(400, f"documents[{index}] is a URL; pass the document's text inline instead")
     if isinstance(content, str):
         return content
     try:
@@ -24,14 +26,33 @@ def _document_text(document: Document, index: int) -> str:
         raise HTTPException(400, f"documents[{index}] content is neither text nor a text item") from invalid
 
 
+def document_url(document: Document) -> str | None:
+    """The URL of a document given as `{"uri": …}` or `{"type": "url", "uri": …}`, else None."""
+    content = document.content
+    if isinstance(content, dict) and isinstance(content.get("uri"), str):
+        return content["uri"]
+    return None
+
+
+def url_documents(documents: list[Document]) -> list[str]:
+    urls = []
+    for index, document in enumerate(documents):
+        url = document_url(document)
+        if url is None:
+            continue
+        if not url.startswith(("http://", "https://")):
+            raise HTTPException(400, f"documents[{index}] has URL {url!r}; only http:// and https:// are fetched")
+        if not document.mime_type.startswith("text/"):
+            raise HTTPException(
+                400, f"documents[{index}] has mime_type {document.mime_type!r}; only text/* is supported"
+            )
+        urls.append(url)
+    return urls
+
+
 def with_documents(messages: list[InputMessage], documents: list[Document]) -> list[InputMessage]:
-    if not documents:
+    """The messages with the inline documents' text appended to the last one."""
+    inline = [(index, d) for index, d in enumerate(documents) if document_url(d) is None]
+    if not inline:
         return messages
-    text = "\n".join(_document_text(document, index) for index, document in enumerate(documents))
-    last = messages[-1]
-    if isinstance(last.content, str):
-        merged = last.model_copy(update={"content": last.content + text})
-    else:
-        items = last.content if isinstance(last.content, list) else [last.content]
-        merged = last.model_copy(update={"content": [*items, TextContentItem(text=text)]})
-    return [*messages[:-1], merged]
+    return with_appended_text(messages, "\n".join(_document_text(document, index) for index, document in inline))

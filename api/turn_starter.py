@@ -11,7 +11,7 @@ from fastapi import HTTPException
 from api.runtime import Runtime
 from api.schemas import CreateTurnRequest
 from api.toolgroup_check import require_toolgroups
-from api.turn_documents import with_documents
+from api.turn_documents import url_documents, with_documents
 from domain.agents import Agent
 from store.repository import TurnConflict
 from workflows.contracts import TurnStart
@@ -37,6 +37,7 @@ async def start_turn(
 ) -> StartedTurn:
     await require_toolgroups(runtime, body.toolgroups or [])
     messages = with_documents(body.messages, body.documents or [])
+    document_urls = url_documents(body.documents or [])
     turn_id = _turn_id(agent.agent_id, session_id, idempotency_key)
     if idempotency_key is not None and await runtime.store.turn_status(turn_id) is not None:
         return StartedTurn(turn_id, is_retry=True)
@@ -59,6 +60,7 @@ async def start_turn(
         started_at=started_at,
         tool_config=body.tool_config,
         toolgroups=body.toolgroups,
+        document_urls=document_urls,
         awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
         continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
     )

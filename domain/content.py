@@ -98,3 +98,14 @@ class CompletionMessage(WireModel):
 
 
 InputMessage = Annotated[UserMessage | ToolResponseMessage, Field(discriminator="role")]
+
+
+def with_appended_text(messages: list[InputMessage], text: str) -> list[InputMessage]:
+    """The messages with `text` appended to the last one (how documents join a turn's input)."""
+    last = messages[-1]
+    if isinstance(last.content, str):
+        merged = last.model_copy(update={"content": f"{last.content}\n{text}"})
+    else:
+        items = last.content if isinstance(last.content, list) else [last.content]
+        merged = last.model_copy(update={"content": [*items, TextContentItem(text=text)]})
+    return [*messages[:-1], merged]

@@ -243,6 +243,14 @@ class Store:
                 )
             )
 
+    async def set_input_messages(self, turn_id: str, input_messages: list[InputMessage]) -> None:
+        async with self._tx() as tx, tx.begin():
+            await tx.execute(
+                update(TurnRow)
+                .where(TurnRow.turn_id == turn_id)
+                .values(input_messages=_inputs.dump_python(input_messages, mode="json"))
+            )
+
     async def get_turn(self, session_id: str, turn_id: str) -> Turn | None:
         async with self._tx() as tx:
             turns = await self._load_turns(tx, session_id, turn_ids=[turn_id])

@@ -18,7 +18,6 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-
 GUARD_MODEL = "scripted-guard"
 
 

@@ -24,6 +24,8 @@ TOOLS_UNAVAILABLE = "ToolsUnavailable"
 """ApplicationError type when a turn's toolgroups cannot be resolved (unknown group, name clash)."""
 SAVE_PROGRESS_ACTIVITY = "save_turn_progress"
 LOAD_STEPS_ACTIVITY = "load_turn_steps"
+FETCH_DOCUMENTS_ACTIVITY = "fetch_documents"
+DOCUMENT_UNAVAILABLE = "DocumentUnavailable"
 INFERENCE_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
 """How soon a model call on a dead worker is retried elsewhere; the activity beats every second."""
 TOOL_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
@@ -84,6 +86,8 @@ class TurnStart(BaseModel):
     """Per-turn tool configuration; replaces the agent's for this turn."""
     toolgroups: list[AgentToolGroup] | None = None
     """Per-turn toolgroups; replace the agent's for this turn, as in the reference."""
+    document_urls: list[str] = Field(default_factory=list)
+    """text/* documents to fetch and append to the last input message before the first inference."""
     inference_max_attempts: int = 8
     """Attempts at one model call before the turn fails; retryable errors are 429, 5xx and timeouts."""
     awaiting_input_timeout: timedelta | None = None
@@ -105,6 +109,16 @@ class InferenceRequest(BaseModel):
     tool_config: ToolConfig
     server_tools: list[ServerTool] = Field(default_factory=list)
     pending: PendingWrites = Field(default_factory=PendingWrites)
+
+
+class FetchDocumentsRequest(BaseModel):
+    session_id: str
+    turn_id: str
+    urls: list[str]
+
+
+class FetchDocumentsResult(BaseModel):
+    input_messages: list[InputMessage]
 
 
 class LoadStepsRequest(BaseModel):

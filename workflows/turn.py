@@ -32,6 +32,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from domain.turns import InferenceStep, ShieldCallStep, Step, ToolExecutionStep, Turn, TurnStatus
     from workflows.contracts import (
+        DOCUMENT_UNAVAILABLE,
+        FETCH_DOCUMENTS_ACTIVITY,
         INFER_ACTIVITY,
         INFERENCE_HEARTBEAT_TIMEOUT,
         LOAD_STEPS_ACTIVITY,
@@ -45,6 +47,8 @@ with workflow.unsafe.imports_passed_through():
         TOOL_RESPONSES_MISMATCH,
         TOOLS_UNAVAILABLE,
         Continuation,
+        FetchDocumentsRequest,
+        FetchDocumentsResult,
         InferenceRequest,
         InferenceResult,
         LoadStepsRequest,
@@ -98,6 +102,7 @@ class TurnWorkflow:
         self._last_time = start.started_at
         self._saving: asyncio.Future[None] | None = None
         self._server_tools: list[ServerTool] = []
+        self._input_messages = start.input_messages
 
     @workflow.run
     async def run(self, start: TurnStart) -> Turn:
@@ -108,9 +113,11 @@ class TurnWorkflow:
             if start.continuation is not None:
                 await self._restore(start.continuation)
             else:
+                if start.document_urls:
+                    await self._fetch_documents(start.document_urls)
                 if toolgroups:
                     self._server_tools = await self._resolve_tools(toolgroups, sorted(client_tools))
-                texts = [content_as_text(m.content) for m in start.input_messages]
+                texts = [content_as_text(m.content) for m in self._input_messages]
                 if refusal := await self._guard("user-input", texts):
                     return await self._finish(refusal)
             server_tools = {tool.name: tool for tool in self._server_tools}
@@ -151,8 +158,8 @@ class TurnWorkflow:
             if isinstance(error, ActivityError):
                 cause = error.cause
                 reason = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
-                if isinstance(cause, ApplicationError) and cause.type == TOOLS_UNAVAILABLE:
-                    return await self._end(TurnStatus.FAILED, f"Tools unavailable: {reason}")
+                if isinstance(cause, ApplicationError) and cause.type in (TOOLS_UNAVAILABLE, DOCUMENT_UNAVAILABLE):
+                    return await self._end(TurnStatus.FAILED, reason)
                 return await self._end(TurnStatus.FAILED, f"Inference failed: {reason}")
             raise
 
@@ -162,7 +169,7 @@ class TurnWorkflow:
         return Turn(
             turn_id=self._start.turn_id,
             session_id=self._start.session_id,
-            input_messages=self._start.input_messages,
+            input_messages=self._input_messages,
             steps=self._steps,
             output_message=self._output,
             started_at=self._start.started_at,
@@ -262,6 +269,17 @@ class TurnWorkflow:
             )
         )
         return message
+
+    async def _fetch_documents(self, urls: list[str]) -> None:
+        result = await workflow.execute_activity(
+            FETCH_DOCUMENTS_ACTIVITY,
+            FetchDocumentsRequest(session_id=self._start.session_id, turn_id=self._start.turn_id, urls=urls),
+            result_type=FetchDocumentsResult,
+            summary=f"documents · fetch {len(urls)}",
+            start_to_close_timeout=timedelta(minutes=2),
+            retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=[DOCUMENT_UNAVAILABLE]),
+        )
+        self._input_messages = result.input_messages
 
     async def _restore(self, continuation: Continuation) -> None:
         self._inferences = continuation.inferences
