@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 
 QUERY_TIMEOUT = timedelta(seconds=2)
 WORKFLOW_TASK_TIMEOUT = timedelta(seconds=4)
+_REOPEN_POLICY = WorkflowIDReusePolicy.ALLOW_DUPLICATE
 
 
 def _shorten(text: str, limit: int = 120) -> str:
@@ -45,13 +46,16 @@ class TurnGateway:
         self._client = client
         self._task_queue = task_queue
 
-    async def start(self, start: TurnStart) -> None:
+    async def start(self, start: TurnStart, reopening: bool = False) -> None:
+        """Start the turn's workflow; `reopening` starts a new run of a turn whose workflow has closed."""
         await self._client.start_workflow(
             TurnWorkflow.run,
             start,
             id=turn_workflow_id(start.turn_id),
             task_queue=self._task_queue,
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE
+            if reopening
+            else WorkflowIDReusePolicy.REJECT_DUPLICATE,
             # A task handed to a worker that was just killed is retried elsewhere after this long
             # (the default is 10 s); our workflow tasks take milliseconds.
             task_timeout=WORKFLOW_TASK_TIMEOUT,

@@ -13,8 +13,10 @@ from api.schemas import CreateTurnRequest
 from api.toolgroup_check import require_toolgroups
 from api.turn_documents import url_documents, with_documents
 from domain.agents import Agent
+from domain.content import ToolResponse
+from domain.turns import InferenceStep, Turn
 from store.repository import TurnConflict
-from workflows.contracts import TurnStart
+from workflows.contracts import Continuation, TurnStart
 
 _IDEMPOTENCY_NAMESPACE = uuid.UUID("6f1b7e0e-8c57-4c1e-9a43-2f0c5d8b1a77")
 
@@ -70,3 +72,37 @@ async def start_turn(
         await runtime.store.abandon_turn(turn_id, f"Its workflow could not be started: {error}")
         raise HTTPException(503, f"Could not start the turn's workflow: {error}") from error
     return StartedTurn(turn_id, is_retry=False)
+
+
+async def reopen_turn(runtime: Runtime, agent: Agent, turn: Turn, responses: list[ToolResponse]) -> int | None:
+    """Resume a completed turn with results a client parsed and ran itself (ReAct-style clients).
+
+    Returns the id of the turn's last event so far (the resumed stream follows it), or None when
+    the turn is no longer completed. Raises TurnConflict if another turn of the session is active.
+    """
+    if not await runtime.store.reopen_turn(turn.session_id, turn.turn_id):
+        return None
+    after = await runtime.store.last_event_id(turn.turn_id)
+    times = [step.completed_at for step in turn.steps if step.completed_at] or [turn.started_at]
+    start = TurnStart(
+        agent_id=agent.agent_id,
+        session_id=turn.session_id,
+        turn_id=turn.turn_id,
+        agent_config=agent.agent_config,
+        input_messages=turn.input_messages,
+        started_at=turn.started_at,
+        awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
+        continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
+        continuation=Continuation(
+            inferences=sum(isinstance(step, InferenceStep) for step in turn.steps),
+            last_time=max(times),
+            server_tools=[],
+        ),
+        reopened_with=responses,
+    )
+    try:
+        await runtime.turns.start(start, reopening=True)
+    except Exception as error:
+        await runtime.store.abandon_turn(turn.turn_id, f"Its workflow could not be restarted: {error}")
+        raise HTTPException(503, f"Could not restart the turn's workflow: {error}") from error
+    return after

@@ -12,6 +12,7 @@ from domain.content import (
     InputMessage,
     InterleavedContent,
     TextContentItem,
+    ToolResponse,
     ToolResponseMessage,
     UserMessage,
     content_as_text,
@@ -50,10 +51,20 @@ def _assistant(message: CompletionMessage, answered: set[str]) -> dict[str, Any]
     return result
 
 
+def _tool_result(response: ToolResponse, called: set[str]) -> dict[str, Any]:
+    """A result for a call the model made is a tool message; one for a call a client parsed from
+    the model's text (ReAct) answers no tool_call, so it goes back as the user's message."""
+    text = content_as_text(response.content)
+    if response.call_id in called:
+        return {"role": "tool", "tool_call_id": response.call_id, "content": text}
+    return {"role": "user", "content": f"Result of {response.tool_name}: {text}"}
+
+
 def turn_messages(input_messages: Sequence[InputMessage], steps: Sequence[Step]) -> list[dict[str, Any]]:
     """One turn as chat messages: its input, then what each step said, in order."""
     executed = {r.call_id for s in steps if isinstance(s, ToolExecutionStep) for r in s.tool_responses}
     answered = executed | {m.call_id for m in input_messages if isinstance(m, ToolResponseMessage)}
+    called = {c.call_id for s in steps if isinstance(s, InferenceStep) for c in s.model_response.tool_calls}
     messages: list[dict[str, Any]] = []
     for message in input_messages:
         if isinstance(message, UserMessage):
@@ -66,10 +77,7 @@ def turn_messages(input_messages: Sequence[InputMessage], steps: Sequence[Step])
         if isinstance(step, InferenceStep):
             messages.append(_assistant(step.model_response, answered))
         elif isinstance(step, ToolExecutionStep):
-            messages.extend(
-                {"role": "tool", "tool_call_id": r.call_id, "content": content_as_text(r.content)}
-                for r in step.tool_responses
-            )
+            messages.extend(_tool_result(r, called) for r in step.tool_responses)
         elif isinstance(step, ShieldCallStep) and step.violation is not None:
             messages.append({"role": "assistant", "content": step.violation.user_message or ""})
     return messages

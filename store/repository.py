@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from domain.agents import Agent, AgentConfig
@@ -250,6 +250,40 @@ class Store:
                 .where(TurnRow.turn_id == turn_id)
                 .values(input_messages=_inputs.dump_python(input_messages, mode="json"))
             )
+
+    async def reopen_turn(self, session_id: str, turn_id: str) -> bool:
+        """Make a completed turn the session's running turn again; false if it is not completed.
+
+        Raises TurnConflict when another turn of the session is running or awaiting input.
+        """
+        async with self._tx() as tx, tx.begin():
+            claimed = await tx.execute(
+                update(SessionRow)
+                .where(SessionRow.session_id == session_id, SessionRow.active_turn_id.is_(None))
+                .values(active_turn_id=turn_id)
+            )
+            if claimed.rowcount == 0:  # type: ignore[attr-defined]
+                blocking = await tx.scalar(
+                    select(TurnRow)
+                    .join(SessionRow, SessionRow.active_turn_id == TurnRow.turn_id)
+                    .where(SessionRow.session_id == session_id)
+                )
+                if blocking is None:
+                    raise LookupError(f"Session {session_id} not found")
+                raise TurnConflict(session_id, blocking.turn_id, blocking.status)
+            reopened = await tx.execute(
+                update(TurnRow)
+                .where(TurnRow.turn_id == turn_id, TurnRow.status == TurnStatus.COMPLETED.value)
+                .values(status=TurnStatus.RUNNING.value, output_message=None, completed_at=None)
+            )
+            if reopened.rowcount == 0:  # type: ignore[attr-defined]
+                await tx.rollback()
+                return False
+            return True
+
+    async def last_event_id(self, turn_id: str) -> int:
+        async with self._tx() as tx:
+            return await tx.scalar(select(func.max(EventRow.event_id)).where(EventRow.turn_id == turn_id)) or 0
 
     async def get_turn(self, session_id: str, turn_id: str) -> Turn | None:
         async with self._tx() as tx:

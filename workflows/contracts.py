@@ -40,8 +40,9 @@ def turn_workflow_id(turn_id: str) -> str:
     return f"turn-{turn_id}"
 
 
-def pause_event_key(pause_number: int) -> str:
-    return f"turn:awaiting_input:{pause_number}"
+def pause_event_key(pause_mark: int) -> str:
+    """The key of a pause's event; `pause_mark` is the turn's step count when it paused."""
+    return f"turn:awaiting_input:{pause_mark}"
 
 
 class PendingWrites(BaseModel):
@@ -70,7 +71,6 @@ class Continuation(BaseModel):
     """What a turn carries into its next run after continue-as-new; its steps are in the store."""
 
     inferences: int
-    pauses: int
     last_time: datetime
     server_tools: list[ServerTool]
 
@@ -95,6 +95,8 @@ class TurnStart(BaseModel):
     continue_as_new_after_events: int = 4000
     """History length at which a long turn continues as a new run, well before Temporal's limits."""
     continuation: Continuation | None = None
+    reopened_with: list[ToolResponse] | None = None
+    """Results a client submitted for a completed turn (ReAct-style clients parse calls themselves)."""
 
 
 class ToolResponsesSubmission(BaseModel):

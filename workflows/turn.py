@@ -96,7 +96,7 @@ class TurnWorkflow:
         self._completed_at: datetime | None = None
         self._error: str | None = None
         self._inferences = 0
-        self._pauses = 0
+        self._pause_mark = 0
         self._pending_calls: list[ToolCall] = []
         self._submitted: list[ToolResponse] | None = None
         self._last_time = start.started_at
@@ -112,6 +112,10 @@ class TurnWorkflow:
             toolgroups = start.toolgroups if start.toolgroups is not None else start.agent_config.toolgroups
             if start.continuation is not None:
                 await self._restore(start.continuation)
+                if not self._server_tools and toolgroups:
+                    self._server_tools = await self._resolve_tools(toolgroups, sorted(client_tools))
+                if start.reopened_with and (refusal := await self._take_reopening_results(start.reopened_with)):
+                    return await self._finish(refusal)
             else:
                 if start.document_urls:
                     await self._fetch_documents(start.document_urls)
@@ -184,7 +188,7 @@ class TurnWorkflow:
         # Two submissions can both pass validation within one workflow task; only the first counts.
         self._check_tool_responses(submission)
         self._submitted = submission.tool_responses
-        return self._pauses
+        return self._pause_mark
 
     @submit_tool_responses.validator
     def _check_tool_responses(self, submission: ToolResponsesSubmission) -> None:
@@ -283,7 +287,6 @@ class TurnWorkflow:
 
     async def _restore(self, continuation: Continuation) -> None:
         self._inferences = continuation.inferences
-        self._pauses = continuation.pauses
         self._last_time = continuation.last_time
         self._server_tools = continuation.server_tools
         result = await workflow.execute_activity(
@@ -298,6 +301,22 @@ class TurnWorkflow:
         self._saved_steps = len(self._steps)
         self._describe()
 
+    async def _take_reopening_results(self, responses: list[ToolResponse]) -> CompletionMessage | None:
+        """A client that parses tool calls from the answer itself (ReAct) resumes a completed turn:
+        its results become a tool_execution step with no calls of ours, and the turn goes on."""
+        now = self._now()
+        self._add_step(
+            ToolExecutionStep(
+                turn_id=self._start.turn_id,
+                step_id=str(workflow.uuid4()),
+                started_at=now,
+                completed_at=self._now(),
+                tool_calls=[],
+                tool_responses=responses,
+            )
+        )
+        return await self._guard("user-input", [content_as_text(r.content) for r in responses])
+
     async def _continue_as_new(self) -> NoReturn:
         """Start a fresh run of this turn before its history grows large; state goes via the store."""
         await self._write(
@@ -311,7 +330,6 @@ class TurnWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         continuation = Continuation(
             inferences=self._inferences,
-            pauses=self._pauses,
             last_time=self._last_time,
             server_tools=self._server_tools,
         )
@@ -449,10 +467,10 @@ class TurnWorkflow:
         self._pending_calls = calls
         self._set_status(TurnStatus.AWAITING_INPUT)
         self._describe()
-        self._pauses += 1
+        self._pause_mark = len(self._steps)
         self._output = CompletionMessage(content="", stop_reason="end_of_message", tool_calls=calls)
         paused_at = self._now()
-        await self._save(pause_event_key(self._pauses), "turn_awaiting_input")
+        await self._save(pause_event_key(self._pause_mark), "turn_awaiting_input")
         try:
             await workflow.wait_condition(
                 lambda: self._submitted is not None, timeout=self._start.awaiting_input_timeout
@@ -483,7 +501,7 @@ class TurnWorkflow:
         self._describe()
         self._output = message
         self._completed_at = self._now()
-        await self._save("turn:complete", "turn_complete")
+        await self._save(f"turn:complete:{len(self._steps)}", "turn_complete")
         return self.turn()
 
     async def _end(self, status: TurnStatus, reason: str) -> Turn:
@@ -496,7 +514,7 @@ class TurnWorkflow:
         self._set_status(status)
         self._describe()
         self._completed_at = self._now()
-        await self._save(f"turn:{status.value}", "error")
+        await self._save(f"turn:{status.value}:{len(self._steps)}", "error")
         return self.turn()
 
     def _pending(self) -> PendingWrites:

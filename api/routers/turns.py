@@ -14,9 +14,11 @@ from api.runtime import Runtime, RuntimeDep
 from api.schemas import CreateTurnRequest, ResumeTurnRequest, StepResponse
 from api.turn_gateway import ResumeRejected, TurnNotRunning
 from api.turn_responses import respond, stream_events
-from api.turn_starter import start_turn
+from api.turn_starter import reopen_turn, start_turn
 from domain.agents import Agent
-from domain.turns import Turn, TurnStatus
+from domain.content import ToolResponse
+from domain.turns import ToolExecutionStep, Turn, TurnStatus
+from store.repository import TurnConflict
 from tool_runtime.output_limit import truncate_content
 from workflows.contracts import pause_event_key
 
@@ -82,14 +84,34 @@ async def resume_turn(
     responses = [r.model_copy(update={"content": truncate_content(r.content)}) for r in body.tool_responses]
     try:
         pause = await runtime.turns.submit_tool_responses(turn_id, responses)
-    except ResumeRejected as rejected:
-        raise HTTPException(409 if rejected.conflict else 400, str(rejected)) from rejected
-    except TurnNotRunning as gone:
-        current = await runtime.store.turn_status(turn_id) or turn.status
-        code = 410 if current == TurnStatus.EXPIRED else 409
-        raise HTTPException(code, f"Turn {turn_id} is {current.value}, not awaiting input") from gone
+    except (ResumeRejected, TurnNotRunning) as refused:
+        if isinstance(refused, ResumeRejected) and not refused.conflict:
+            raise HTTPException(400, str(refused)) from refused
+        reopened_after = await _reopen_completed(runtime, agent, session_id, turn_id, responses)
+        if reopened_after is None:
+            current = await runtime.store.turn_status(turn_id) or turn.status
+            code = 410 if current == TurnStatus.EXPIRED else 409
+            raise HTTPException(code, f"Turn {turn_id} is {current.value}, not awaiting input") from refused
+        return await respond(runtime, turn_id, reopened_after, bool(body.stream))
     after = await _pause_event_id(runtime, turn_id, pause)
     return await respond(runtime, turn_id, after, bool(body.stream))
+
+
+async def _reopen_completed(
+    runtime: Runtime, agent: Agent, session_id: str, turn_id: str, responses: list[ToolResponse]
+) -> int | None:
+    """Resume a completed turn for a ReAct-style client, unless these results were already given
+    (a retried resume must not run the turn again). None when the turn cannot be reopened."""
+    turn = await runtime.store.get_turn(session_id, turn_id)
+    if turn is None or turn.status != TurnStatus.COMPLETED:
+        return None
+    answered = {r.call_id for s in turn.steps if isinstance(s, ToolExecutionStep) for r in s.tool_responses}
+    if answered & {r.call_id for r in responses}:
+        return None
+    try:
+        return await reopen_turn(runtime, agent, turn, responses)
+    except TurnConflict as conflict:
+        raise HTTPException(409, str(conflict)) from conflict
 
 
 async def _pause_event_id(
