@@ -2,7 +2,11 @@
 
 - Errors: an invalid request is 400 (api/errors.py), not FastAPI's 422; a body can be refused with 413
   (api/body_limit.py); and every operation declares the `{"detail": ...}` shape that all its errors share.
-- Streams: an endpoint that can answer with Server-Sent Events says so with `text/event-stream`.
+- Streams: an endpoint that can answer with Server-Sent Events says so with `text/event-stream`, and what
+  each event's `data` holds.
+- Parameters: an optional query or header parameter is left out, never sent as null (HTTP has no null).
+- Tagged unions: a member's tag (`role`, `type`, …) has a default, so pydantic leaves it out of `required`;
+  but the union cannot tell its members apart without it, so requests must send it and responses always do.
 """
 
 from __future__ import annotations
@@ -13,16 +17,13 @@ from typing import Any, get_args, get_type_hints
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
+from pydantic import TypeAdapter
 
 from api.errors import ErrorResponse
+from domain.events import Chunk
 
 _SCHEMA_REF = "#/components/schemas/{model}"
 _ERROR = {"application/json": {"schema": {"$ref": _SCHEMA_REF.format(model="ErrorResponse")}}}
-_SSE = {
-    "text/event-stream": {
-        "schema": {"type": "string", "description": "Events, each an `id:` line and a `data:` line of JSON"}
-    }
-}
 
 
 def install_openapi(app: FastAPI, routers: Sequence[APIRouter], prefix: str) -> None:
@@ -33,8 +34,11 @@ def install_openapi(app: FastAPI, routers: Sequence[APIRouter], prefix: str) -> 
         if app.openapi_schema is None:
             schema = generate()  # which also caches it in app.openapi_schema
             _document_errors(schema)
+            events = _stream_events(schema)
             for router in routers:
-                _document_streams(schema, router, prefix)
+                _document_streams(schema, router, prefix, events)
+            _require_tags(schema)
+            _drop_null_parameters(schema)
         return app.openapi_schema  # type: ignore[return-value]
 
     app.openapi = openapi  # type: ignore[method-assign]
@@ -60,7 +64,23 @@ def _document_errors(schema: dict[str, Any]) -> None:
         components.pop(unused, None)
 
 
-def _document_streams(schema: dict[str, Any], router: APIRouter, prefix: str) -> None:
+def _stream_events(schema: dict[str, Any]) -> dict[str, Any]:
+    """The content of a turn's event stream: each event's `data` is a chunk, as JSON."""
+    chunk = TypeAdapter(Chunk).json_schema(mode="serialization", ref_template=_SCHEMA_REF)
+    components = schema["components"]["schemas"]
+    for name, definition in chunk.pop("$defs", {}).items():
+        components.setdefault(name, definition)  # the models FastAPI already put there are the same
+    data = {"type": "string", "contentMediaType": "application/json", "contentSchema": chunk}
+    event = {
+        "type": "object",
+        "description": "One event; `id` orders a turn's events (send it back as Last-Event-ID to resume)",
+        "properties": {"id": {"type": "string"}, "event": {"type": "string"}, "data": data},
+        "required": ["data"],
+    }
+    return {"text/event-stream": {"schema": event}}
+
+
+def _document_streams(schema: dict[str, Any], router: APIRouter, prefix: str, events: dict[str, Any]) -> None:
     for route in router.routes:
         if not isinstance(route, APIRoute):
             continue
@@ -70,4 +90,34 @@ def _document_streams(schema: dict[str, Any], router: APIRouter, prefix: str) ->
         for method in route.methods:
             ok = schema["paths"][prefix + route.path_format][method.lower()]["responses"]["200"]
             # Only streams, or a stream when the request asks for one (`stream: true`) and JSON otherwise.
-            ok["content"] = _SSE if returns is StreamingResponse else {**ok.get("content", {}), **_SSE}
+            ok["content"] = events if returns is StreamingResponse else {**ok.get("content", {}), **events}
+
+
+def _require_tags(schema: dict[str, Any]) -> None:
+    components = schema["components"]["schemas"]
+    for union in _discriminated_unions(schema):
+        tag = union["discriminator"]["propertyName"]
+        for ref in union["discriminator"].get("mapping", {}).values():
+            member = components[ref.removeprefix(_SCHEMA_REF.format(model=""))]
+            if tag not in member.setdefault("required", []):
+                member["required"].insert(0, tag)
+
+
+def _discriminated_unions(node: Any) -> list[dict[str, Any]]:
+    if isinstance(node, list):
+        return [union for item in node for union in _discriminated_unions(item)]
+    if not isinstance(node, dict):
+        return []
+    discriminator = node.get("discriminator")
+    found = [node] if isinstance(discriminator, dict) and "propertyName" in discriminator else []
+    return found + [union for value in node.values() for union in _discriminated_unions(value)]
+
+
+def _drop_null_parameters(schema: dict[str, Any]) -> None:
+    for operation in (op for path in schema.get("paths", {}).values() for op in path.values()):
+        for parameter in operation.get("parameters", []):
+            options = parameter.get("schema", {}).get("anyOf")
+            if options and {"type": "null"} in options:
+                kept = [option for option in options if option != {"type": "null"}]
+                del parameter["schema"]["anyOf"]
+                parameter["schema"].update(kept[0] if len(kept) == 1 else {"anyOf": kept})
