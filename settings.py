@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -94,14 +94,25 @@ def _read_file(path: str | None) -> dict[str, Any]:
         raise SettingsError(f"{path} is not valid TOML: {exc}") from exc
 
 
-def _parse_models(raw: dict[str, Any], origin: str) -> dict[str, ModelSpec]:
-    models: dict[str, ModelSpec] = {}
-    for model_id, spec in raw.items():
+Spec = TypeVar("Spec", ModelSpec, ShieldSpec)
+
+
+def _parse_specs(kind: type[Spec], raw: dict[str, Any], origin: str) -> dict[str, Spec]:
+    """Validate a table of model or shield specs, naming the bad entry and where it came from."""
+    specs: dict[str, Spec] = {}
+    noun = "model" if kind is ModelSpec else "shield"
+    for spec_id, spec in raw.items():
         try:
-            models[model_id] = ModelSpec.model_validate(spec)
+            specs[spec_id] = kind.model_validate(spec)
         except ValidationError as exc:
-            raise SettingsError(f"model {model_id!r} in {origin} is invalid: {exc}") from exc
-        if models[model_id].provider == "openai" and not models[model_id].base_url:
+            raise SettingsError(f"{noun} {spec_id!r} in {origin} is invalid: {exc}") from exc
+    return specs
+
+
+def _parse_models(raw: dict[str, Any], origin: str) -> dict[str, ModelSpec]:
+    models = _parse_specs(ModelSpec, raw, origin)
+    for model_id, model in models.items():
+        if model.provider == "openai" and not model.base_url:
             raise SettingsError(f"model {model_id!r} in {origin} needs a base_url")
     return models
 
@@ -124,16 +135,6 @@ def _positive_int(raw: str, name: str) -> int:
     return number
 
 
-def _parse_shields(raw: dict[str, Any], origin: str) -> dict[str, ShieldSpec]:
-    shields: dict[str, ShieldSpec] = {}
-    for shield_id, spec in raw.items():
-        try:
-            shields[shield_id] = ShieldSpec.model_validate(spec)
-        except ValidationError as exc:
-            raise SettingsError(f"shield {shield_id!r} in {origin} is invalid: {exc}") from exc
-    return shields
-
-
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     env = dict(os.environ if env is None else env)
     file = _read_file(env.get("DA_CONFIG_FILE"))
@@ -151,10 +152,10 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         except ValueError as exc:
             raise SettingsError(f"DA_MODELS is not valid JSON: {exc}") from exc
         models.update(_parse_models(raw, "DA_MODELS"))
-    shields = _parse_shields(file.get("shields", {}), "the config file")
+    shields = _parse_specs(ShieldSpec, file.get("shields", {}), "the config file")
     if env.get("DA_SHIELDS"):
         try:
-            shields.update(_parse_shields(json.loads(env["DA_SHIELDS"]), "DA_SHIELDS"))
+            shields.update(_parse_specs(ShieldSpec, json.loads(env["DA_SHIELDS"]), "DA_SHIELDS"))
         except ValueError as exc:
             raise SettingsError(f"DA_SHIELDS is not valid: {exc}") from exc
     for shield_id, shield in shields.items():

@@ -213,25 +213,30 @@ class Store:
 
     # Turns
 
+    @staticmethod
+    async def _claim_session(tx: AsyncSession, session_id: str, turn_id: str) -> None:
+        """Make `turn_id` the session's active turn, or raise TurnConflict naming the one that is."""
+        claimed = await tx.execute(
+            update(SessionRow)
+            .where(SessionRow.session_id == session_id, SessionRow.active_turn_id.is_(None))
+            .values(active_turn_id=turn_id)
+        )
+        if claimed.rowcount == 0:  # type: ignore[attr-defined]
+            blocking = await tx.scalar(
+                select(TurnRow)
+                .join(SessionRow, SessionRow.active_turn_id == TurnRow.turn_id)
+                .where(SessionRow.session_id == session_id)
+            )
+            if blocking is None:
+                raise LookupError(f"Session {session_id} not found")
+            raise TurnConflict(session_id, blocking.turn_id, blocking.status)
+
     async def begin_turn(
         self, agent_id: str, session_id: str, turn_id: str, input_messages: list[Any], started_at: datetime
     ) -> None:
         """Record a new running turn and make it the session's active turn, or raise TurnConflict."""
         async with self._tx() as tx, tx.begin():
-            claimed = await tx.execute(
-                update(SessionRow)
-                .where(SessionRow.session_id == session_id, SessionRow.active_turn_id.is_(None))
-                .values(active_turn_id=turn_id)
-            )
-            if claimed.rowcount == 0:  # type: ignore[attr-defined]
-                blocking = await tx.scalar(
-                    select(TurnRow)
-                    .join(SessionRow, SessionRow.active_turn_id == TurnRow.turn_id)
-                    .where(SessionRow.session_id == session_id)
-                )
-                if blocking is None:
-                    raise LookupError(f"Session {session_id} not found")
-                raise TurnConflict(session_id, blocking.turn_id, blocking.status)
+            await self._claim_session(tx, session_id, turn_id)
             tx.add(
                 TurnRow(
                     turn_id=turn_id,
@@ -257,20 +262,7 @@ class Store:
         Raises TurnConflict when another turn of the session is running or awaiting input.
         """
         async with self._tx() as tx, tx.begin():
-            claimed = await tx.execute(
-                update(SessionRow)
-                .where(SessionRow.session_id == session_id, SessionRow.active_turn_id.is_(None))
-                .values(active_turn_id=turn_id)
-            )
-            if claimed.rowcount == 0:  # type: ignore[attr-defined]
-                blocking = await tx.scalar(
-                    select(TurnRow)
-                    .join(SessionRow, SessionRow.active_turn_id == TurnRow.turn_id)
-                    .where(SessionRow.session_id == session_id)
-                )
-                if blocking is None:
-                    raise LookupError(f"Session {session_id} not found")
-                raise TurnConflict(session_id, blocking.turn_id, blocking.status)
+            await self._claim_session(tx, session_id, turn_id)
             reopened = await tx.execute(
                 update(TurnRow)
                 .where(TurnRow.turn_id == turn_id, TurnRow.status == TurnStatus.COMPLETED.value)
