@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -10,6 +11,7 @@ from fastapi import FastAPI
 from api.auth import BearerAuth
 from api.body_limit import BodySizeLimit
 from api.errors import install_error_handlers
+from api.event_hub import EventHub
 from api.openapi import install_openapi
 from api.routers import agents, health, sessions, shields, tools, turns
 from api.runtime import Runtime
@@ -33,10 +35,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         client = await connect_temporal(config)
         await require_search_attributes(client)
         store = Store(engine)
-        app.state.runtime = Runtime(config, store, TurnGateway(client, config.task_queue), ToolCatalog(store))
+        events = EventHub(store)
+        poller = asyncio.create_task(events.run())
+        turns = TurnGateway(client, config.task_queue)
+        app.state.runtime = Runtime(config, store, turns, ToolCatalog(store), events)
         try:
             yield
         finally:
+            poller.cancel()
             await engine.dispose()
 
     app = FastAPI(

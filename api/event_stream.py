@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from store.repository import Store, StoredEvent
+from api.event_hub import POLL_MAX_SECONDS, EventHub
+from store.repository import StoredEvent
 
 FINAL_EVENT_TYPES = {"turn_complete", "turn_awaiting_input"}
-POLL_MIN_SECONDS = 0.002
-POLL_MAX_SECONDS = 0.05
 KEEPALIVE_SECONDS = 15.0
 LIVENESS_CHECK_SECONDS = 5.0
 
@@ -31,35 +29,32 @@ def is_final(body: dict[str, Any]) -> bool:
 
 
 async def tail_events(
-    store: Store, turn_id: str, after: int, still_running: Callable[[], Awaitable[bool]]
+    hub: EventHub, turn_id: str, after: int, still_running: Callable[[], Awaitable[bool]]
 ) -> AsyncIterator[StoredEvent | None]:
     """Yield the turn's events after `after` as they are written, up to and including the next final one.
 
     Yields None when a keepalive is due. Ends early, without a final event, only when
-    `still_running` reports that the turn's workflow is gone.
+    `still_running` reports that the turn's workflow is gone (and nothing more was written).
     """
-    delay = POLL_MIN_SECONDS
-    quiet_since = checked_at = time.monotonic()
-    while True:
-        events = await store.events_after(turn_id, after)
-        for event in events:
-            after = event.event_id
+    async with hub.subscribe(turn_id, after) as subscription:
+        quiet_for = 0.0
+        while True:
+            try:
+                event = await asyncio.wait_for(subscription.events.get(), timeout=LIVENESS_CHECK_SECONDS)
+            except TimeoutError:
+                quiet_for += LIVENESS_CHECK_SECONDS
+                if not await still_running():
+                    await asyncio.sleep(POLL_MAX_SECONDS * 2)  # let the hub deliver a last write
+                    if subscription.events.empty():
+                        return
+                if quiet_for >= KEEPALIVE_SECONDS:
+                    quiet_for = 0.0
+                    yield None
+                continue
+            quiet_for = 0.0
             yield event
             if is_final(event.body):
                 return
-        now = time.monotonic()
-        if events:
-            delay, quiet_since, checked_at = POLL_MIN_SECONDS, now, now
-            continue
-        if now - checked_at >= LIVENESS_CHECK_SECONDS:
-            checked_at = now
-            if not await still_running() and not await store.events_after(turn_id, after, limit=1):
-                return
-        if now - quiet_since >= KEEPALIVE_SECONDS:
-            quiet_since = now
-            yield None
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, POLL_MAX_SECONDS)
 
 
 def sse_frame(event: StoredEvent | None) -> bytes:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from api.event_hub import EventHub
 from api.turn_gateway import TurnGateway
 from settings import Settings
 from store.repository import Store
@@ -19,6 +20,7 @@ class Runtime:
     store: Store
     turns: TurnGateway
     tools: ToolCatalog
+    events: EventHub
 
 
 def get_runtime(request: Request) -> Runtime:

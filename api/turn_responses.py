@@ -20,7 +20,7 @@ _ENDED_WITHOUT_ANSWER = {TurnStatus.FAILED: 502, TurnStatus.CANCELLED: 409, Turn
 
 
 def _events(runtime: Runtime, turn_id: str, after: int) -> AsyncIterator[StoredEvent | None]:
-    return tail_events(runtime.store, turn_id, after, lambda: runtime.turns.is_running(turn_id))
+    return tail_events(runtime.events, turn_id, after, lambda: runtime.turns.is_running(turn_id))
 
 
 def _ended_unexpectedly(turn_id: str) -> StoredEvent:

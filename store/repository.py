@@ -390,15 +390,22 @@ class Store:
             error=reason,
         )
 
-    async def events_after(self, turn_id: str, after: int, limit: int = 500) -> list[StoredEvent]:
+    async def events_of_turns(self, cursors: dict[str, int], limit: int = 1000) -> list[tuple[str, StoredEvent]]:
+        """New events of several turns at once: each turn's events after its cursor, in id order."""
+        if not cursors:
+            return []
         async with self._tx() as tx:
             rows = await tx.execute(
-                select(EventRow.event_id, EventRow.body)
-                .where(EventRow.turn_id == turn_id, EventRow.event_id > after)
+                select(EventRow.turn_id, EventRow.event_id, EventRow.body)
+                .where(EventRow.turn_id.in_(list(cursors)), EventRow.event_id > min(cursors.values()))
                 .order_by(EventRow.event_id)
                 .limit(limit)
             )
-            return [StoredEvent(event_id, body) for event_id, body in rows]
+            return [
+                (turn_id, StoredEvent(event_id, body))
+                for turn_id, event_id, body in rows
+                if event_id > cursors[turn_id]
+            ]
 
     async def event_id(self, turn_id: str, key: str) -> int | None:
         async with self._tx() as tx:

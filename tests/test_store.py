@@ -14,7 +14,7 @@ from domain.content import CompletionMessage, UserMessage
 from domain.events import KeyedEvent
 from domain.turns import InferenceStep, TurnStatus
 from store.database import create_engine, create_schema
-from store.repository import Store, TurnConflict
+from store.repository import Store, StoredEvent, TurnConflict
 from tests.databases import store_url
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -29,6 +29,10 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
             yield Store(engine)
         finally:
             await engine.dispose()
+
+
+async def _events(store: Store, turn_id: str, after: int) -> list[StoredEvent]:
+    return [event for _, event in await store.events_of_turns({turn_id: after})]
 
 
 async def _session(store: Store, agent_id: str = "a1", session_id: str = "s1") -> None:
@@ -114,10 +118,10 @@ async def test_events_are_written_once_per_key_and_read_in_order(store: Store) -
     await store.save_turn_progress("t1", events=first)
     await store.save_turn_progress("t1", events=[*first, KeyedEvent(key="k3", body={"n": 3})])  # a retried write
 
-    events = await store.events_after("t1", 0)
+    events = await _events(store, "t1", 0)
     assert [e.body["n"] for e in events] == [0, 1, 2, 3]
     assert [e.event_id for e in events] == sorted(e.event_id for e in events)
-    assert [e.body["n"] for e in await store.events_after("t1", events[1].event_id)] == [2, 3]
+    assert [e.body["n"] for e in await _events(store, "t1", events[1].event_id)] == [2, 3]
     assert await store.event_id("t1", "k2") == events[2].event_id
 
 
@@ -134,7 +138,7 @@ async def test_concurrent_writers_of_one_turn_never_let_a_reader_skip_an_event(s
     async def reader() -> None:
         after = 0
         while len(seen) < 45:
-            for event in await store.events_after("t1", after):
+            for event in await _events(store, "t1", after):
                 seen.append(event.event_id)
                 after = event.event_id
             await asyncio.sleep(0)
@@ -153,7 +157,7 @@ async def test_deleting_a_session_removes_its_turns_steps_and_events(store: Stor
 
     assert await store.get_session("a1", "s1") is None
     assert await store.turn_status("t1") is None
-    assert await store.events_after("t1", 0) == []
+    assert await _events(store, "t1", 0) == []
     assert await store.delete_session("a1", "s1") is None
 
 
@@ -177,11 +181,11 @@ async def test_deletes_name_the_unfinished_turns_whose_workflows_must_stop(store
     assert await store.delete_session("a1", "s1") == ["paused"]
     assert await store.delete_agent("a1") == ["running"]
 
-    assert await store.turn_status("running") is None and await store.events_after("running", 0) == []
+    assert await store.turn_status("running") is None and await _events(store, "running", 0) == []
     assert await store.unfinished_turn_ids("a2") == ["other"]
     with pytest.raises(LookupError):  # a late write of a deleted turn's workflow brings nothing back
         await store.save_turn_progress("running", events=[KeyedEvent(key="late", body={})])
-    assert await store.events_after("running", 0) == []
+    assert await _events(store, "running", 0) == []
 
 
 async def test_abandoning_a_turn_fails_it_and_frees_the_session(store: Store) -> None:
@@ -192,5 +196,5 @@ async def test_abandoning_a_turn_fails_it_and_frees_the_session(store: Store) ->
 
     turn = await store.get_turn("s1", "t1")
     assert turn is not None and turn.status == TurnStatus.FAILED and turn.error == "Its workflow was terminated."
-    assert "error" in (await store.events_after("t1", 0))[-1].body
+    assert "error" in (await _events(store, "t1", 0))[-1].body
     await store.begin_turn("a1", "s1", "t2", [UserMessage(content="again")], T0 + timedelta(seconds=1))
