@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from fastapi import HTTPException
 
+from api.errors import not_found
 from api.runtime import Runtime
 from api.schemas import CreateTurnRequest
 from api.toolgroup_check import require_toolgroups
@@ -46,6 +47,8 @@ async def start_turn(
     started_at = datetime.now(UTC)
     try:
         await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at)
+    except LookupError as gone:  # the session was deleted a moment ago
+        raise not_found("Session", session_id) from gone
     except TurnConflict as conflict:
         if conflict.turn_id == turn_id:
             return StartedTurn(turn_id, is_retry=True)

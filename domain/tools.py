@@ -24,7 +24,8 @@ class ToolGroup(WireModel):
 
 class RegisterToolGroupRequest(WireModel):
     toolgroup_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:/-]+$")
-    provider_id: str
+    provider_id: Literal["model-context-protocol"]
+    """Only MCP servers are registered; built-in toolgroups need no registration."""
     mcp_endpoint: URL | None = None
     args: dict[str, Any] | None = None
 

@@ -79,11 +79,14 @@ def test_operator_finds_a_sessions_turns_and_reads_why_one_waits(
 
     history = stack.background.run(handle.fetch_history())
     summaries = [
-        stack.background.run(stack.client.data_converter.decode([e.user_metadata.summary]))[0]
+        (e.event_type, stack.background.run(stack.client.data_converter.decode([e.user_metadata.summary]))[0])
         for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        if e.user_metadata.HasField("summary") and e.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED
     ]
-    assert summaries == ["inference · scripted", "store · awaiting_input"]
+    assert summaries == [
+        (EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, "inference · scripted"),
+        (EventType.EVENT_TYPE_MARKER_RECORDED, "store · awaiting_input"),  # a local activity
+    ]
 
 
 def test_startup_check_names_missing_search_attributes_and_the_fix(stack: Stack) -> None:

@@ -545,7 +545,10 @@ class TurnWorkflow:
         await asyncio.shield(self._saving)
 
     async def _write(self, progress: TurnProgress) -> None:
-        await workflow.execute_activity(
+        # A local activity: a store write takes milliseconds, and running it inside the workflow
+        # task saves a round trip through the server per status change. Its writes are keyed, so
+        # the re-run after a worker crash is harmless.
+        await workflow.execute_local_activity(
             SAVE_PROGRESS_ACTIVITY,
             progress,
             summary=f"store · {progress.status.value}",

@@ -58,8 +58,6 @@ async def get_toolgroup(runtime: RuntimeDep, toolgroup_id: str) -> ToolGroup:
 @router.post("/toolgroups", response_model=None)
 async def register_toolgroup(runtime: RuntimeDep, body: RegisterToolGroupRequest) -> None:
     """Register an MCP server (streamable HTTP) as a toolgroup, e.g. `mcp::weather`."""
-    if body.provider_id != MCP_PROVIDER:
-        raise HTTPException(400, f"provider_id must be {MCP_PROVIDER!r}; built-in toolgroups need no registration")
     if body.mcp_endpoint is None or not body.mcp_endpoint.uri.startswith(("http://", "https://")):
         raise HTTPException(400, "mcp_endpoint.uri must be the MCP server's streamable-HTTP URL (http:// or https://)")
     if body.toolgroup_id in BUILTIN_TOOLS:

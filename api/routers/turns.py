@@ -170,8 +170,12 @@ async def turn_events(
 ) -> StreamingResponse:
     """Follow a turn's event stream from after a given event id (the SSE `id:` last seen), up to
     and including its next final event. Works for running and finished turns alike."""
-    await _stored_turn(agent, session_id, turn_id, runtime)
-    return stream_events(runtime, turn_id, after if after is not None else last_event_id or 0)
+    turn = await _stored_turn(agent, session_id, turn_id, runtime)
+    start = after if after is not None else last_event_id or 0
+    if turn.status.is_final and await runtime.store.last_event_id(turn_id) <= start:
+        # Nothing will follow the end of a finished turn's log: an empty stream, at once.
+        return StreamingResponse(iter(()), media_type="text/event-stream")
+    return stream_events(runtime, turn_id, start)
 
 
 @router.post(TURN_PATH + "/{turn_id}/cancel", response_model=Turn)
