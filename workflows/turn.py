@@ -106,56 +106,10 @@ class TurnWorkflow:
 
     @workflow.run
     async def run(self, start: TurnStart) -> Turn:
-        client_tools = {tool.name for tool in start.agent_config.client_tools or []}
-        max_inferences = start.agent_config.max_infer_iters or 10
         try:
-            toolgroups = start.toolgroups if start.toolgroups is not None else start.agent_config.toolgroups
-            if start.continuation is not None:
-                await self._restore(start.continuation)
-                if not self._server_tools and toolgroups:
-                    self._server_tools = await self._resolve_tools(toolgroups, sorted(client_tools))
-                if start.reopened_with and (refusal := await self._take_reopening_results(start.reopened_with)):
-                    return await self._finish(refusal)
-            else:
-                if start.document_urls:
-                    await self._fetch_documents(start.document_urls)
-                if toolgroups:
-                    self._server_tools = await self._resolve_tools(toolgroups, sorted(client_tools))
-                texts = [content_as_text(m.content) for m in self._input_messages]
-                if refusal := await self._guard("user-input", texts):
-                    return await self._finish(refusal)
-            server_tools = {tool.name: tool for tool in self._server_tools}
-            while True:
-                if workflow.info().get_current_history_length() >= start.continue_as_new_after_events:
-                    await self._continue_as_new()
-                message = await self._infer()
-                done = not message.tool_calls or message.stop_reason == "out_of_tokens"
-                if not done and self._inferences >= max_inferences:
-                    # The calls stay unexecuted; end_of_turn tells clients not to resume.
-                    message, done = message.model_copy(update={"stop_reason": "end_of_turn"}), True
-                calls = [] if done else message.tool_calls
-                server_calls = [call for call in calls if call.tool_name in server_tools]
-                if server_calls:
-                    await self._run_server_tools(server_calls, server_tools)
-                unknown = [c for c in calls if c.tool_name not in client_tools and c.tool_name not in server_tools]
-                if unknown:
-                    self._answer_unknown_tools(unknown)
-                client_calls = [call for call in calls if call.tool_name in client_tools]
-                output = [content_as_text(message.content)]
-                if (done or client_calls) and (refusal := await self._guard("assistant-output", output)):
-                    return await self._finish(refusal)
-                if done:
-                    return await self._finish(message)
-                if client_calls:
-                    responses = await self._await_client_tools(client_calls)
-                    if responses is None:
-                        return await self._end(
-                            TurnStatus.EXPIRED,
-                            f"Turn {start.turn_id} expired: no client tool results within "
-                            f"{start.awaiting_input_timeout}. Start a new turn.",
-                        )
-                    if refusal := await self._guard("user-input", [content_as_text(r.content) for r in responses]):
-                        return await self._finish(refusal)
+            if refusal := await self._open(start):
+                return await self._finish(refusal)
+            return await self._converse(start)
         except (ActivityError, asyncio.CancelledError) as error:
             if is_cancelled_exception(error):
                 return await self._end(TurnStatus.CANCELLED, f"Turn {start.turn_id} was cancelled.")
@@ -166,6 +120,59 @@ class TurnWorkflow:
                     return await self._end(TurnStatus.FAILED, reason)
                 return await self._end(TurnStatus.FAILED, f"Inference failed: {reason}")
             raise
+
+    async def _open(self, start: TurnStart) -> CompletionMessage | None:
+        """Get the turn ready: its documents, tools and input check — or, for a continued or reopened
+        turn, its state so far. Returns a shield's refusal if the input is refused."""
+        client_tools = sorted(tool.name for tool in start.agent_config.client_tools or [])
+        toolgroups = start.toolgroups if start.toolgroups is not None else start.agent_config.toolgroups
+        if start.continuation is not None:
+            await self._restore(start.continuation)
+            if not self._server_tools and toolgroups:
+                self._server_tools = await self._resolve_tools(toolgroups, client_tools)
+            return await self._take_reopening_results(start.reopened_with) if start.reopened_with else None
+        if start.document_urls:
+            await self._fetch_documents(start.document_urls)
+        if toolgroups:
+            self._server_tools = await self._resolve_tools(toolgroups, client_tools)
+        return await self._guard("user-input", [content_as_text(m.content) for m in self._input_messages])
+
+    async def _converse(self, start: TurnStart) -> Turn:
+        """Infer, run or hand out the tool calls, and again, until the model answers or the limit is hit."""
+        client_tools = {tool.name for tool in start.agent_config.client_tools or []}
+        server_tools = {tool.name: tool for tool in self._server_tools}
+        max_inferences = start.agent_config.max_infer_iters or 10
+        while True:
+            if workflow.info().get_current_history_length() >= start.continue_as_new_after_events:
+                await self._continue_as_new()
+            message = await self._infer()
+            done = not message.tool_calls or message.stop_reason == "out_of_tokens"
+            if not done and self._inferences >= max_inferences:
+                # The calls stay unexecuted; end_of_turn tells clients not to resume.
+                message, done = message.model_copy(update={"stop_reason": "end_of_turn"}), True
+            calls = [] if done else message.tool_calls
+            server_calls = [call for call in calls if call.tool_name in server_tools]
+            if server_calls:
+                await self._run_server_tools(server_calls, server_tools)
+            unknown = [c for c in calls if c.tool_name not in client_tools and c.tool_name not in server_tools]
+            if unknown:
+                self._answer_unknown_tools(unknown)
+            client_calls = [call for call in calls if call.tool_name in client_tools]
+            output = [content_as_text(message.content)]
+            if (done or client_calls) and (refusal := await self._guard("assistant-output", output)):
+                return await self._finish(refusal)
+            if done:
+                return await self._finish(message)
+            if client_calls:
+                responses = await self._await_client_tools(client_calls)
+                if responses is None:
+                    return await self._end(
+                        TurnStatus.EXPIRED,
+                        f"Turn {start.turn_id} expired: no client tool results within "
+                        f"{start.awaiting_input_timeout}. Start a new turn.",
+                    )
+                if refusal := await self._guard("user-input", [content_as_text(r.content) for r in responses]):
+                    return await self._finish(refusal)
 
     @workflow.query
     def turn(self) -> Turn:
