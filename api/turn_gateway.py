@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from datetime import timedelta
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    RPCTimeoutOrCancelledError,
+    WorkflowExecutionStatus,
+    WorkflowUpdateFailedError,
+)
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
@@ -20,6 +27,7 @@ log = logging.getLogger(__name__)
 
 QUERY_TIMEOUT = timedelta(seconds=2)
 WORKFLOW_TASK_TIMEOUT = timedelta(seconds=4)
+UPDATE_ATTEMPTS = 5
 _REOPEN_POLICY = WorkflowIDReusePolicy.ALLOW_DUPLICATE
 
 
@@ -30,6 +38,10 @@ def _shorten(text: str, limit: int = 120) -> str:
 
 class TurnNotRunning(Exception):
     """The turn's workflow is gone (finished, or deleted after Temporal's retention)."""
+
+
+class TurnUnavailable(Exception):
+    """The turn's workflow is running but could not be reached just now (a worker is restarting)."""
 
 
 class ResumeRejected(Exception):
@@ -74,21 +86,29 @@ class TurnGateway:
         )
 
     async def submit_tool_responses(self, turn_id: str, responses: list[ToolResponse]) -> int:
-        """Deliver the responses; returns the number of the pause they end."""
+        """Deliver the responses; returns the pause mark of the pause they end.
+
+        While a worker is being replaced the update can fail in transit (its workflow task died with
+        the worker). That is not a refusal: try again, and only a workflow that is really gone makes
+        the turn "not running".
+        """
         handle = self._client.get_workflow_handle_for(TurnWorkflow.run, turn_workflow_id(turn_id))
-        try:
-            return await handle.execute_update(
-                TurnWorkflow.submit_tool_responses, ToolResponsesSubmission(tool_responses=responses)
-            )
-        except WorkflowUpdateFailedError as failed:
-            cause = failed.cause
-            if not isinstance(cause, ApplicationError):
-                raise
-            raise ResumeRejected(cause.message, conflict=cause.type == NOT_AWAITING_INPUT) from failed
-        except RPCError as error:
-            if error.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
-                raise TurnNotRunning(turn_id) from error
-            raise
+        submission = ToolResponsesSubmission(tool_responses=responses)
+        for attempt in range(1, UPDATE_ATTEMPTS + 1):
+            try:
+                return await handle.execute_update(TurnWorkflow.submit_tool_responses, submission)
+            except WorkflowUpdateFailedError as failed:
+                cause = failed.cause
+                if not isinstance(cause, ApplicationError):
+                    raise
+                raise ResumeRejected(cause.message, conflict=cause.type == NOT_AWAITING_INPUT) from failed
+            except (RPCError, RPCTimeoutOrCancelledError) as error:
+                with contextlib.suppress(RPCError):
+                    if not await self.is_running(turn_id):
+                        raise TurnNotRunning(turn_id) from error
+                log.warning("update of turn %s failed in transit (attempt %d): %s", turn_id, attempt, error)
+                await asyncio.sleep(0.5 * attempt)
+        raise TurnUnavailable(f"Turn {turn_id}'s workflow did not take the tool results in time; send them again")
 
     async def cancel(self, turn_id: str) -> None:
         await self._client.get_workflow_handle(turn_workflow_id(turn_id)).cancel()

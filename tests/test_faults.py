@@ -84,6 +84,27 @@ def test_worker_killed_while_the_turn_awaits_input(processes: ProcessStack, http
     assert [s["step_type"] for s in turn["steps"]] == ["inference", "tool_execution", "inference"]
 
 
+def test_resume_sent_while_no_worker_runs_goes_through_once_one_does(
+    processes: ProcessStack, http: httpx.Client
+) -> None:
+    processes.model.script(tool_call("get_boiling_point", {"liquid_name": "x"}), text("resumed late"))
+    turns = _turns(http)
+    paused = final_turn(http.post(turns, json=_ask("go", stream=True)))
+    processes.kill(processes.worker)
+
+    call = paused["output_message"]["tool_calls"][0]
+    answer = {"tool_responses": [{"call_id": call["call_id"], "tool_name": call["tool_name"], "content": "7"}]}
+    thread, results = _in_background(lambda: http.post(f"{turns}/{paused['turn_id']}/resume", json=answer))
+    time.sleep(3)
+    processes.start_worker()
+    thread.join(timeout=120)
+
+    assert results[0].status_code == 200, results[0].text
+    turn = results[0].json()
+    assert turn["output_message"]["content"] == "resumed late "
+    assert [s["step_type"] for s in turn["steps"]] == ["inference", "tool_execution", "inference"]
+
+
 def test_api_killed_mid_stream_then_the_client_resumes_from_its_last_event(
     processes: ProcessStack, http: httpx.Client
 ) -> None:

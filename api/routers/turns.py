@@ -12,7 +12,7 @@ from api.errors import not_found
 from api.routers.agents import AgentDep
 from api.runtime import Runtime, RuntimeDep
 from api.schemas import CreateTurnRequest, ResumeTurnRequest, StepResponse
-from api.turn_gateway import ResumeRejected, TurnNotRunning
+from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
 from api.turn_responses import respond, stream_events
 from api.turn_starter import reopen_turn, start_turn
 from domain.agents import Agent
@@ -27,6 +27,7 @@ router = APIRouter(tags=["turns"])
 TURN_PATH = "/agents/{agent_id}/session/{session_id}/turn"
 PAUSE_EVENT_POLLS = 3000
 CANCEL_WAIT_POLLS = 600
+RACE_RETRIES = 10
 
 
 async def _session_of(
@@ -83,7 +84,9 @@ async def resume_turn(
         raise HTTPException(400, f"Each call_id may be answered once; got {call_ids}")
     responses = [r.model_copy(update={"content": truncate_content(r.content)}) for r in body.tool_responses]
     try:
-        pause = await runtime.turns.submit_tool_responses(turn_id, responses)
+        pause = await _deliver(runtime, turn_id, responses)
+    except TurnUnavailable as unavailable:
+        raise HTTPException(503, str(unavailable)) from unavailable
     except (ResumeRejected, TurnNotRunning) as refused:
         if isinstance(refused, ResumeRejected) and not refused.conflict:
             raise HTTPException(400, str(refused)) from refused
@@ -95,6 +98,25 @@ async def resume_turn(
         return await respond(runtime, turn_id, reopened_after, bool(body.stream))
     after = await _pause_event_id(runtime, turn_id, pause)
     return await respond(runtime, turn_id, after, bool(body.stream))
+
+
+async def _deliver(runtime: Runtime, turn_id: str, responses: list[ToolResponse]) -> int:
+    """Submit the results; a refusal while the store already records the pause is a race, not an answer.
+
+    The pause is stored before it is announced, but a worker that dies right then leaves the
+    workflow to reach it again on replay — an update arriving meanwhile meets a turn that, for a
+    moment, is still running. Wait for the replay rather than turn the caller away.
+    """
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await runtime.turns.submit_tool_responses(turn_id, responses)
+        except ResumeRejected as refused:
+            stored = await runtime.store.turn_status(turn_id)
+            if not refused.conflict or stored != TurnStatus.AWAITING_INPUT or attempt == RACE_RETRIES:
+                raise
+            await asyncio.sleep(0.25 * attempt)
 
 
 async def _reopen_completed(
