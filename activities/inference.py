@@ -22,7 +22,9 @@ from workflows.contracts import INFER_ACTIVITY, PROVIDER_REJECTED, InferenceRequ
 class _DeltaWriter:
     """Batches step_progress events: the first goes out at once, the rest at most every `interval`."""
 
-    def __init__(self, store: Store, request: InferenceRequest, attempt: int, interval: float) -> None:
+    def __init__(
+        self, store: Store, request: InferenceRequest, attempt: int, interval: float, already_streamed: str
+    ) -> None:
         self._store = store
         self._request = request
         self._prefix = f"{request.step_id}:attempt{attempt}:delta"
@@ -30,6 +32,17 @@ class _DeltaWriter:
         self._pending: list[KeyedEvent] = []
         self._count = 0
         self._flushed_at = 0.0
+        self._already = already_streamed
+        self._text = ""
+
+    async def add_text(self, text: str) -> None:
+        """Stream text, minus what an earlier attempt of this step already streamed: a retried call
+        to a deterministic model then reads, to the client, as one uninterrupted answer."""
+        before, self._text = len(self._text), self._text + text
+        if not self._already.startswith(self._text[: len(self._already)]):
+            await self.add(TextDelta(text=text))  # this attempt says something else: stream it as it comes
+        elif len(self._text) > len(self._already):
+            await self.add(TextDelta(text=self._text[max(before, len(self._already)) :]))
 
     async def add(self, delta: TextDelta | ToolCallDelta) -> None:
         payload = StepProgress(step_type="inference", step_id=self._request.step_id, delta=delta)
@@ -52,6 +65,12 @@ class InferenceActivities:
         self._store = store
         self._models = models
         self._delta_interval = delta_interval
+
+    async def _streamed_before(self, request: InferenceRequest) -> str:
+        """The text earlier attempts of this step streamed to clients."""
+        events = await self._store.events_with_key_prefix(request.turn_id, f"{request.step_id}:attempt")
+        deltas = (event.body["event"]["payload"]["delta"] for event in events)
+        return "".join(delta.get("text", "") for delta in deltas if delta.get("type") == "text")
 
     async def _chat_request(self, request: InferenceRequest, model_name: str) -> ChatRequest:
         config = request.agent_config
@@ -78,7 +97,9 @@ class InferenceActivities:
         try:
             model, model_name = self._models.resolve(request.agent_config.model)
             chat = await self._chat_request(request, model_name)
-            writer = _DeltaWriter(self._store, request, activity.info().attempt, self._delta_interval)
+            attempt = activity.info().attempt
+            already = await self._streamed_before(request) if attempt > 1 else ""
+            writer = _DeltaWriter(self._store, request, attempt, self._delta_interval, already)
             text: list[str] = []
             calls: list[ToolCall] = []
             stop_reason: StopReason = "end_of_turn"
@@ -86,7 +107,7 @@ class InferenceActivities:
                 async for part in model.stream(chat):
                     if isinstance(part, TextPart):
                         text.append(part.text)
-                        await writer.add(TextDelta(text=part.text))
+                        await writer.add_text(part.text)
                     elif isinstance(part, ToolCallPart):
                         calls.append(part.tool_call)
                         await writer.add(ToolCallDelta(tool_call=part.tool_call, parse_status="succeeded"))

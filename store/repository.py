@@ -407,6 +407,15 @@ class Store:
                 if event_id > cursors[turn_id]
             ]
 
+    async def events_with_key_prefix(self, turn_id: str, prefix: str) -> list[StoredEvent]:
+        async with self._tx() as tx:
+            rows = await tx.execute(
+                select(EventRow.event_id, EventRow.body)
+                .where(EventRow.turn_id == turn_id, EventRow.key.startswith(prefix, autoescape=True))
+                .order_by(EventRow.event_id)
+            )
+            return [StoredEvent(event_id, body) for event_id, body in rows]
+
     async def event_id(self, turn_id: str, key: str) -> int | None:
         async with self._tx() as tx:
             return await tx.scalar(select(EventRow.event_id).where(EventRow.turn_id == turn_id, EventRow.key == key))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -67,6 +68,28 @@ def test_worker_killed_during_a_model_call(processes: ProcessStack, http: httpx.
     assert turn["output_message"]["content"] == "second attempt "
     assert [s["step_type"] for s in turn["steps"]] == ["inference"]
     assert len(processes.model.requests) == 2
+
+
+def test_a_model_call_retried_after_a_crash_streams_as_one_answer(processes: ProcessStack, http: httpx.Client) -> None:
+    words = " ".join(f"w{i}" for i in range(30))
+    processes.model.script(text(words, token_delay_seconds=0.1), text(words))
+    turns = _turns(http)
+    deltas: list[str] = []
+    with http.stream("POST", turns, json=_ask("talk", stream=True)) as stream:
+        for line in stream.iter_lines():
+            if not line.startswith("data: "):
+                continue
+            payload = json.loads(line[6:])["event"]["payload"]
+            if payload["event_type"] == "step_progress" and payload["delta"]["type"] == "text":
+                deltas.append(payload["delta"]["text"])
+                if len(deltas) == 5:
+                    processes.kill(processes.worker)
+                    processes.start_worker()
+            if payload["event_type"] == "turn_complete":
+                break
+
+    assert len(processes.model.requests) == 2
+    assert "".join(deltas) == words + " "
 
 
 def test_worker_killed_while_the_turn_awaits_input(processes: ProcessStack, http: httpx.Client) -> None:
