@@ -10,6 +10,10 @@ from tests.scripted_model import ThreadedServer
 from tests.stack import free_port
 
 
+STARTED: list[str] = []
+"""Names of the tools called so far, appended as each call starts (the server runs in-process)."""
+
+
 def build() -> MCPServer:
     server = MCPServer("durable-agents-tests")
 
@@ -21,6 +25,7 @@ def build() -> MCPServer:
     @server.tool()
     async def wait_then_echo(seconds: float, text: str) -> str:
         """Wait, then echo the text."""
+        STARTED.append("wait_then_echo")
         await asyncio.sleep(seconds)
         return text
 

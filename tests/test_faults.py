@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests import mcp_server
 from tests.processes import ProcessStack
 from tests.rest import create_agent, create_session, final_turn, sse_events
-from tests.scripted_model import text, tool_call
+from tests.scripted_model import Reply, text, tool_call
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +92,41 @@ def test_a_model_call_retried_after_a_crash_streams_as_one_answer(processes: Pro
 
     assert len(processes.model.requests) == 2
     assert "".join(deltas) == words + " "
+
+
+def test_worker_killed_during_a_server_tool_call(processes: ProcessStack, http: httpx.Client) -> None:
+    server = mcp_server.start()
+    toolgroup = f"mcp::faults-{uuid.uuid4().hex[:6]}"
+    body = {
+        "toolgroup_id": toolgroup,
+        "provider_id": "model-context-protocol",
+        "mcp_endpoint": {"uri": f"{server.url}/mcp"},
+    }
+    http.post("/v1/toolgroups", json=body).raise_for_status()
+    try:
+        call = ("wait_then_echo", {"seconds": 3, "text": "echoed"})
+        processes.model.script(Reply(tool_calls=[call]), text("after the tool"))
+        agent_id = create_agent(http, toolgroups=[toolgroup], client_tools=[])
+        turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
+        mcp_server.STARTED.clear()
+        thread, results = _in_background(lambda: http.post(turns, json=_ask("use it")))
+        deadline = time.monotonic() + 30
+        while "wait_then_echo" not in mcp_server.STARTED:
+            assert time.monotonic() < deadline, "the tool call never started"
+            time.sleep(0.05)
+
+        processes.kill(processes.worker)
+        processes.start_worker()
+        thread.join(timeout=120)
+    finally:
+        http.delete(f"/v1/toolgroups/{toolgroup}")
+        server.stop()
+
+    turn = results[0].json()
+    assert turn["status"] == "completed", turn
+    assert [s["step_type"] for s in turn["steps"]] == ["inference", "tool_execution", "inference"]
+    assert turn["steps"][1]["tool_responses"][0]["content"] == "echoed"
+    assert mcp_server.STARTED == ["wait_then_echo", "wait_then_echo"]  # the call was retried
 
 
 def test_worker_killed_while_the_turn_awaits_input(processes: ProcessStack, http: httpx.Client) -> None:

@@ -103,6 +103,23 @@ def test_a_paused_turn_expires_and_a_late_resume_is_410(stack: Stack, model: Scr
         assert "expired: no client tool results within 0:00:01" in rest[-1][1]["error"]["message"]
 
 
+def test_a_paused_turn_resumes_after_a_wait_short_of_its_expiry(stack: Stack, model: ScriptedModel) -> None:
+    """The days-long wait, shortened: a timer is armed while the turn waits, and a resume before it
+    fires continues the turn (the timer then never fires)."""
+    model.script(tool_call("get_boiling_point", {"liquid_name": "x"}), text("worth the wait"))
+    patient = replace(stack.settings, awaiting_input_timeout=timedelta(seconds=4))
+    with stack.other_api(patient) as url, httpx.Client(base_url=url, timeout=30) as http:
+        turns = _turns(http)
+        paused = final_turn(http.post(turns, json=_ask("go")))
+        time.sleep(2)
+        done = http.post(f"{turns}/{paused['turn_id']}/resume", json=_answer(paused)).json()
+        time.sleep(3)  # past the original expiry
+        later = http.get(f"{turns}/{paused['turn_id']}").json()
+
+    assert done["status"] == "completed" and done["output_message"]["content"] == "worth the wait "
+    assert later["status"] == "completed"
+
+
 def test_the_same_idempotency_key_starts_one_turn(http: httpx.Client, model: ScriptedModel) -> None:
     model.script(text("only once"))
     turns = _turns(http)
