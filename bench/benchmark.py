@@ -15,7 +15,7 @@ DA_DATA_DIR and free ports; it stops them all at the end (SIGINT to serve.py). F
 - Temporal's floor: a one-activity workflow run with the temporalio SDK on the same dev server.
 
 Each measured turn gets a fresh session (not timed), so session history does not grow across
-iterations; the throughput phase keeps one session per worker, as a real client would.
+iterations; in the throughput phase each simulated client keeps its one session, as a real one would.
 Progress goes to stderr, the JSON line to stdout.
 """
 
@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import httpx
 from common import (
@@ -52,6 +52,7 @@ from common import (
     log,
     models_env,
     percentiles_ms,
+    runtime_revision,
     spawn,
     start_model_server,
     stop_process,
@@ -126,6 +127,7 @@ class EmbeddedStack:
     fast: ModelServer | None = None
     slow: ModelServer | None = None
     serve: Any = None
+    start_attempts: int = 0
 
     @property
     def api_url(self) -> str:
@@ -138,16 +140,38 @@ class EmbeddedStack:
     def start(self) -> None:
         self.fast = start_model_server(0, 0, self.workdir / "model-fast.log")
         self.slow = start_model_server(SLOW_TTFT_MS, SLOW_TOKEN_MS, self.workdir / "model-slow.log")
+        for attempt in (1, 2):
+            try:
+                self._start_serve(attempt)
+                return
+            except RuntimeError as error:
+                # One visible retry with a fresh data dir: serve.py once failed here now and then
+                # (worker and API racing to create the store's tables on a fresh SQLite file).
+                tail = (self.workdir / f"serve-{attempt}.log").read_text(errors="replace").splitlines()
+                causes = [line for line in tail if "Error" in line][-1:]
+                log(f"serve.py attempt {attempt} failed: {error}; {causes}")
+                if attempt == 2:
+                    raise
+
+    def _start_serve(self, attempt: int) -> None:
+        assert self.fast is not None and self.slow is not None
+        self.start_attempts = attempt
+        if attempt > 1:
+            self.api_port, self.temporal_port, self.ui_port = free_port(), free_port(), free_port()
         env = {
-            "DA_DATA_DIR": str(self.workdir / "data"),
+            "DA_DATA_DIR": str(self.workdir / f"data-{attempt}"),
             "DA_API_PORT": str(self.api_port),
             "DA_TEMPORAL_PORT": str(self.temporal_port),
             "DA_TEMPORAL_UI_PORT": str(self.ui_port),
             "DA_MODELS": models_env({FAST_MODEL: self.fast, SLOW_MODEL: self.slow}),
         }
         log(f"starting serve.py: API {self.api_url}, Temporal {self.temporal_address} (logs in {self.workdir})")
-        self.serve = spawn([sys.executable, str(REPO_ROOT / "serve.py")], self.workdir / "serve.log", env)
-        wait_for_http(f"{self.api_url}/v1/health", [self.serve], 120)
+        self.serve = spawn([sys.executable, str(REPO_ROOT / "serve.py")], self.workdir / f"serve-{attempt}.log", env)
+        try:
+            wait_for_http(f"{self.api_url}/v1/health", [self.serve], 120)
+        except RuntimeError:
+            stop_process(self.serve, signal.SIGINT, 40)
+            raise
 
     def stop(self) -> None:
         if self.serve is not None:
@@ -155,6 +179,44 @@ class EmbeddedStack:
         for server in (self.fast, self.slow):
             if server is not None:
                 stop_process(server.process, signal.SIGTERM, 10)
+
+    def pids(self) -> dict[str, int]:
+        """Our processes by role: serve.py's children (found by parent pid), the fast model, us."""
+        roles = {"api": "uvicorn", "worker": "worker.py", "temporal": "temporal"}
+        found = {"bench_client": os.getpid()}
+        if self.fast is not None:
+            found["model"] = self.fast.process.pid
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                if _parent_pid(int(proc.name)) != self.serve.pid:
+                    continue
+                command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except (OSError, ValueError):
+                continue
+            found.update({role: int(proc.name) for role, word in roles.items() if word in command})
+        return found
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/<pid>/stat after the command name (which may contain spaces); field 3 is first."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _parent_pid(pid: int) -> int:
+    return int(_stat_fields(pid)[1])
+
+
+def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """User + system CPU time each process has used so far (Linux /proc; empty elsewhere)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    used: dict[str, float] = {}
+    for role, pid in pids.items():
+        try:
+            fields = _stat_fields(pid)
+        except OSError:
+            continue
+        used[role] = (int(fields[11]) + int(fields[12])) / ticks
+    return used
 
 
 # --- One turn, over HTTP -----------------------------------------------------------------------
@@ -186,7 +248,8 @@ def expect_final(result: StreamResult, wanted: str) -> dict[str, Any]:
         raise RuntimeError(f"turn failed: {result.final['error']}")
     if event_type(result.final) != wanted:
         raise RuntimeError(f"expected {wanted}, got {event_type(result.final)}")
-    return result.final["event"]["payload"]["turn"]
+    turn: dict[str, Any] = result.final["event"]["payload"]["turn"]
+    return turn
 
 
 def user_turn(text: str) -> dict[str, Any]:
@@ -211,15 +274,44 @@ async def tool_turn(client: httpx.AsyncClient, agent_id: str, session_id: str) -
 
 
 TurnRunner = Callable[[httpx.AsyncClient, str, str], Awaitable[float]]
+T = TypeVar("T")
+MAX_PHASE_ERRORS = 3
 
 
-async def sequential(client: httpx.AsyncClient, agent_id: str, run: TurnRunner, count: int, label: str) -> list[float]:
-    """`count` turns one after another, each in a fresh (untimed) session."""
-    durations: list[float] = []
-    for index in range(count):
-        session_id = await create_session(client, agent_id, f"{label}-{index}")
-        durations.append(await run(client, agent_id, session_id))
-    return durations
+def describe(error: BaseException) -> str:
+    return (type(error).__name__ + (f": {error}" if str(error) else ""))[:300]
+
+
+@dataclass
+class Phase(Generic[T]):
+    results: list[T]
+    errors: list[str]
+
+    def figure(self, values: list[float]) -> dict[str, Any]:
+        return {**percentiles_ms(values), "errors": len(self.errors), "first_errors": self.errors[:3]}
+
+
+async def repeat(count: int, one: Callable[[], Awaitable[T]], seconds: float, label: str) -> Phase[T]:
+    """`count` runs one after another, each bounded by `seconds`. Errors are counted, not fatal; after
+    a few the phase stops, since a stack that hangs every turn would otherwise cost count x seconds.
+    (A hung turn's SSE stream never times out by itself: the API sends keepalives.)"""
+    phase: Phase[T] = Phase([], [])
+    for _ in range(count):
+        try:
+            phase.results.append(await asyncio.wait_for(one(), seconds))
+        except Exception as error:
+            phase.errors.append(describe(error))
+            log(f"{label}: {phase.errors[-1]}")
+            if len(phase.errors) >= MAX_PHASE_ERRORS:
+                log(f"{label}: {MAX_PHASE_ERRORS} errors, phase stopped")
+                break
+    return phase
+
+
+async def in_fresh_session(client: httpx.AsyncClient, agent_id: str, run: TurnRunner, label: str) -> float:
+    """A new session (not timed), then the timed turn: iterations do not share history."""
+    session_id = await create_session(client, agent_id, label)
+    return await run(client, agent_id, session_id)
 
 
 # --- Throughput ----------------------------------------------------------------------------------
@@ -230,9 +322,13 @@ class ThroughputResult:
     durations: list[float]
     errors: list[str]
     elapsed: float
+    cpu: dict[str, float] = field(default_factory=dict)
+    """CPU seconds each process used during the phase: where the time goes on a CPU-bound box."""
 
 
-async def session_worker(client: httpx.AsyncClient, agent_id: str, turns: int, result: ThroughputResult) -> None:
+async def session_worker(
+    client: httpx.AsyncClient, agent_id: str, turns: int, turn_seconds: float, result: ThroughputResult
+) -> None:
     """One client: a session and `turns` client-tool turns in it, one after another."""
     try:
         session_id = await create_session(client, agent_id, "throughput")
@@ -241,17 +337,23 @@ async def session_worker(client: httpx.AsyncClient, agent_id: str, turns: int, r
         return
     for _ in range(turns):
         try:
-            result.durations.append(await tool_turn(client, agent_id, session_id))
+            result.durations.append(await asyncio.wait_for(tool_turn(client, agent_id, session_id), turn_seconds))
         except Exception as error:
-            result.errors.append(repr(error))
+            result.errors.append(describe(error))
 
 
-async def measure_throughput(client: httpx.AsyncClient, agent_id: str, sessions: int, turns: int) -> ThroughputResult:
+async def measure_throughput(
+    client: httpx.AsyncClient, agent_id: str, plan: Plan, pids: dict[str, int]
+) -> ThroughputResult:
     result = ThroughputResult([], [], 0.0)
+    cpu_before = cpu_seconds(pids)
     started = time.perf_counter()
-    workers = [session_worker(client, agent_id, turns, result) for _ in range(sessions)]
-    await asyncio.wait_for(asyncio.gather(*workers), timeout=60 + 10 * sessions * turns)
+    turns = plan.turns_per_session
+    workers = [session_worker(client, agent_id, turns, plan.turn_timeout, result) for _ in range(plan.sessions)]
+    await asyncio.gather(*workers)
     result.elapsed = time.perf_counter() - started
+    cpu_after = cpu_seconds(pids)
+    result.cpu = {role: round(cpu_after[role] - cpu_before[role], 1) for role in cpu_after if role in cpu_before}
     return result
 
 
@@ -282,12 +384,6 @@ async def first_delta_timing(client: httpx.AsyncClient, agent_id: str, model: Mo
     return DeltaTiming(result.first_text_at - first["first_token_at"], first["received_at"] - posted_at)
 
 
-async def measure_first_delta(
-    client: httpx.AsyncClient, agent_id: str, model: ModelServer, count: int
-) -> list[DeltaTiming]:
-    return [await first_delta_timing(client, agent_id, model) for _ in range(count)]
-
-
 # --- Report ------------------------------------------------------------------------------------------
 
 
@@ -314,12 +410,13 @@ class Plan:
     warmup: int
     sessions: int
     turns_per_session: int
+    turn_timeout: float
 
 
 def plan_from(args: argparse.Namespace) -> Plan:
     if args.quick:
-        return Plan(iterations=min(args.iterations, 5), warmup=1, sessions=4, turns_per_session=3)
-    return Plan(args.iterations, args.warmup, args.sessions, args.turns_per_session)
+        return Plan(min(args.iterations, 5), 1, 4, 3, args.turn_timeout)
+    return Plan(args.iterations, args.warmup, args.sessions, args.turns_per_session, args.turn_timeout)
 
 
 async def measure(stack: EmbeddedStack, plan: Plan) -> dict[str, Any]:
@@ -328,23 +425,31 @@ async def measure(stack: EmbeddedStack, plan: Plan) -> dict[str, Any]:
     async with httpx.AsyncClient(base_url=stack.api_url, timeout=REQUEST_TIMEOUT, limits=limits) as client:
         agent_id = await create_agent(client, FAST_MODEL)
         slow_agent_id = await create_agent(client, SLOW_MODEL)
+        slow, timeout = stack.slow, plan.turn_timeout
+
+        def fresh(run: TurnRunner, label: str) -> Callable[[], Awaitable[float]]:
+            return lambda: in_fresh_session(client, agent_id, run, label)
+
+        def probe() -> Awaitable[DeltaTiming]:
+            return first_delta_timing(client, slow_agent_id, slow)
+
         log(f"warm-up: {plan.warmup} simple, {plan.warmup} client-tool, 1 slow-model turn")
-        await sequential(client, agent_id, simple_turn, plan.warmup, "warmup")
-        await sequential(client, agent_id, tool_turn, plan.warmup, "warmup")
-        await measure_first_delta(client, slow_agent_id, stack.slow, 1)
+        await repeat(plan.warmup, fresh(simple_turn, "warmup"), timeout, "warm-up")
+        await repeat(plan.warmup, fresh(tool_turn, "warmup"), timeout, "warm-up")
+        await repeat(1, probe, timeout, "warm-up")
         log(f"simple streamed turns x{plan.iterations}")
-        simple = await sequential(client, agent_id, simple_turn, plan.iterations, "simple")
+        simple = await repeat(plan.iterations, fresh(simple_turn, "simple"), timeout, "simple")
         log(f"client-tool turns x{plan.iterations}")
-        tool = await sequential(client, agent_id, tool_turn, plan.iterations, "tool")
+        tool = await repeat(plan.iterations, fresh(tool_turn, "tool"), timeout, "client-tool")
         log(f"throughput: {plan.sessions} sessions x {plan.turns_per_session} client-tool turns")
-        throughput = await measure_throughput(client, agent_id, plan.sessions, plan.turns_per_session)
+        throughput = await measure_throughput(client, agent_id, plan, stack.pids())
         log(f"first text delta x{plan.iterations} (model TTFT {SLOW_TTFT_MS:g} ms, {SLOW_TOKEN_MS:g} ms/token)")
-        deltas = await measure_first_delta(client, slow_agent_id, stack.slow, plan.iterations)
+        deltas = await repeat(plan.iterations, probe, timeout, "first text delta")
     log(f"Temporal floor x{plan.iterations}")
-    floor = await measure_temporal_floor(stack.temporal_address, plan.iterations, plan.warmup)
+    floor = await asyncio.wait_for(measure_temporal_floor(stack.temporal_address, plan.iterations, plan.warmup), 120)
     return {
-        "simple_streamed_ms": percentiles_ms(simple),
-        "client_tool_turn_ms": percentiles_ms(tool),
+        "simple_streamed_ms": simple.figure(simple.results),
+        "client_tool_turn_ms": tool.figure(tool.results),
         "throughput": {
             "sessions": plan.sessions,
             "turns_per_session": plan.turns_per_session,
@@ -354,12 +459,17 @@ async def measure(stack: EmbeddedStack, plan: Plan) -> dict[str, Any]:
             "elapsed_s": round(throughput.elapsed, 2),
             "tool_turns_per_s": round(len(throughput.durations) / throughput.elapsed, 2),
             "turn_ms": percentiles_ms(throughput.durations),
+            "cpu_seconds": throughput.cpu,
+            "cpu_ms_per_tool_turn": {
+                role: round(1000 * seconds / max(1, len(throughput.durations)), 1)
+                for role, seconds in throughput.cpu.items()
+            },
         },
         "first_text_delta_ms": {
-            **percentiles_ms([d.relay for d in deltas]),
+            **deltas.figure([d.relay for d in deltas.results]),
             "model_ttft_ms": SLOW_TTFT_MS,
             "model_token_ms": SLOW_TOKEN_MS,
-            "post_to_model_request_ms": percentiles_ms([d.to_model for d in deltas]),
+            "post_to_model_request_ms": percentiles_ms([d.to_model for d in deltas.results]),
         },
         "temporal_floor_one_activity_ms": percentiles_ms(floor),
     }
@@ -371,6 +481,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=5, help="unmeasured turns of each kind first")
     parser.add_argument("--sessions", type=int, default=20, help="concurrent sessions in the throughput phase")
     parser.add_argument("--turns-per-session", type=int, default=10, help="client-tool turns per session there")
+    parser.add_argument("--turn-timeout", type=float, default=60, help="a turn not done by then is an error")
     parser.add_argument("--quick", action="store_true", help="smoke run: 5 iterations, 4 sessions x 3 turns")
     parser.add_argument("--timeout", type=float, default=900, help="give up after this many seconds")
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, SQLite files)")
@@ -385,13 +496,17 @@ def main() -> int:
     ok = False
     try:
         stack.start()
+        load_before = os.getloadavg()[0]
         started = time.perf_counter()
         report = asyncio.run(asyncio.wait_for(measure(stack, plan), timeout=args.timeout))
         report = {
             "benchmark": "durable-agents",
             "quick": args.quick,
             "iterations": plan.iterations,
+            "revision": runtime_revision(),
             "cpus": os.cpu_count(),
+            "stack_start_attempts": stack.start_attempts,
+            "loadavg_1m": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
             **report,
             "measure_seconds": round(time.perf_counter() - started, 1),
         }

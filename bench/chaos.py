@@ -6,7 +6,8 @@
 It starts the pieces itself, not serve.py, because only the worker may die: a Temporal dev server
 (serve.py's command line, with its SQLite file in a temp dir), bench/model_server.py, the API
 (uvicorn) and `python worker.py`. Several sessions run a mix of client-tool and plain turns
-concurrently while the worker is SIGKILLed and restarted at once, every `--kill-every` seconds.
+concurrently while the worker is SIGKILLed `--kill-every` seconds after it starts polling, and
+restarted at once (on a busy 2-core box a worker can take longer than that just to start).
 
 The client recovers as a careful real one would: a broken or stalled stream is resumed with
 GET .../turn/{id}/events?after=<last id>; a create that failed is looked up in the session before
@@ -21,13 +22,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +40,7 @@ import httpx
 from common import (
     HttpStatusError,
     ModelServer,
+    SseEvent,
     create_agent,
     create_session,
     event_type,
@@ -46,6 +51,7 @@ from common import (
     models_env,
     payload_of,
     percentiles_ms,
+    runtime_revision,
     spawn,
     start_model_server,
     stop_process,
@@ -55,6 +61,10 @@ from common import (
     wait_for_port,
 )
 from model_server import SENTENCE, TOOL_RESULT_TEXT
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client
 
 import serve
 from settings import load_settings
@@ -63,6 +73,8 @@ MODEL = "bench"
 # Streams get a keepalive every 15 s, so 25 s of silence means the connection is gone.
 STREAM_TIMEOUT = httpx.Timeout(connect=5.0, read=25.0, write=10.0, pool=None)
 RETRY_PAUSE_SECONDS = 0.5
+# After a 409 on resume: how long the turn may show nothing new before we try resuming again.
+AFTER_409_WATCH_SECONDS = 10.0
 
 
 # --- The stack, piece by piece -------------------------------------------------------------------
@@ -83,10 +95,19 @@ class ChaosStack:
     api: subprocess.Popen[bytes] | None = None
     worker: subprocess.Popen[bytes] | None = None
     worker_kills: int = 0
+    worker_started_at: float = 0.0
 
     @property
     def api_url(self) -> str:
         return f"http://127.0.0.1:{self.api_port}"
+
+    @property
+    def temporal_address(self) -> str:
+        return f"127.0.0.1:{self.temporal_port}"
+
+    @property
+    def task_queue(self) -> str:
+        return load_settings(self.env()).task_queue
 
     def env(self) -> dict[str, str]:
         assert self.model is not None
@@ -94,7 +115,7 @@ class ChaosStack:
             "DA_DATA_DIR": str(self.workdir / "data"),
             "DA_TEMPORAL_PORT": str(self.temporal_port),
             "DA_TEMPORAL_UI_PORT": str(self.ui_port),
-            "TEMPORAL_ADDRESS": f"127.0.0.1:{self.temporal_port}",
+            "TEMPORAL_ADDRESS": self.temporal_address,
             "DA_MODELS": models_env({MODEL: self.model}),
         }
 
@@ -107,12 +128,26 @@ class ChaosStack:
         self.temporal = spawn(command, self.workdir / "temporal.log", self.env())
         wait_for_port(self.temporal_port, self.temporal, 60)
         self.start_worker()
+        self.wait_for_worker()
         uvicorn = [sys.executable, "-m", "uvicorn", "api.app:app", "--host", "127.0.0.1", "--port", str(self.api_port)]
         self.api = spawn(uvicorn, self.workdir / "api.log", self.env())
         wait_for_http(f"{self.api_url}/v1/health", [self.api, self.temporal], 90)
         log(f"stack up: API {self.api_url}, Temporal 127.0.0.1:{self.temporal_port} (logs in {self.workdir})")
 
+    def wait_for_worker(self, seconds: float = 60) -> None:
+        """Until Temporal sees the worker poll. It has created the store's tables by then, so the API
+        does not create them at the same moment (on a fresh SQLite file that race can fail one)."""
+
+        async def wait() -> bool:
+            assert self.worker is not None
+            client = await Client.connect(self.temporal_address)
+            return await wait_until_polling(client, self.task_queue, self.worker.pid, seconds)
+
+        if not asyncio.run(wait()):
+            raise RuntimeError(f"the worker did not poll within {seconds:.0f}s; see {self.workdir / 'worker.log'}")
+
     def start_worker(self) -> None:
+        self.worker_started_at = time.monotonic()
         self.worker = spawn([sys.executable, "worker.py"], self.workdir / "worker.log", self.env())
 
     def kill_and_restart_worker(self) -> None:
@@ -135,14 +170,55 @@ class ChaosStack:
             stop_process(self.model.process, signal.SIGTERM, 10)
 
 
-async def kill_worker_periodically(stack: ChaosStack, every: float, max_kills: int, done: asyncio.Event) -> None:
-    """Kill and restart the worker every `every` seconds until the workload is done (or `max_kills`)."""
-    while not done.is_set() and (max_kills <= 0 or stack.worker_kills < max_kills):
-        try:
-            await asyncio.wait_for(done.wait(), timeout=every)
-        except TimeoutError:
-            await asyncio.to_thread(stack.kill_and_restart_worker)
-            log(f"worker killed and restarted ({stack.worker_kills})")
+async def poller_pids(client: Client, task_queue: str) -> set[int]:
+    """Pids of the workers Temporal has seen polling the queue; the SDK's default identity is pid@host."""
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=task_queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    )
+    identities = [poller.identity for poller in (await client.workflow_service.describe_task_queue(request)).pollers]
+    return {int(head) for head, _, _ in (i.partition("@") for i in identities) if head.isdigit()}
+
+
+async def wait_until_polling(
+    client: Client, task_queue: str, pid: int, seconds: float, done: asyncio.Event | None = None
+) -> bool:
+    """Until the worker with this pid polls (False if it has not after `seconds`, or we are done)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not (done and done.is_set()):
+        if pid in await poller_pids(client, task_queue):
+            return True
+        await asyncio.sleep(0.1)
+    return False
+
+
+@dataclass
+class Killer:
+    """Kills the worker `every` seconds after it starts polling, so each worker gets to do some work
+    (a busy 2-core box can take longer than a short interval just to start one), then restarts it."""
+
+    stack: ChaosStack
+    client: Client
+    task_queue: str
+    every: float
+    max_kills: int
+    ready_seconds: list[float] = field(default_factory=list)
+    """For each worker started: how long from spawn until Temporal saw it poll."""
+
+    async def run(self, done: asyncio.Event) -> None:
+        stack = self.stack
+        while not done.is_set() and (self.max_kills <= 0 or stack.worker_kills < self.max_kills):
+            assert stack.worker is not None
+            if await wait_until_polling(self.client, self.task_queue, stack.worker.pid, 60, done):
+                self.ready_seconds.append(time.monotonic() - stack.worker_started_at)
+            elif not done.is_set():
+                log(f"worker {stack.worker.pid} did not poll within 60 s; killing it anyway")
+            try:
+                await asyncio.wait_for(done.wait(), timeout=self.every)
+            except TimeoutError:
+                await asyncio.to_thread(stack.kill_and_restart_worker)
+                log(f"worker killed and restarted ({stack.worker_kills})")
 
 
 # --- One turn, followed to its end whatever happens ---------------------------------------------
@@ -156,6 +232,7 @@ class TurnRecord:
     kind: str
     """"tool" (a client-tool call, then a resume) or "plain"."""
     text: str
+    idempotency_key: str = field(default_factory=lambda: uuid.uuid4().hex)
     turn_id: str | None = None
     outcome: str = "lost"
     seconds: float = 0.0
@@ -192,32 +269,67 @@ class TurnRecord:
 
 
 @dataclass
+class Progress:
+    """Turns finished so far, logged every tenth of the run so a long run shows it is alive."""
+
+    total: int
+    finished: int = 0
+
+    def advance(self) -> None:
+        self.finished += 1
+        if self.finished % max(1, self.total // 10) == 0 or self.finished == self.total:
+            log(f"{self.finished}/{self.total} turns finished")
+
+
+@dataclass
 class SessionContext:
     client: httpx.AsyncClient
     agent_id: str
     session_id: str
+    rng: random.Random
+    cut_fraction: float
+    progress: Progress
     known_turns: set[str] = field(default_factory=set)
 
     @property
     def turns_url(self) -> str:
         return turn_path(self.agent_id, self.session_id)
 
+    def plan_cut(self) -> int | None:
+        """Whether to hang up on the next stream ourselves, and after how many events (0: at once).
+
+        Only the worker is killed, so the API's streams rarely break on their own; cutting some
+        exercises what a client must do when they do: find the turn, reconnect with ?after=.
+        """
+        return self.rng.randint(0, 3) if self.rng.random() < self.cut_fraction else None
+
 
 async def follow(
-    ctx: SessionContext, record: TurnRecord, method: str, url: str, body: Any = None
+    ctx: SessionContext,
+    record: TurnRecord,
+    method: str,
+    url: str,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
 ) -> dict[str, Any] | None:
     """Read a turn's SSE answer; its final event, or None if the stream broke or went silent.
 
     Non-200 answers raise HttpStatusError for the caller to judge.
     """
+    cut_after = ctx.plan_cut()
     try:
-        async with ctx.client.stream(method, url, json=body, timeout=STREAM_TIMEOUT) as response:
+        async with ctx.client.stream(method, url, json=body, headers=headers, timeout=STREAM_TIMEOUT) as response:
             if response.status_code != 200:
                 raise HttpStatusError(response.status_code, (await response.aread()).decode(errors="replace"))
-            async for event in iter_sse(response):
+            seen = 0
+            async for event in _cut(iter_sse(response), cut_after):
                 record.observe(event.event_id, event.data)
                 if "error" in event.data or event_type(event.data) in ("turn_complete", "turn_awaiting_input"):
                     return event.data
+                seen += 1
+            if cut_after is not None and seen == cut_after:
+                record.note("stream_cut_by_client", f"after {seen} events")
+                return None
     except httpx.HTTPError as error:
         record.note("stream_broken", repr(error))
         return None
@@ -225,27 +337,42 @@ async def follow(
     return None
 
 
+async def _cut(events: AsyncIterator[SseEvent], after: int | None) -> AsyncIterator[SseEvent]:
+    """The events, stopping after `after` of them when a cut is planned."""
+    if after == 0:
+        return
+    count = 0
+    async for event in events:
+        yield event
+        count += 1
+        if after is not None and count >= after:
+            return
+
+
 async def stored_turn(ctx: SessionContext, turn_id: str) -> dict[str, Any] | None:
     try:
-        return await json_request(ctx.client, "GET", f"{ctx.turns_url}/{turn_id}")
+        turn: dict[str, Any] = await json_request(ctx.client, "GET", f"{ctx.turns_url}/{turn_id}")
     except (HttpStatusError, httpx.HTTPError):
         return None
+    return turn
 
 
 async def find_new_turn(ctx: SessionContext) -> str | None:
-    """The session's turn we have not seen yet: ours, since a session runs one turn at a time."""
-    try:
-        session = await json_request(ctx.client, "GET", f"/v1/agents/{ctx.agent_id}/session/{ctx.session_id}")
-    except (HttpStatusError, httpx.HTTPError):
-        return None
+    """The session's turn we have not seen yet: ours, since a session runs one turn at a time.
+
+    Raises when the session cannot be read: only a positive "no new turn" may lead to a new create.
+    """
+    session = await json_request(ctx.client, "GET", f"/v1/agents/{ctx.agent_id}/session/{ctx.session_id}")
     new = [t["turn_id"] for t in session.get("turns", []) if t["turn_id"] not in ctx.known_turns]
     return new[-1] if new else None
 
 
 async def create(ctx: SessionContext, record: TurnRecord) -> dict[str, Any] | None:
+    """Start the turn. The Idempotency-Key makes a repeated create answer with the first one's turn."""
     body = {"messages": [{"role": "user", "content": record.text}], "stream": True}
+    headers = {"Idempotency-Key": record.idempotency_key}
     try:
-        return await follow(ctx, record, "POST", ctx.turns_url, body)
+        return await follow(ctx, record, "POST", ctx.turns_url, body, headers)
     except HttpStatusError as error:
         if error.status != 409 and error.status < 500:
             raise
@@ -253,35 +380,68 @@ async def create(ctx: SessionContext, record: TurnRecord) -> dict[str, Any] | No
         return None
 
 
-async def resume(ctx: SessionContext, record: TurnRecord, paused: dict[str, Any]) -> dict[str, Any] | None:
-    """Answer the pending calls. On 409 or a lost answer, the caller follows the events instead."""
+async def resume(
+    ctx: SessionContext, record: TurnRecord, paused: dict[str, Any], deadline: float
+) -> dict[str, Any] | None:
+    """Answer the pending calls; the final event that follows, or None for the caller to follow the events.
+
+    Without an answer we cannot know whether the responses got through, so we retry while the turn
+    looks paused; if they did, the workflow refuses the repeat with a 409. A 409 is not proof,
+    though: a resume that reaches a workflow replaying after a worker crash can be refused while the
+    turn then waits for input (see the report), and the stored status says awaiting_input in both
+    cases until the next save. So after a 409 we watch the turn's events for a while: if nothing
+    follows the pause and it still looks paused, we resume again. A later resume accepted after a
+    409 is counted as `resume_accepted_after_409`: that 409 was wrong.
+    """
     url = f"{ctx.turns_url}/{paused['turn_id']}/resume"
     body = {"tool_responses": tool_responses_for(paused, "42"), "stream": True}
-    while True:
+    refused = False
+    while time.monotonic() < deadline:
         try:
-            return await follow(ctx, record, "POST", url, body)
+            final = await follow(ctx, record, "POST", url, body)
+            if refused:
+                record.note("resume_accepted_after_409", "a resume refused with 409 had not got through")
+            if final is not None:
+                return final
         except HttpStatusError as error:
-            if error.status == 409:
-                record.note("resume_409", str(error))  # an earlier attempt got through
-                return None
-            if error.status < 500:
+            if error.status != 409 and error.status < 500:
                 raise
             record.note(f"resume_http_{error.status}", str(error))
+            if error.status == 409:
+                refused = True
+                final = await watch_events(ctx, record, paused["turn_id"], AFTER_409_WATCH_SECONDS)
+                if final is not None:
+                    return final
         await asyncio.sleep(RETRY_PAUSE_SECONDS)
         turn = await stored_turn(ctx, paused["turn_id"])
-        if turn is None or turn.get("status") != "awaiting_input":
+        if turn is not None and turn.get("status") != "awaiting_input":
             return None
-        record.note("resume_retry", "turn still awaiting input")
+        record.note("resume_retry", f"turn is {turn and turn.get('status')}")
+    return None
+
+
+async def watch_events(ctx: SessionContext, record: TurnRecord, turn_id: str, seconds: float) -> dict[str, Any] | None:
+    """Follow the turn's events after the last one seen, for at most `seconds`."""
+    url = f"{ctx.turns_url}/{turn_id}/events?after={record.last_event_id}"
+    try:
+        return await asyncio.wait_for(follow(ctx, record, "GET", url), seconds)
+    except TimeoutError:
+        return None
 
 
 async def recover(ctx: SessionContext, record: TurnRecord) -> dict[str, Any] | None:
     """No final event in hand: find the turn if we lack its id (or create it again), then reconnect."""
     await asyncio.sleep(RETRY_PAUSE_SECONDS)
     if record.turn_id is None:
-        record.turn_id = await find_new_turn(ctx)
+        try:
+            record.turn_id = await find_new_turn(ctx)
+        except (HttpStatusError, httpx.HTTPError) as error:
+            record.note("session_read_failed", repr(error))
+            return None
         if record.turn_id is None:
             record.note("create_retry", "no new turn in the session")
             return await create(ctx, record)
+        record.note("turn_found_in_session", record.turn_id)
         ctx.known_turns.add(record.turn_id)
     record.note("reconnect", f"after={record.last_event_id}")
     url = f"{ctx.turns_url}/{record.turn_id}/events"
@@ -312,18 +472,17 @@ async def run_turn(ctx: SessionContext, record: TurnRecord, deadline_seconds: fl
             record.outcome, record.notes = "failed", [*record.notes, str(final["error"])[:200]]
             break
         elif event_type(final) == "turn_awaiting_input":
-            final = await resume(ctx, record, final["event"]["payload"]["turn"])
+            final = await resume(ctx, record, final["event"]["payload"]["turn"], deadline)
         else:
             record.outcome = "completed"
             break
     record.seconds = time.monotonic() - started
 
 
-async def run_session(
-    client: httpx.AsyncClient, agent_id: str, records: list[TurnRecord], deadline_seconds: float
-) -> SessionContext:
-    ctx = SessionContext(client, agent_id, records[0].session_id)
-    for record in records:
+async def run_session(ctx: SessionContext, records: list[TurnRecord], deadline_seconds: float) -> SessionContext:
+    """The session's turns in order. After a lost turn the session stays busy (409 to every new
+    turn), so its remaining turns are skipped rather than counted as lost too."""
+    for index, record in enumerate(records):
         try:
             await asyncio.wait_for(run_turn(ctx, record, deadline_seconds), timeout=deadline_seconds + 30)
         except Exception as error:  # a 4xx we did not expect, or a hang past the deadline
@@ -331,6 +490,12 @@ async def run_session(
             record.notes.append(f"{type(error).__name__}: {error}"[:300])
         if record.outcome != "completed":
             log(f"turn {record.turn_id} ({record.kind}) {record.outcome}: {record.notes[-1:]}")
+        ctx.progress.advance()
+        if record.outcome == "lost":
+            for skipped in records[index + 1 :]:
+                skipped.outcome = "skipped"
+                ctx.progress.advance()
+            break
     return ctx
 
 
@@ -396,7 +561,8 @@ async def read_back(
     checks: Counter[str] = Counter()
     samples: list[str] = []
     for record in records:
-        checks.update(check_turn(record, stored.get(record.turn_id or ""), answered, samples))
+        if record.outcome != "skipped":
+            checks.update(check_turn(record, stored.get(record.turn_id or ""), answered, samples))
     duplicated_calls = sum(count - 1 for count in answered.values() if count > 1)
     ours = {r.turn_id for r in records}
     checks["unexpected_turns"] = sum(1 for turn_id in stored if turn_id not in ours)
@@ -415,20 +581,34 @@ async def workload(stack: ChaosStack, args: argparse.Namespace) -> dict[str, Any
         session_ids = [await create_session(client, agent_id, f"chaos-{i}") for i in range(args.sessions)]
         plans = plan_turns(session_ids, args.turns)
         done = asyncio.Event()
-        killer = asyncio.create_task(kill_worker_periodically(stack, args.kill_every, args.max_kills, done))
-        log(f"{args.turns} turns over {args.sessions} sessions, worker killed every {args.kill_every:g} s")
+        killer = Killer(
+            stack, await Client.connect(stack.temporal_address), stack.task_queue, args.kill_every, args.max_kills
+        )
+        killing = asyncio.create_task(killer.run(done))
+        log(
+            f"{args.turns} turns over {args.sessions} sessions; each worker killed {args.kill_every:g} s after it polls"
+        )
         started = time.monotonic()
         try:
-            sessions = [run_session(client, agent_id, plan, args.turn_deadline) for plan in plans if plan]
-            contexts = await asyncio.gather(*sessions)
+            progress = Progress(args.turns)
+            contexts = [
+                SessionContext(client, agent_id, session_id, random.Random(args.seed + i), args.cut_streams, progress)
+                for i, session_id in enumerate(session_ids)
+            ]
+            runs = [
+                run_session(ctx, plan, args.turn_deadline) for ctx, plan in zip(contexts, plans, strict=True) if plan
+            ]
+            await asyncio.gather(*runs)
         finally:
             done.set()
-            await killer
+            await killing
         elapsed = time.monotonic() - started
         records = [record for plan in plans for record in plan]
         log("reading every session back")
-        checked = await read_back(client, list(contexts), records)
-    return summarise(records, checked, stack, args, elapsed)
+        checked = await read_back(client, contexts, records)
+    return summarise(records, checked, stack, args, elapsed) | {
+        "worker_start_to_poll_ms": percentiles_ms(killer.ready_seconds)
+    }
 
 
 def summarise(
@@ -438,25 +618,32 @@ def summarise(
     recoveries: Counter[str] = Counter()
     for record in records:
         recoveries.update(record.recoveries)
-    problems = [f"{r.kind} turn {r.turn_id}: {r.outcome}: {r.notes}" for r in records if r.outcome != "completed"]
+    problems = [
+        f"{r.kind} turn {r.turn_id}: {r.outcome}: {r.notes}" for r in records if r.outcome in ("lost", "failed")
+    ]
+    wrong_409s = [f"turn {r.turn_id}: {r.notes}" for r in records if r.recoveries["resume_accepted_after_409"]]
     return {
-        "started": len(records),
+        "revision": runtime_revision(),
+        "started": len(records) - outcomes["skipped"],
         "completed": outcomes["completed"],
         "lost": outcomes["lost"],
         "duplicated_tool_requests": checked["duplicated_tool_requests"],
         "failed": outcomes["failed"],
         "worker_kills": stack.worker_kills,
+        "skipped_after_loss": outcomes["skipped"],
         "elapsed_seconds": round(elapsed, 1),
         "tool_turns": sum(1 for r in records if r.kind == "tool"),
         "plain_turns": sum(1 for r in records if r.kind == "plain"),
         "sessions": args.sessions,
         "kill_every_seconds": args.kill_every,
+        "cut_streams": args.cut_streams,
         "turn_deadline_seconds": args.turn_deadline,
         "turn_ms": percentiles_ms([r.seconds for r in records]),
         "recoveries": dict(sorted(recoveries.items())),
         "checks": checked["checks"],
         "stream_mismatch_samples": checked["mismatch_samples"],
         "problems": problems[:10],
+        "resume_409_then_accepted_samples": wrong_409s[:3],
     }
 
 
@@ -464,11 +651,13 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Kill the worker repeatedly while turns run; count lost turns.")
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--sessions", type=int, default=8, help="sessions running turns concurrently")
-    parser.add_argument("--kill-every", type=float, default=5.0, help="seconds between worker kills")
+    parser.add_argument("--kill-every", type=float, default=5.0, help="seconds a worker lives once it polls")
     parser.add_argument("--max-kills", type=int, default=0, help="stop killing after this many (0: never)")
     parser.add_argument("--turn-deadline", type=float, default=150.0, help="a turn not done by then is lost")
     parser.add_argument("--model-ttft-ms", type=float, default=20.0)
     parser.add_argument("--model-token-ms", type=float, default=20.0)
+    parser.add_argument("--cut-streams", type=float, default=0.1, help="fraction of streams we hang up on ourselves")
+    parser.add_argument("--seed", type=int, default=1, help="seeds the choice of streams to cut")
     parser.add_argument("--quick", action="store_true", help="10 turns, 5 sessions, a kill every 2 s, at most 4")
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, SQLite files)")
     args = parser.parse_args()

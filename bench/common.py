@@ -37,6 +37,17 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def runtime_revision() -> str:
+    """The commit measured, "-dirty" if the work tree differs: figures mean little without it."""
+    try:
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return described.stdout.strip() or "unknown"
+
+
 def free_port() -> int:
     """A loopback port free right now (the OS may hand it out again, which is fine on a quiet box)."""
     with socket.socket() as probe:
@@ -190,12 +201,13 @@ async def json_request(client: httpx.AsyncClient, method: str, url: str, body: A
 
 
 async def create_agent(client: httpx.AsyncClient, model: str) -> str:
-    return (await json_request(client, "POST", "/v1/agents", {"agent_config": agent_config(model)}))["agent_id"]
+    created = await json_request(client, "POST", "/v1/agents", {"agent_config": agent_config(model)})
+    return str(created["agent_id"])
 
 
 async def create_session(client: httpx.AsyncClient, agent_id: str, name: str) -> str:
     body = {"session_name": name}
-    return (await json_request(client, "POST", f"/v1/agents/{agent_id}/session", body))["session_id"]
+    return str((await json_request(client, "POST", f"/v1/agents/{agent_id}/session", body))["session_id"])
 
 
 def turn_path(agent_id: str, session_id: str) -> str:
