@@ -12,4 +12,5 @@ async def write_pending(store: Store, turn_id: str, pending: PendingWrites, *own
         turn_id,
         events=[*pending.events, *own],
         new_steps=list(enumerate(pending.new_steps, start=pending.first_new_step)),
+        status=pending.status,
     )

@@ -9,7 +9,6 @@ from mcp.server.mcpserver import MCPServer
 from tests.scripted_model import ThreadedServer
 from tests.stack import free_port
 
-
 STARTED: list[str] = []
 """Names of the tools called so far, appended as each call starts (the server runs in-process)."""
 

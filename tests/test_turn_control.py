@@ -120,6 +120,24 @@ def test_a_paused_turn_resumes_after_a_wait_short_of_its_expiry(stack: Stack, mo
     assert later["status"] == "completed"
 
 
+def test_a_resumed_turn_reads_as_running_while_the_model_works(http: httpx.Client, model: ScriptedModel) -> None:
+    model.script(tool_call("get_boiling_point", {"liquid_name": "x"}), text("slowly", delay_seconds=2))
+    turns = _turns(http)
+    paused = final_turn(http.post(turns, json=_ask("go")))
+    thread = threading.Thread(target=lambda: http.post(f"{turns}/{paused['turn_id']}/resume", json=_answer(paused)))
+    thread.start()
+    while len(model.requests) < 2:
+        time.sleep(0.05)
+
+    during = http.get(f"{turns}/{paused['turn_id']}").json()
+    session = http.get(turns.rsplit("/turn", 1)[0]).json()
+    thread.join(timeout=30)
+
+    assert during["status"] == "running" and during["output_message"] is None
+    assert session["turns"][0]["status"] == "running"
+    assert [s["step_type"] for s in during["steps"]] == ["inference", "tool_execution"]
+
+
 def test_the_same_idempotency_key_starts_one_turn(http: httpx.Client, model: ScriptedModel) -> None:
     model.script(text("only once"))
     turns = _turns(http)

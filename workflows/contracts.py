@@ -52,6 +52,8 @@ class PendingWrites(BaseModel):
     events: list[KeyedEvent] = Field(default_factory=list)
     first_new_step: int = 0
     new_steps: list[Step] = Field(default_factory=list)
+    status: TurnStatus | None = None
+    """Set when the turn's stored status is out of date (running again after a pause)."""
 
 
 class ServerTool(BaseModel):

@@ -89,6 +89,7 @@ class TurnWorkflow:
         self._start = start
         self._tool_config: ToolConfig = start.tool_config or start.agent_config.tool_config or ToolConfig()
         self._status = TurnStatus.RUNNING
+        self._stored_status = TurnStatus.RUNNING
         self._steps: list[Step] = []
         self._saved_steps = 0
         self._outbox: list[KeyedEvent] = []
@@ -525,11 +526,18 @@ class TurnWorkflow:
         return self.turn()
 
     def _pending(self) -> PendingWrites:
+        # A turn resumed after a pause is running again: the next write says so, so readers of the
+        # store stop seeing awaiting_input as soon as the turn's next step begins.
+        resumed = self._status == TurnStatus.RUNNING and self._stored_status != TurnStatus.RUNNING
         return PendingWrites(
-            events=list(self._outbox), first_new_step=self._saved_steps, new_steps=self._steps[self._saved_steps :]
+            events=list(self._outbox),
+            first_new_step=self._saved_steps,
+            new_steps=self._steps[self._saved_steps :],
+            status=TurnStatus.RUNNING if resumed else None,
         )
 
     def _written(self, pending: PendingWrites) -> None:
+        self._stored_status = pending.status or self._stored_status
         self._outbox = self._outbox[len(pending.events) :]
         self._saved_steps = max(self._saved_steps, pending.first_new_step + len(pending.new_steps))
 
@@ -563,3 +571,4 @@ class TurnWorkflow:
             retry_policy=_STORE_RETRY,
         )
         self._written(progress.pending)
+        self._stored_status = progress.status
