@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from llama_stack_client import LlamaStackClient
 
@@ -20,6 +21,13 @@ def model(stack: Stack):  # type: ignore[no-untyped-def]
     """The scripted model, with an empty script and no recorded requests."""
     stack.model.script()
     return stack.model
+
+
+@pytest.fixture
+def http(stack: Stack) -> Iterator[httpx.Client]:
+    """A plain HTTP client of the API, as any non-Python caller would use."""
+    with httpx.Client(base_url=stack.base_url, timeout=300) as client:
+        yield client
 
 
 @pytest.fixture

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
+import httpx
 from mcp.server.mcpserver import MCPServer
 
 from tests.scripted_model import ThreadedServer
@@ -39,6 +43,26 @@ def build() -> MCPServer:
         raise ValueError("the database is on fire")
 
     return server
+
+
+@contextmanager
+def registered_toolgroup(http: httpx.Client, server: ThreadedServer | None = None) -> Iterator[str]:
+    """An MCP toolgroup registered for the duration (on `server`, or on one started for it)."""
+    own = server is None
+    server = server or start()
+    toolgroup_id = f"mcp::tests-{uuid.uuid4().hex[:8]}"
+    body = {
+        "toolgroup_id": toolgroup_id,
+        "provider_id": "model-context-protocol",
+        "mcp_endpoint": {"uri": f"{server.url}/mcp"},
+    }
+    http.post("/v1/toolgroups", json=body).raise_for_status()
+    try:
+        yield toolgroup_id
+    finally:
+        http.delete(f"/v1/toolgroups/{toolgroup_id}")
+        if own:
+            server.stop()
 
 
 def start() -> ThreadedServer:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from contextlib import ExitStack
 
 import httpx
-import pytest
 from sqlalchemy import func, select
 from temporalio.client import WorkflowExecutionStatus
 
@@ -18,12 +16,6 @@ from tests.stack import Stack
 from workflows.contracts import turn_workflow_id
 
 SLOW_SECONDS = 3
-
-
-@pytest.fixture
-def http(stack: Stack) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=stack.base_url, timeout=60) as client:
-        yield client
 
 
 def _ask(content: str) -> dict[str, object]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 
 import httpx
@@ -16,12 +15,6 @@ from tests.scripted_model import ScriptedModel, text, tool_call
 from tests.stack import Stack
 from workflows import search_attributes
 from workflows.contracts import turn_workflow_id
-
-
-@pytest.fixture
-def http(stack: Stack) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=stack.base_url, timeout=30) as client:
-        yield client
 
 
 def test_paused_turn_survives_a_worker_restart(stack: Stack, http: httpx.Client, model: ScriptedModel) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -95,15 +94,7 @@ def test_a_model_call_retried_after_a_crash_streams_as_one_answer(processes: Pro
 
 
 def test_worker_killed_during_a_server_tool_call(processes: ProcessStack, http: httpx.Client) -> None:
-    server = mcp_server.start()
-    toolgroup = f"mcp::faults-{uuid.uuid4().hex[:6]}"
-    body = {
-        "toolgroup_id": toolgroup,
-        "provider_id": "model-context-protocol",
-        "mcp_endpoint": {"uri": f"{server.url}/mcp"},
-    }
-    http.post("/v1/toolgroups", json=body).raise_for_status()
-    try:
+    with mcp_server.registered_toolgroup(http) as toolgroup:
         call = ("wait_then_echo", {"seconds": 3, "text": "echoed"})
         processes.model.script(Reply(tool_calls=[call]), text("after the tool"))
         agent_id = create_agent(http, toolgroups=[toolgroup], client_tools=[])
@@ -118,9 +109,6 @@ def test_worker_killed_during_a_server_tool_call(processes: ProcessStack, http: 
         processes.kill(processes.worker)
         processes.start_worker()
         thread.join(timeout=120)
-    finally:
-        http.delete(f"/v1/toolgroups/{toolgroup}")
-        server.stop()
 
     turn = results[0].json()
     assert turn["status"] == "completed", turn

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import httpx
-import pytest
 from temporalio.api.enums.v1 import EventType
 
 from domain.content import CompletionMessage, UserMessage
@@ -20,12 +18,6 @@ from tests.scripted_model import ScriptedModel, text, tool_call
 from tests.stack import Stack
 from tool_runtime.output_limit import MAX_TOOL_OUTPUT_CHARS
 from workflows.contracts import turn_workflow_id
-
-
-@pytest.fixture
-def http(stack: Stack) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=stack.base_url, timeout=300) as client:
-        yield client
 
 
 def _largest_payload(stack: Stack, workflow_id: str) -> int:
@@ -93,15 +85,7 @@ def test_a_session_with_1000_turns_loads_history_without_a_giant_payload(
 
 
 def test_megabytes_of_tool_output_are_cut_with_a_marker(stack: Stack, http: httpx.Client, model: ScriptedModel) -> None:
-    server = mcp_server.start()
-    toolgroup = f"mcp::big-{uuid.uuid4().hex[:6]}"
-    body = {
-        "toolgroup_id": toolgroup,
-        "provider_id": "model-context-protocol",
-        "mcp_endpoint": {"uri": f"{server.url}/mcp"},
-    }
-    http.post("/v1/toolgroups", json=body).raise_for_status()
-    try:
+    with mcp_server.registered_toolgroup(http) as toolgroup:
         model.script(
             tool_call("big_output", {"characters": 2_500_000}),
             tool_call("get_boiling_point", {"liquid_name": "x"}),
@@ -113,9 +97,6 @@ def test_megabytes_of_tool_output_are_cut_with_a_marker(stack: Stack, http: http
         call = paused["output_message"]["tool_calls"][0]
         huge = {"call_id": call["call_id"], "tool_name": call["tool_name"], "content": "z" * 3_000_000}
         turn = http.post(f"{turns}/{paused['turn_id']}/resume", json={"tool_responses": [huge]}).json()
-    finally:
-        http.delete(f"/v1/toolgroups/{toolgroup}")
-        server.stop()
 
     assert turn["status"] == "completed", turn
     server_output = turn["steps"][1]["tool_responses"][0]["content"]

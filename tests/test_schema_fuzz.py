@@ -7,11 +7,9 @@ fuzzing gets past the 404s of random ids into real sessions and turns.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import partial
 
 import httpx
-import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,12 +28,6 @@ CONFIGURATION_DEPENDENT = {
     "POST /v1/agents/{agent_id}/session/{session_id}/turn",  # toolgroups must be registered
     "POST /v1/toolgroups",  # provider_id must be "model-context-protocol", which the schema does not say
 }
-
-
-@pytest.fixture
-def http(stack: Stack) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=stack.base_url, timeout=60) as client:
-        yield client
 
 
 def _existing_ids(http: httpx.Client) -> dict[str, str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 
 import httpx
@@ -25,23 +24,10 @@ def mcp() -> Iterator[ThreadedServer]:
 
 
 @pytest.fixture
-def http(stack: Stack) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=stack.base_url, timeout=60) as client:
-        yield client
-
-
-@pytest.fixture
 def toolgroup(http: httpx.Client, mcp: ThreadedServer) -> Iterator[str]:
     """A freshly registered MCP toolgroup, unregistered afterwards."""
-    toolgroup_id = f"mcp::tests-{uuid.uuid4().hex[:8]}"
-    body = {
-        "toolgroup_id": toolgroup_id,
-        "provider_id": "model-context-protocol",
-        "mcp_endpoint": {"uri": f"{mcp.url}/mcp"},
-    }
-    assert http.post("/v1/toolgroups", json=body).status_code == 200
-    yield toolgroup_id
-    http.delete(f"/v1/toolgroups/{toolgroup_id}")
+    with mcp_server.registered_toolgroup(http, mcp) as toolgroup_id:
+        yield toolgroup_id
 
 
 def _ask(content: str, stream: bool = False) -> dict[str, object]:

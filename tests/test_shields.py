@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
-import pytest
 from llama_stack_client import Agent, LlamaStackClient
 from llama_stack_client.lib.agents.event_logger import EventLogger
 
@@ -14,12 +11,6 @@ from tests.scripted_model import ScriptedModel, text, tool_call
 from tests.stack import SCRIPTED_MODEL, Stack
 
 REFUSAL = "I can't answer that. Can I help with something else?"
-
-
-@pytest.fixture
-def http(stack: Stack) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=stack.base_url, timeout=60) as client:
-        yield client
 
 
 def test_shields_are_listed_and_unknown_ones_refused(http: httpx.Client) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -19,12 +18,6 @@ from tests.rest import create_agent, create_session, final_turn
 from tests.scripted_model import ScriptedModel, text, tool_call
 from tests.stack import Stack
 from workflows.contracts import turn_workflow_id
-
-
-@pytest.fixture
-def http(stack: Stack) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=stack.base_url, timeout=30) as client:
-        yield client
 
 
 def _list_ids(stack: Stack, query: str, expected: int) -> set[str]:

@@ -12,13 +12,7 @@ from fastapi.responses import PlainTextResponse, Response
 
 from tests.rest import create_agent, create_session, sse_events
 from tests.scripted_model import ScriptedModel, ThreadedServer, text
-from tests.stack import Stack, free_port
-
-
-@pytest.fixture
-def http(stack: Stack) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=stack.base_url, timeout=60) as client:
-        yield client
+from tests.stack import free_port
 
 
 @pytest.fixture(scope="module")

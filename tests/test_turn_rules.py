@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
-import pytest
 
 from tests.rest import create_agent, create_session, final_turn, sse_events
 from tests.scripted_model import ScriptedModel, failure, text, tool_call
-from tests.stack import Stack
-
-
-@pytest.fixture
-def http(stack: Stack) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=stack.base_url, timeout=60) as client:
-        yield client
 
 
 def _turns(http: httpx.Client, **config: object) -> str:
