@@ -15,7 +15,6 @@ from domain.content import CompletionMessage, InputMessage, ToolCall, ToolRespon
 from domain.events import KeyedEvent
 from domain.turns import SafetyViolation, Step, TurnStatus
 
-TASK_QUEUE_DEFAULT = "durable-agents"
 INFER_ACTIVITY = "infer"
 RESOLVE_TOOLS_ACTIVITY = "resolve_tools"
 RUN_TOOL_ACTIVITY = "run_tool"
