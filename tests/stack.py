@@ -23,7 +23,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from api.app import create_app
-from serve import temporal_binary
+from serve import DEV_SERVER_TUNING, temporal_binary
 from settings import Settings, load_settings
 from store.database import create_engine, create_schema
 from store.repository import Store
@@ -69,6 +69,7 @@ class Stack:
                 dev_server_existing_path=temporal_binary(),
                 data_converter=pydantic_data_converter,
                 dev_server_log_level="error",
+                dev_server_extra_args=DEV_SERVER_TUNING,
                 search_attributes=search_attributes.ALL,
             )
         )
