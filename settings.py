@@ -78,6 +78,9 @@ class Settings:
     """Bearer tokens the API accepts; empty: the API needs none. Kept out of repr so logs never show them."""
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     """Larger request bodies are refused with 413 before they are read."""
+    worker_in_api: bool = True
+    """The API process also runs a worker, and starts turns on it eagerly (no trip through the task
+    queue). Off for API processes that should only serve HTTP, beside separate `worker.py`s."""
 
     def model(self, model_id: str) -> ModelSpec | None:
         return self.models.get(model_id)
@@ -135,6 +138,15 @@ def _positive_int(raw: str, name: str) -> int:
     return number
 
 
+def _flag(raw: str, name: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{name} must be true or false, got {raw!r}")
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     env = dict(os.environ if env is None else env)
     file = _read_file(env.get("DA_CONFIG_FILE"))
@@ -180,6 +192,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         max_request_bytes=_positive_int(
             value("max_request_bytes", str(DEFAULT_MAX_REQUEST_BYTES)), "DA_MAX_REQUEST_BYTES"
         ),
+        worker_in_api=_flag(value("worker_in_api", "true"), "DA_WORKER_IN_API"),
     )
 
 

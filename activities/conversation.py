@@ -13,10 +13,11 @@ from store.repository import Store
 
 
 async def conversation(store: Store, session_id: str, turn_id: str, instructions: str) -> list[dict[str, Any]]:
-    current = await store.get_turn(session_id, turn_id)
-    if current is None:
+    found = await store.turn_with_history(session_id, turn_id)
+    if found is None:
         raise LookupError(f"Turn {turn_id} not found in the store (was its session deleted?)")
+    current, history = found
     messages = openai_format.system_message(instructions)
-    for turn in await store.completed_turns(session_id, before=current.started_at):
+    for turn in history:
         messages += openai_format.turn_messages(turn.input_messages, turn.steps)
     return messages + openai_format.turn_messages(current.input_messages, current.steps)

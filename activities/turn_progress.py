@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from domain.events import ErrorChunk, KeyedEvent, StreamError, TurnAwaitingInput, TurnComplete, chunk_of
+from domain.turns import Turn
 from store.repository import Store
 from workflows.contracts import (
     LOAD_STEPS_ACTIVITY,
@@ -14,6 +17,18 @@ from workflows.contracts import (
     LoadStepsResult,
     TurnProgress,
 )
+
+
+def _closing_event(progress: TurnProgress) -> Callable[[Turn], KeyedEvent] | None:
+    """The pause's or the end's event, built from the turn as stored with this progress."""
+    event, key = progress.event, progress.event_key
+    if event is None or key is None:
+        return None
+    if event == "error":
+        body = ErrorChunk(error=StreamError(message=progress.error or "")).model_dump(mode="json")
+        return lambda _turn: KeyedEvent(key=key, body=body)
+    payload = TurnComplete if event == "turn_complete" else TurnAwaitingInput
+    return lambda turn: KeyedEvent(key=key, body=chunk_of(payload(turn=turn)).model_dump(mode="json"))
 
 
 class TurnProgressActivities:
@@ -35,18 +50,7 @@ class TurnProgressActivities:
                 output_message=progress.output_message,
                 completed_at=progress.completed_at,
                 error=progress.error,
-            )
-            if progress.event is None or progress.event_key is None:
-                return
-            if progress.event == "error":
-                body = ErrorChunk(error=StreamError(message=progress.error or "")).model_dump(mode="json")
-            else:
-                turn = await self._store.get_turn(progress.session_id, progress.turn_id)
-                assert turn is not None
-                payload = TurnComplete(turn=turn) if progress.event == "turn_complete" else TurnAwaitingInput(turn=turn)
-                body = chunk_of(payload).model_dump(mode="json")
-            await self._store.save_turn_progress(
-                progress.turn_id, events=[KeyedEvent(key=progress.event_key, body=body)]
+                closing_event=_closing_event(progress),
             )
         except LookupError as missing:
             raise ApplicationError(str(missing), type="TurnMissing", non_retryable=True) from missing

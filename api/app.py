@@ -21,6 +21,7 @@ from store.database import create_engine, create_schema
 from store.repository import Store
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
+from worker import build_worker
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -37,10 +38,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         store = Store(engine)
         events = EventHub(store)
         poller = asyncio.create_task(events.run())
-        turns = TurnGateway(client, config.task_queue)
+        turns = TurnGateway(client, config.task_queue, eager_start=config.worker_in_api)
         app.state.runtime = Runtime(config, store, turns, ToolCatalog(store), events)
         try:
-            yield
+            if config.worker_in_api:
+                async with build_worker(client, config, store):
+                    yield
+            else:
+                yield
         finally:
             poller.cancel()
             await engine.dispose()

@@ -54,9 +54,12 @@ class ResumeRejected(Exception):
 
 
 class TurnGateway:
-    def __init__(self, client: Client, task_queue: str) -> None:
+    def __init__(self, client: Client, task_queue: str, eager_start: bool = False) -> None:
         self._client = client
         self._task_queue = task_queue
+        self._eager_start = eager_start
+        """A worker runs on this client: the server may hand it the turn's first task in the start
+        call's reply, saving a round trip through the task queue."""
 
     async def start(self, start: TurnStart, reopening: bool = False) -> None:
         """Start the turn's workflow; `reopening` starts a new run of a turn whose workflow has closed."""
@@ -71,6 +74,7 @@ class TurnGateway:
             # A task handed to a worker that was just killed is retried elsewhere after this long
             # (the default is 10 s); our workflow tasks take milliseconds.
             task_timeout=WORKFLOW_TASK_TIMEOUT,
+            request_eager_start=self._eager_start,
             search_attributes=TypedSearchAttributes(
                 [
                     SearchAttributePair(AGENT_ID, start.agent_id),

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
-from sqlalchemy import delete, func, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy import Row, delete, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from domain.agents import Agent, AgentConfig
 from domain.content import URL, CompletionMessage, InputMessage
@@ -61,17 +63,35 @@ def _paginate(rows: Sequence[T], start_index: int | None, limit: int | None) -> 
 class Store:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-        self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+        self._event_listeners: list[Callable[[], None]] = []
+        # SQLite lets one transaction write at a time. Left to its busy handler, this process's
+        # writers poll for the lock and a busy one can starve past the timeout ("database is
+        # locked"); queued here they take turns, in order, and the handler only waits on other processes.
+        self._write_turns = asyncio.Lock() if engine.dialect.name == "sqlite" else None
 
-    def _tx(self) -> AsyncSession:
-        return self._sessions()
+    def on_events_written(self, listener: Callable[[], None]) -> None:
+        """Call `listener` after each commit that added events through this Store object: readers in
+        the same process learn of them at once instead of at their next poll."""
+        self._event_listeners.append(listener)
+
+    # Core connections, not ORM sessions: a session's unit of work costs several times the CPU of
+    # the statements themselves, and the store is on every step's path.
+
+    def _tx(self) -> AsyncConnection:
+        return self.engine.connect()
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncConnection]:
+        """A write transaction, committed on exit."""
+        async with self._write_turns or nullcontext(), self.engine.begin() as tx:
+            yield tx
 
     # Agents
 
     async def create_agent(self, agent: Agent) -> None:
-        async with self._tx() as tx, tx.begin():
-            tx.add(
-                AgentRow(
+        async with self._write() as tx:
+            await tx.execute(
+                insert(AgentRow).values(
                     agent_id=agent.agent_id,
                     config=agent.agent_config.model_dump(mode="json"),
                     created_at=agent.created_at,
@@ -80,12 +100,12 @@ class Store:
 
     async def get_agent(self, agent_id: str) -> Agent | None:
         async with self._tx() as tx:
-            row = await tx.get(AgentRow, agent_id)
-            return _agent(row) if row else None
+            row = (await tx.execute(select(_AGENTS).where(AgentRow.agent_id == agent_id))).first()
+        return _agent(row) if row else None
 
     async def list_agents(self, start_index: int | None, limit: int | None) -> Page[Agent]:
         async with self._tx() as tx:
-            rows = (await tx.scalars(select(AgentRow).order_by(AgentRow.created_at))).all()
+            rows = (await tx.execute(select(_AGENTS).order_by(AgentRow.created_at))).all()
         return _paginate([_agent(row) for row in rows], start_index, limit)
 
     async def delete_agent(self, agent_id: str) -> list[str] | None:
@@ -93,13 +113,13 @@ class Store:
 
         Returns the turns that were running or awaiting input: their workflows must be stopped.
         """
-        async with self._tx() as tx, tx.begin():
+        async with self._write() as tx:
             # No-op writes first: they take the agent's and its sessions' row locks (PostgreSQL) or the
             # write lock (SQLite), so no turn can begin in these sessions until they are gone.
             found = await tx.execute(
                 update(AgentRow).where(AgentRow.agent_id == agent_id).values(created_at=AgentRow.created_at)
             )
-            if found.rowcount == 0:  # type: ignore[attr-defined]
+            if found.rowcount == 0:
                 return None
             await tx.execute(update(SessionRow).where(SessionRow.agent_id == agent_id).values(name=SessionRow.name))
             unfinished = await self._unfinished_turn_ids(tx, SessionRow.agent_id == agent_id)
@@ -117,7 +137,7 @@ class Store:
         async with self._tx() as tx:
             return await self._unfinished_turn_ids(tx, owned)
 
-    async def _unfinished_turn_ids(self, tx: AsyncSession, sessions_where: Any) -> list[str]:
+    async def _unfinished_turn_ids(self, tx: AsyncConnection, sessions_where: Any) -> list[str]:
         # A session's active turn, and any turn whose status is not final (the two agree unless a write was lost).
         in_sessions = select(SessionRow.session_id).where(sessions_where)
         active = select(SessionRow.active_turn_id).where(sessions_where, SessionRow.active_turn_id.is_not(None))
@@ -131,11 +151,12 @@ class Store:
 
     async def register_toolgroup(self, group: ToolGroup) -> bool:
         """Add a toolgroup; false if one with this id exists."""
-        async with self._tx() as tx, tx.begin():
-            if await tx.get(ToolGroupRow, group.identifier) is not None:
+        async with self._write() as tx:
+            exists = select(ToolGroupRow.toolgroup_id).where(ToolGroupRow.toolgroup_id == group.identifier)
+            if await tx.scalar(exists) is not None:
                 return False
-            tx.add(
-                ToolGroupRow(
+            await tx.execute(
+                insert(ToolGroupRow).values(
                     toolgroup_id=group.identifier,
                     provider_id=group.provider_id,
                     mcp_uri=group.mcp_endpoint.uri if group.mcp_endpoint else None,
@@ -147,30 +168,32 @@ class Store:
 
     async def toolgroups(self) -> list[ToolGroup]:
         async with self._tx() as tx:
-            rows = (await tx.scalars(select(ToolGroupRow).order_by(ToolGroupRow.created_at))).all()
+            rows = (await tx.execute(select(_TOOLGROUPS).order_by(ToolGroupRow.created_at))).all()
         return [_toolgroup(row) for row in rows]
 
     async def toolgroup(self, toolgroup_id: str) -> ToolGroup | None:
         async with self._tx() as tx:
-            row = await tx.get(ToolGroupRow, toolgroup_id)
+            row = (await tx.execute(select(_TOOLGROUPS).where(ToolGroupRow.toolgroup_id == toolgroup_id))).first()
         return _toolgroup(row) if row else None
 
     async def unregister_toolgroup(self, toolgroup_id: str) -> bool:
-        async with self._tx() as tx, tx.begin():
+        async with self._write() as tx:
             result = await tx.execute(delete(ToolGroupRow).where(ToolGroupRow.toolgroup_id == toolgroup_id))
-            return result.rowcount > 0  # type: ignore[attr-defined]
+            return result.rowcount > 0
 
     # Sessions
 
     async def create_session(self, agent_id: str, session_id: str, name: str, started_at: datetime) -> None:
-        async with self._tx() as tx, tx.begin():
-            tx.add(SessionRow(session_id=session_id, agent_id=agent_id, name=name, started_at=started_at))
+        async with self._write() as tx:
+            await tx.execute(
+                insert(SessionRow).values(session_id=session_id, agent_id=agent_id, name=name, started_at=started_at)
+            )
 
     async def get_session(
         self, agent_id: str, session_id: str, turn_ids: Sequence[str] | None = None
     ) -> Session | None:
         async with self._tx() as tx:
-            row = await tx.get(SessionRow, session_id)
+            row = (await tx.execute(select(_SESSIONS).where(SessionRow.session_id == session_id))).first()
             if row is None or row.agent_id != agent_id:
                 return None
             turns = await self._load_turns(tx, session_id, turn_ids=turn_ids)
@@ -178,13 +201,13 @@ class Store:
 
     async def session_exists(self, agent_id: str, session_id: str) -> bool:
         async with self._tx() as tx:
-            row = await tx.get(SessionRow, session_id)
-            return row is not None and row.agent_id == agent_id
+            owner = await tx.scalar(select(SessionRow.agent_id).where(SessionRow.session_id == session_id))
+        return owner == agent_id
 
     async def list_sessions(self, agent_id: str, start_index: int | None, limit: int | None) -> Page[Session]:
         async with self._tx() as tx:
-            query = select(SessionRow).where(SessionRow.agent_id == agent_id).order_by(SessionRow.started_at)
-            rows = (await tx.scalars(query)).all()
+            query = select(_SESSIONS).where(SessionRow.agent_id == agent_id).order_by(SessionRow.started_at)
+            rows = (await tx.execute(query)).all()
         sessions = [Session(session_id=r.session_id, session_name=r.name, started_at=r.started_at) for r in rows]
         return _paginate(sessions, start_index, limit)
 
@@ -193,19 +216,19 @@ class Store:
 
         Returns the turns that were running or awaiting input: their workflows must be stopped.
         """
-        async with self._tx() as tx, tx.begin():
+        async with self._write() as tx:
             owned = (SessionRow.session_id == session_id) & (SessionRow.agent_id == agent_id)
             # A no-op write first takes the session's row lock (PostgreSQL) or the write lock (SQLite),
             # so no turn can begin in it until it is gone.
             found = await tx.execute(update(SessionRow).where(owned).values(name=SessionRow.name))
-            if found.rowcount == 0:  # type: ignore[attr-defined]
+            if found.rowcount == 0:
                 return None
             unfinished = await self._unfinished_turn_ids(tx, owned)
             await self._delete_turns(tx, TurnRow.session_id == session_id)
             await tx.execute(delete(SessionRow).where(owned))
             return unfinished
 
-    async def _delete_turns(self, tx: AsyncSession, which: Any) -> None:
+    async def _delete_turns(self, tx: AsyncConnection, which: Any) -> None:
         turns = select(TurnRow.turn_id).where(which)
         await tx.execute(delete(EventRow).where(EventRow.turn_id.in_(turns)))
         await tx.execute(delete(StepRow).where(StepRow.turn_id.in_(turns)))
@@ -214,19 +237,21 @@ class Store:
     # Turns
 
     @staticmethod
-    async def _claim_session(tx: AsyncSession, session_id: str, turn_id: str) -> None:
+    async def _claim_session(tx: AsyncConnection, session_id: str, turn_id: str) -> None:
         """Make `turn_id` the session's active turn, or raise TurnConflict naming the one that is."""
         claimed = await tx.execute(
             update(SessionRow)
             .where(SessionRow.session_id == session_id, SessionRow.active_turn_id.is_(None))
             .values(active_turn_id=turn_id)
         )
-        if claimed.rowcount == 0:  # type: ignore[attr-defined]
-            blocking = await tx.scalar(
-                select(TurnRow)
-                .join(SessionRow, SessionRow.active_turn_id == TurnRow.turn_id)
-                .where(SessionRow.session_id == session_id)
-            )
+        if claimed.rowcount == 0:
+            blocking = (
+                await tx.execute(
+                    select(TurnRow.turn_id, TurnRow.status)
+                    .join(SessionRow, SessionRow.active_turn_id == TurnRow.turn_id)
+                    .where(SessionRow.session_id == session_id)
+                )
+            ).first()
             if blocking is None:
                 raise LookupError(f"Session {session_id} not found")
             raise TurnConflict(session_id, blocking.turn_id, blocking.status)
@@ -235,10 +260,10 @@ class Store:
         self, agent_id: str, session_id: str, turn_id: str, input_messages: list[Any], started_at: datetime
     ) -> None:
         """Record a new running turn and make it the session's active turn, or raise TurnConflict."""
-        async with self._tx() as tx, tx.begin():
+        async with self._write() as tx:
             await self._claim_session(tx, session_id, turn_id)
-            tx.add(
-                TurnRow(
+            await tx.execute(
+                insert(TurnRow).values(
                     turn_id=turn_id,
                     session_id=session_id,
                     agent_id=agent_id,
@@ -249,7 +274,7 @@ class Store:
             )
 
     async def set_input_messages(self, turn_id: str, input_messages: list[InputMessage]) -> None:
-        async with self._tx() as tx, tx.begin():
+        async with self._write() as tx:
             await tx.execute(
                 update(TurnRow)
                 .where(TurnRow.turn_id == turn_id)
@@ -261,17 +286,19 @@ class Store:
 
         Raises TurnConflict when another turn of the session is running or awaiting input.
         """
-        async with self._tx() as tx, tx.begin():
-            await self._claim_session(tx, session_id, turn_id)
-            reopened = await tx.execute(
-                update(TurnRow)
-                .where(TurnRow.turn_id == turn_id, TurnRow.status == TurnStatus.COMPLETED.value)
-                .values(status=TurnStatus.RUNNING.value, output_message=None, completed_at=None)
-            )
-            if reopened.rowcount == 0:  # type: ignore[attr-defined]
-                await tx.rollback()
-                return False
-            return True
+        try:
+            async with self._write() as tx:
+                await self._claim_session(tx, session_id, turn_id)
+                reopened = await tx.execute(
+                    update(TurnRow)
+                    .where(TurnRow.turn_id == turn_id, TurnRow.status == TurnStatus.COMPLETED.value)
+                    .values(status=TurnStatus.RUNNING.value, output_message=None, completed_at=None)
+                )
+                if reopened.rowcount == 0:
+                    raise _NotCompleted  # undoes the claim
+        except _NotCompleted:
+            return False
+        return True
 
     async def last_event_id(self, turn_id: str) -> int:
         async with self._tx() as tx:
@@ -287,36 +314,41 @@ class Store:
             status = await tx.scalar(select(TurnRow.status).where(TurnRow.turn_id == turn_id))
         return TurnStatus(status) if status else None
 
-    async def completed_turns(self, session_id: str, before: datetime) -> list[Turn]:
-        """The session's completed turns that started before `before`, oldest first: a new turn's history."""
+    async def turn_with_history(self, session_id: str, turn_id: str) -> tuple[Turn, list[Turn]] | None:
+        """The turn, and the session's completed turns that started before it, oldest first: what a
+        model call in the turn sees. None if the turn is gone."""
+        started = select(TurnRow.started_at).where(TurnRow.turn_id == turn_id).scalar_subquery()
+        earlier = (TurnRow.status == TurnStatus.COMPLETED.value) & (TurnRow.started_at < started)
         async with self._tx() as tx:
-            return await self._load_turns(
-                tx, session_id, extra=(TurnRow.status == TurnStatus.COMPLETED.value, TurnRow.started_at < before)
-            )
+            turns = await self._load_turns(tx, session_id, extra=((TurnRow.turn_id == turn_id) | earlier,))
+        current = next((turn for turn in turns if turn.turn_id == turn_id), None)
+        if current is None:
+            return None
+        return current, [turn for turn in turns if turn is not current]
 
     async def _load_turns(
         self,
-        tx: AsyncSession,
-        session_id: str,
+        tx: AsyncConnection,
+        session_id: str | None,
         turn_ids: Sequence[str] | None = None,
         extra: tuple[Any, ...] = (),
     ) -> list[Turn]:
-        query = select(TurnRow).where(TurnRow.session_id == session_id, *extra)
+        query = select(_TURNS).where(*extra)
+        if session_id is not None:
+            query = query.where(TurnRow.session_id == session_id)
         if turn_ids:
             query = query.where(TurnRow.turn_id.in_(list(turn_ids)))
-        rows = (await tx.scalars(query.order_by(TurnRow.started_at, TurnRow.turn_id))).all()
+        rows = (await tx.execute(query.order_by(TurnRow.started_at, TurnRow.turn_id))).all()
         if not rows:
             return []
-        step_rows = (
-            await tx.scalars(
-                select(StepRow)
-                .where(StepRow.turn_id.in_([r.turn_id for r in rows]))
-                .order_by(StepRow.turn_id, StepRow.position)
-            )
-        ).all()
+        step_rows = await tx.execute(
+            select(StepRow.turn_id, StepRow.body)
+            .where(StepRow.turn_id.in_([r.turn_id for r in rows]))
+            .order_by(StepRow.turn_id, StepRow.position)
+        )
         steps: dict[str, list[Step]] = defaultdict(list)
-        for step in step_rows:
-            steps[step.turn_id].append(_steps.validate_python(step.body))
+        for step_turn_id, body in step_rows:
+            steps[step_turn_id].append(_steps.validate_python(body))
         return [_turn(row, steps[row.turn_id]) for row in rows]
 
     async def save_turn_progress(
@@ -328,10 +360,12 @@ class Store:
         output_message: CompletionMessage | None = None,
         completed_at: datetime | None = None,
         error: str | None = None,
+        closing_event: Callable[[Turn], KeyedEvent] | None = None,
     ) -> None:
         """Append steps and events and move the turn's status and output, atomically and idempotently.
 
-        A final status also frees the session for its next turn.
+        `closing_event` builds one more event from the turn as just saved (a pause or the end, which
+        carry the whole turn). A final status also frees the session for its next turn.
         """
         values: dict[str, Any] = {}
         if status is not None:
@@ -342,42 +376,53 @@ class Store:
             values["completed_at"] = completed_at
         if error is not None:
             values["error"] = error
-        async with self._tx() as tx, tx.begin():
+        async with self._write() as tx:
             # Updating the turn row first takes its row lock (PostgreSQL) or the write lock (SQLite):
             # concurrent writers of one turn are serialised, so event ids follow commit order.
             locked = await tx.execute(
-                update(TurnRow).where(TurnRow.turn_id == turn_id).values(status=values.pop("status", TurnRow.status))
+                update(TurnRow)
+                .where(TurnRow.turn_id == turn_id)
+                .values(status=values.pop("status", TurnRow.status), **values)
             )
-            if locked.rowcount == 0:  # type: ignore[attr-defined]
+            if locked.rowcount == 0:
                 raise LookupError(f"Turn {turn_id} not found in the store (was its session deleted?)")
-            if values:
-                await tx.execute(update(TurnRow).where(TurnRow.turn_id == turn_id).values(**values))
             if new_steps:
                 positions = [position for position, _ in new_steps]
                 await tx.execute(delete(StepRow).where(StepRow.turn_id == turn_id, StepRow.position.in_(positions)))
-                tx.add_all(
-                    StepRow(
-                        turn_id=turn_id,
-                        position=position,
-                        step_id=step.step_id,
-                        body=_steps.dump_python(step, mode="json"),
-                    )
-                    for position, step in new_steps
+                await tx.execute(
+                    insert(StepRow),
+                    [
+                        {
+                            "turn_id": turn_id,
+                            "position": position,
+                            "step_id": step.step_id,
+                            "body": _steps.dump_python(step, mode="json"),
+                        }
+                        for position, step in new_steps
+                    ],
                 )
+            if closing_event is not None:
+                turn = (await self._load_turns(tx, None, turn_ids=[turn_id]))[0]
+                events = [*events, closing_event(turn)]
             if events:
                 keys = [e.key for e in events]
                 seen = set(
                     await tx.scalars(select(EventRow.key).where(EventRow.turn_id == turn_id, EventRow.key.in_(keys)))
                 )
+                rows = []
                 for keyed in events:
                     if keyed.key not in seen:
                         seen.add(keyed.key)
-                        tx.add(EventRow(turn_id=turn_id, key=keyed.key, body=keyed.body))
-                        await tx.flush()
+                        rows.append({"turn_id": turn_id, "key": keyed.key, "body": keyed.body})
+                if rows:  # one statement, rows in list order: their ids keep the events' order
+                    await tx.execute(insert(EventRow), rows)
             if status is not None and status.is_final:
                 await tx.execute(
                     update(SessionRow).where(SessionRow.active_turn_id == turn_id).values(active_turn_id=None)
                 )
+        if events:
+            for listener in self._event_listeners:
+                listener()
 
     async def abandon_turn(self, turn_id: str, reason: str) -> None:
         """Fail a turn whose workflow will never finish it, freeing its session."""
@@ -421,16 +466,26 @@ class Store:
             return await tx.scalar(select(EventRow.event_id).where(EventRow.turn_id == turn_id, EventRow.key == key))
 
 
-def _toolgroup(row: ToolGroupRow) -> ToolGroup:
+class _NotCompleted(Exception):
+    pass
+
+
+_AGENTS = AgentRow.__table__
+_SESSIONS = SessionRow.__table__
+_TURNS = TurnRow.__table__
+_TOOLGROUPS = ToolGroupRow.__table__
+
+
+def _toolgroup(row: Row[Any]) -> ToolGroup:
     endpoint = URL(uri=row.mcp_uri) if row.mcp_uri else None
     return ToolGroup(identifier=row.toolgroup_id, provider_id=row.provider_id, mcp_endpoint=endpoint, args=row.args)
 
 
-def _agent(row: AgentRow) -> Agent:
+def _agent(row: Row[Any]) -> Agent:
     return Agent(agent_id=row.agent_id, agent_config=AgentConfig.model_validate(row.config), created_at=row.created_at)
 
 
-def _turn(row: TurnRow, steps: list[Step]) -> Turn:
+def _turn(row: Row[Any], steps: list[Step]) -> Turn:
     return Turn(
         turn_id=row.turn_id,
         session_id=row.session_id,

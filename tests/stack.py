@@ -79,6 +79,7 @@ class Stack:
                 "DA_DATA_DIR": str(data_dir),
                 "TEMPORAL_ADDRESS": self.environment.client.service_client.config.target_host,
                 "DA_TASK_QUEUE": f"tests-{os.getpid()}",
+                "DA_WORKER_IN_API": "false",  # the stack's own worker, which tests stop and start
                 "DA_MODELS": json.dumps(
                     {
                         name: {

@@ -100,7 +100,10 @@ async def test_history_is_the_completed_turns_before_in_time_order(store: Store)
         await store.begin_turn("a1", "s1", turn_id, [UserMessage(content=turn_id)], T0 + timedelta(minutes=index))
         await _finish(store, turn_id, f"answer {index}")
 
-    history = await store.completed_turns("s1", before=T0 + timedelta(minutes=2))
+    found = await store.turn_with_history("s1", "a-third")
+    assert found is not None
+    current, history = found
+    assert current.turn_id == "a-third"
     assert [t.turn_id for t in history] == ["z-first", "m-second"]
     assert history[1].steps[0].model_response.content == "answer 1"
     session = await store.get_session("a1", "s1")
