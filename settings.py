@@ -78,9 +78,9 @@ class Settings:
     """Bearer tokens the API accepts; empty: the API needs none. Kept out of repr so logs never show them."""
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     """Larger request bodies are refused with 413 before they are read."""
-    worker_in_api: bool = True
-    """The API process also runs a worker, and starts turns on it eagerly (no trip through the task
-    queue). Off for API processes that should only serve HTTP, beside separate `worker.py`s."""
+    worker_in_api: bool = False
+    """The API process also runs a worker and starts turns on it eagerly: the first workflow task
+    comes back in the start call's reply. One process instead of two, but one core for both."""
 
     def model(self, model_id: str) -> ModelSpec | None:
         return self.models.get(model_id)
@@ -192,7 +192,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         max_request_bytes=_positive_int(
             value("max_request_bytes", str(DEFAULT_MAX_REQUEST_BYTES)), "DA_MAX_REQUEST_BYTES"
         ),
-        worker_in_api=_flag(value("worker_in_api", "true"), "DA_WORKER_IN_API"),
+        worker_in_api=_flag(value("worker_in_api", "false"), "DA_WORKER_IN_API"),
     )
 
 

@@ -26,7 +26,7 @@ from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
 from providers.registry import ModelRegistry
 from settings import Settings, get_settings
-from store.database import create_engine, create_schema
+from store.database import open_database
 from store.repository import Store
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
@@ -82,16 +82,16 @@ def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
 @asynccontextmanager
 async def running_worker(settings: Settings) -> AsyncIterator[Worker]:
     """A connected, running worker with its own store engine; shut down on exit."""
-    engine = create_engine(settings.store_url)
-    await create_schema(engine)
+    database = open_database(settings.store_url)
+    await database.create_schema()
     client = await connect_temporal(settings)
     await require_search_attributes(client)
-    worker = build_worker(client, settings, Store(engine))
+    worker = build_worker(client, settings, Store(database))
     try:
         async with worker:
             yield worker
     finally:
-        await engine.dispose()
+        await database.dispose()
 
 
 async def main() -> None:

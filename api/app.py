@@ -17,7 +17,7 @@ from api.routers import agents, health, sessions, shields, tools, turns
 from api.runtime import Runtime
 from api.turn_gateway import TurnGateway
 from settings import Settings, get_settings
-from store.database import create_engine, create_schema
+from store.database import open_database
 from store.repository import Store
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
@@ -31,11 +31,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         config = current_settings()
-        engine = create_engine(config.store_url)
-        await create_schema(engine)
+        database = open_database(config.store_url)
+        await database.create_schema()
         client = await connect_temporal(config)
         await require_search_attributes(client)
-        store = Store(engine)
+        store = Store(database)
         events = EventHub(store)
         poller = asyncio.create_task(events.run())
         turns = TurnGateway(client, config.task_queue, eager_start=config.worker_in_api)
@@ -48,7 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 yield
         finally:
             poller.cancel()
-            await engine.dispose()
+            await database.dispose()
 
     app = FastAPI(
         title="durable-agents",

@@ -121,7 +121,7 @@ class EmbeddedStack:
     """serve.py (dev server + worker + API) and our two model servers, in a temp directory."""
 
     workdir: Path
-    separate_worker: bool = False
+    worker_in_api: bool = False
     api_port: int = field(default_factory=free_port)
     temporal_port: int = field(default_factory=free_port)
     ui_port: int = field(default_factory=free_port)
@@ -165,7 +165,7 @@ class EmbeddedStack:
             "DA_TEMPORAL_PORT": str(self.temporal_port),
             "DA_TEMPORAL_UI_PORT": str(self.ui_port),
             "DA_MODELS": models_env({FAST_MODEL: self.fast, SLOW_MODEL: self.slow}),
-            "DA_WORKER_IN_API": "false" if self.separate_worker else "true",
+            "DA_WORKER_IN_API": "true" if self.worker_in_api else "false",
         }
         log(f"starting serve.py: API {self.api_url}, Temporal {self.temporal_address} (logs in {self.workdir})")
         self.serve = spawn([sys.executable, str(REPO_ROOT / "serve.py")], self.workdir / f"serve-{attempt}.log", env)
@@ -487,7 +487,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="smoke run: 5 iterations, 4 sessions x 3 turns")
     parser.add_argument("--timeout", type=float, default=900, help="give up after this many seconds")
     parser.add_argument(
-        "--separate-worker", action="store_true", help="worker.py as its own process (DA_WORKER_IN_API=false)"
+        "--worker-in-api", action="store_true", help="no worker.py: the API process runs the worker (eager start)"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, SQLite files)")
     return parser.parse_args()
@@ -497,7 +497,7 @@ def main() -> int:
     args = parse_args()
     plan = plan_from(args)
     workdir = Path(tempfile.mkdtemp(prefix="da-bench-"))
-    stack = EmbeddedStack(workdir, separate_worker=args.separate_worker)
+    stack = EmbeddedStack(workdir, worker_in_api=args.worker_in_api)
     ok = False
     try:
         stack.start()
@@ -510,7 +510,7 @@ def main() -> int:
             "iterations": plan.iterations,
             "revision": runtime_revision(),
             "cpus": os.cpu_count(),
-            "worker": "separate process" if args.separate_worker else "in the API process",
+            "worker": "in the API process" if args.worker_in_api else "separate process",
             "stack_start_attempts": stack.start_attempts,
             "loadavg_1m": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
             **report,

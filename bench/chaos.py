@@ -117,7 +117,6 @@ class ChaosStack:
             "DA_TEMPORAL_UI_PORT": str(self.ui_port),
             "TEMPORAL_ADDRESS": self.temporal_address,
             "DA_MODELS": models_env({MODEL: self.model}),
-            "DA_WORKER_IN_API": "false",  # the worker is its own process: only it is killed
         }
 
     def start(self) -> None:

@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager, nullcontext
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
-from sqlalchemy import Row, delete, func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy import Connection, Row, delete, func, insert, select, update
 
 from domain.agents import Agent, AgentConfig
 from domain.content import URL, CompletionMessage, InputMessage
 from domain.events import ErrorChunk, KeyedEvent, StreamError
 from domain.tools import ToolGroup
 from domain.turns import Session, Step, Turn, TurnStatus
+from store.database import Database
 from store.tables import AgentRow, EventRow, SessionRow, StepRow, ToolGroupRow, TurnRow
 
 _steps = TypeAdapter(Step)
@@ -61,51 +59,35 @@ def _paginate(rows: Sequence[T], start_index: int | None, limit: int | None) -> 
 
 
 class Store:
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
+    """The store's operations. Each runs as one transaction of plain SQLAlchemy Core statements on a
+    connection that `Database` provides (see store/database.py for why they are synchronous)."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
         self._event_listeners: list[Callable[[], None]] = []
-        # SQLite lets one transaction write at a time. Left to its busy handler, this process's
-        # writers poll for the lock and a busy one can starve past the timeout ("database is
-        # locked"); queued here they take turns, in order, and the handler only waits on other processes.
-        self._write_turns = asyncio.Lock() if engine.dialect.name == "sqlite" else None
 
     def on_events_written(self, listener: Callable[[], None]) -> None:
         """Call `listener` after each commit that added events through this Store object: readers in
         the same process learn of them at once instead of at their next poll."""
         self._event_listeners.append(listener)
 
-    # Core connections, not ORM sessions: a session's unit of work costs several times the CPU of
-    # the statements themselves, and the store is on every step's path.
-
-    def _tx(self) -> AsyncConnection:
-        return self.engine.connect()
-
-    @asynccontextmanager
-    async def _write(self) -> AsyncIterator[AsyncConnection]:
-        """A write transaction, committed on exit."""
-        async with self._write_turns or nullcontext(), self.engine.begin() as tx:
-            yield tx
+    async def ping(self) -> None:
+        await self.database.read(lambda tx: tx.execute(select(1)))
 
     # Agents
 
     async def create_agent(self, agent: Agent) -> None:
-        async with self._write() as tx:
-            await tx.execute(
-                insert(AgentRow).values(
-                    agent_id=agent.agent_id,
-                    config=agent.agent_config.model_dump(mode="json"),
-                    created_at=agent.created_at,
-                )
-            )
+        row = {"agent_id": agent.agent_id, "config": agent.agent_config.model_dump(mode="json")}
+        await self.database.write(lambda tx: tx.execute(insert(AgentRow).values(**row, created_at=agent.created_at)))
 
     async def get_agent(self, agent_id: str) -> Agent | None:
-        async with self._tx() as tx:
-            row = (await tx.execute(select(_AGENTS).where(AgentRow.agent_id == agent_id))).first()
+        row = await self.database.read(
+            lambda tx: tx.execute(select(_AGENTS).where(AgentRow.agent_id == agent_id)).first()
+        )
         return _agent(row) if row else None
 
     async def list_agents(self, start_index: int | None, limit: int | None) -> Page[Agent]:
-        async with self._tx() as tx:
-            rows = (await tx.execute(select(_AGENTS).order_by(AgentRow.created_at))).all()
+        rows = await self.database.read(lambda tx: tx.execute(select(_AGENTS).order_by(AgentRow.created_at)).all())
         return _paginate([_agent(row) for row in rows], start_index, limit)
 
     async def delete_agent(self, agent_id: str) -> list[str] | None:
@@ -113,49 +95,42 @@ class Store:
 
         Returns the turns that were running or awaiting input: their workflows must be stopped.
         """
-        async with self._write() as tx:
+
+        def run(tx: Connection) -> list[str] | None:
             # No-op writes first: they take the agent's and its sessions' row locks (PostgreSQL) or the
             # write lock (SQLite), so no turn can begin in these sessions until they are gone.
-            found = await tx.execute(
+            found = tx.execute(
                 update(AgentRow).where(AgentRow.agent_id == agent_id).values(created_at=AgentRow.created_at)
             )
             if found.rowcount == 0:
                 return None
-            await tx.execute(update(SessionRow).where(SessionRow.agent_id == agent_id).values(name=SessionRow.name))
-            unfinished = await self._unfinished_turn_ids(tx, SessionRow.agent_id == agent_id)
+            tx.execute(update(SessionRow).where(SessionRow.agent_id == agent_id).values(name=SessionRow.name))
+            unfinished = _unfinished_turn_ids(tx, SessionRow.agent_id == agent_id)
             sessions = select(SessionRow.session_id).where(SessionRow.agent_id == agent_id)
-            await self._delete_turns(tx, TurnRow.session_id.in_(sessions))
-            await tx.execute(delete(SessionRow).where(SessionRow.agent_id == agent_id))
-            await tx.execute(delete(AgentRow).where(AgentRow.agent_id == agent_id))
+            _delete_turns(tx, TurnRow.session_id.in_(sessions))
+            tx.execute(delete(SessionRow).where(SessionRow.agent_id == agent_id))
+            tx.execute(delete(AgentRow).where(AgentRow.agent_id == agent_id))
             return unfinished
+
+        return await self.database.write(run)
 
     async def unfinished_turn_ids(self, agent_id: str, session_id: str | None = None) -> list[str]:
         """The turns of an agent (or of one of its sessions) that are running or awaiting input."""
         owned = SessionRow.agent_id == agent_id
         if session_id is not None:
             owned &= SessionRow.session_id == session_id
-        async with self._tx() as tx:
-            return await self._unfinished_turn_ids(tx, owned)
-
-    async def _unfinished_turn_ids(self, tx: AsyncConnection, sessions_where: Any) -> list[str]:
-        # A session's active turn, and any turn whose status is not final (the two agree unless a write was lost).
-        in_sessions = select(SessionRow.session_id).where(sessions_where)
-        active = select(SessionRow.active_turn_id).where(sessions_where, SessionRow.active_turn_id.is_not(None))
-        unfinished = select(TurnRow.turn_id).where(
-            TurnRow.session_id.in_(in_sessions),
-            TurnRow.status.in_([TurnStatus.RUNNING.value, TurnStatus.AWAITING_INPUT.value]),
-        )
-        return sorted(set(await tx.scalars(active)) | set(await tx.scalars(unfinished)))
+        return await self.database.read(lambda tx: _unfinished_turn_ids(tx, owned))
 
     # Toolgroups
 
     async def register_toolgroup(self, group: ToolGroup) -> bool:
         """Add a toolgroup; false if one with this id exists."""
-        async with self._write() as tx:
+
+        def run(tx: Connection) -> bool:
             exists = select(ToolGroupRow.toolgroup_id).where(ToolGroupRow.toolgroup_id == group.identifier)
-            if await tx.scalar(exists) is not None:
+            if tx.scalar(exists) is not None:
                 return False
-            await tx.execute(
+            tx.execute(
                 insert(ToolGroupRow).values(
                     toolgroup_id=group.identifier,
                     provider_id=group.provider_id,
@@ -166,48 +141,53 @@ class Store:
             )
             return True
 
+        return await self.database.write(run)
+
     async def toolgroups(self) -> list[ToolGroup]:
-        async with self._tx() as tx:
-            rows = (await tx.execute(select(_TOOLGROUPS).order_by(ToolGroupRow.created_at))).all()
+        rows = await self.database.read(
+            lambda tx: tx.execute(select(_TOOLGROUPS).order_by(ToolGroupRow.created_at)).all()
+        )
         return [_toolgroup(row) for row in rows]
 
     async def toolgroup(self, toolgroup_id: str) -> ToolGroup | None:
-        async with self._tx() as tx:
-            row = (await tx.execute(select(_TOOLGROUPS).where(ToolGroupRow.toolgroup_id == toolgroup_id))).first()
+        row = await self.database.read(
+            lambda tx: tx.execute(select(_TOOLGROUPS).where(ToolGroupRow.toolgroup_id == toolgroup_id)).first()
+        )
         return _toolgroup(row) if row else None
 
     async def unregister_toolgroup(self, toolgroup_id: str) -> bool:
-        async with self._write() as tx:
-            result = await tx.execute(delete(ToolGroupRow).where(ToolGroupRow.toolgroup_id == toolgroup_id))
-            return result.rowcount > 0
+        result = await self.database.write(
+            lambda tx: tx.execute(delete(ToolGroupRow).where(ToolGroupRow.toolgroup_id == toolgroup_id))
+        )
+        return result.rowcount > 0
 
     # Sessions
 
     async def create_session(self, agent_id: str, session_id: str, name: str, started_at: datetime) -> None:
-        async with self._write() as tx:
-            await tx.execute(
-                insert(SessionRow).values(session_id=session_id, agent_id=agent_id, name=name, started_at=started_at)
-            )
+        row = {"session_id": session_id, "agent_id": agent_id, "name": name, "started_at": started_at}
+        await self.database.write(lambda tx: tx.execute(insert(SessionRow).values(**row)))
 
     async def get_session(
         self, agent_id: str, session_id: str, turn_ids: Sequence[str] | None = None
     ) -> Session | None:
-        async with self._tx() as tx:
-            row = (await tx.execute(select(_SESSIONS).where(SessionRow.session_id == session_id))).first()
+        def run(tx: Connection) -> Session | None:
+            row = tx.execute(select(_SESSIONS).where(SessionRow.session_id == session_id)).first()
             if row is None or row.agent_id != agent_id:
                 return None
-            turns = await self._load_turns(tx, session_id, turn_ids=turn_ids)
-        return Session(session_id=row.session_id, session_name=row.name, turns=turns, started_at=row.started_at)
+            turns = _load_turns(tx, session_id, turn_ids=turn_ids)
+            return Session(session_id=row.session_id, session_name=row.name, turns=turns, started_at=row.started_at)
+
+        return await self.database.read(run)
 
     async def session_exists(self, agent_id: str, session_id: str) -> bool:
-        async with self._tx() as tx:
-            owner = await tx.scalar(select(SessionRow.agent_id).where(SessionRow.session_id == session_id))
+        owner = await self.database.read(
+            lambda tx: tx.scalar(select(SessionRow.agent_id).where(SessionRow.session_id == session_id))
+        )
         return owner == agent_id
 
     async def list_sessions(self, agent_id: str, start_index: int | None, limit: int | None) -> Page[Session]:
-        async with self._tx() as tx:
-            query = select(_SESSIONS).where(SessionRow.agent_id == agent_id).order_by(SessionRow.started_at)
-            rows = (await tx.execute(query)).all()
+        query = select(_SESSIONS).where(SessionRow.agent_id == agent_id).order_by(SessionRow.started_at)
+        rows = await self.database.read(lambda tx: tx.execute(query).all())
         sessions = [Session(session_id=r.session_id, session_name=r.name, started_at=r.started_at) for r in rows]
         return _paginate(sessions, start_index, limit)
 
@@ -216,102 +196,82 @@ class Store:
 
         Returns the turns that were running or awaiting input: their workflows must be stopped.
         """
-        async with self._write() as tx:
-            owned = (SessionRow.session_id == session_id) & (SessionRow.agent_id == agent_id)
+        owned = (SessionRow.session_id == session_id) & (SessionRow.agent_id == agent_id)
+
+        def run(tx: Connection) -> list[str] | None:
             # A no-op write first takes the session's row lock (PostgreSQL) or the write lock (SQLite),
             # so no turn can begin in it until it is gone.
-            found = await tx.execute(update(SessionRow).where(owned).values(name=SessionRow.name))
+            found = tx.execute(update(SessionRow).where(owned).values(name=SessionRow.name))
             if found.rowcount == 0:
                 return None
-            unfinished = await self._unfinished_turn_ids(tx, owned)
-            await self._delete_turns(tx, TurnRow.session_id == session_id)
-            await tx.execute(delete(SessionRow).where(owned))
+            unfinished = _unfinished_turn_ids(tx, owned)
+            _delete_turns(tx, TurnRow.session_id == session_id)
+            tx.execute(delete(SessionRow).where(owned))
             return unfinished
 
-    async def _delete_turns(self, tx: AsyncConnection, which: Any) -> None:
-        turns = select(TurnRow.turn_id).where(which)
-        await tx.execute(delete(EventRow).where(EventRow.turn_id.in_(turns)))
-        await tx.execute(delete(StepRow).where(StepRow.turn_id.in_(turns)))
-        await tx.execute(delete(TurnRow).where(which))
+        return await self.database.write(run)
 
     # Turns
-
-    @staticmethod
-    async def _claim_session(tx: AsyncConnection, session_id: str, turn_id: str) -> None:
-        """Make `turn_id` the session's active turn, or raise TurnConflict naming the one that is."""
-        claimed = await tx.execute(
-            update(SessionRow)
-            .where(SessionRow.session_id == session_id, SessionRow.active_turn_id.is_(None))
-            .values(active_turn_id=turn_id)
-        )
-        if claimed.rowcount == 0:
-            blocking = (
-                await tx.execute(
-                    select(TurnRow.turn_id, TurnRow.status)
-                    .join(SessionRow, SessionRow.active_turn_id == TurnRow.turn_id)
-                    .where(SessionRow.session_id == session_id)
-                )
-            ).first()
-            if blocking is None:
-                raise LookupError(f"Session {session_id} not found")
-            raise TurnConflict(session_id, blocking.turn_id, blocking.status)
 
     async def begin_turn(
         self, agent_id: str, session_id: str, turn_id: str, input_messages: list[Any], started_at: datetime
     ) -> None:
         """Record a new running turn and make it the session's active turn, or raise TurnConflict."""
-        async with self._write() as tx:
-            await self._claim_session(tx, session_id, turn_id)
-            await tx.execute(
-                insert(TurnRow).values(
-                    turn_id=turn_id,
-                    session_id=session_id,
-                    agent_id=agent_id,
-                    status=TurnStatus.RUNNING.value,
-                    input_messages=_inputs.dump_python(input_messages, mode="json"),
-                    started_at=started_at,
-                )
-            )
+        row = {
+            "turn_id": turn_id,
+            "session_id": session_id,
+            "agent_id": agent_id,
+            "status": TurnStatus.RUNNING.value,
+            "input_messages": _inputs.dump_python(input_messages, mode="json"),
+            "started_at": started_at,
+        }
+
+        def run(tx: Connection) -> None:
+            _claim_session(tx, session_id, turn_id)
+            tx.execute(insert(TurnRow).values(**row))
+
+        await self.database.write(run)
 
     async def set_input_messages(self, turn_id: str, input_messages: list[InputMessage]) -> None:
-        async with self._write() as tx:
-            await tx.execute(
-                update(TurnRow)
-                .where(TurnRow.turn_id == turn_id)
-                .values(input_messages=_inputs.dump_python(input_messages, mode="json"))
-            )
+        stored = _inputs.dump_python(input_messages, mode="json")
+        await self.database.write(
+            lambda tx: tx.execute(update(TurnRow).where(TurnRow.turn_id == turn_id).values(input_messages=stored))
+        )
 
     async def reopen_turn(self, session_id: str, turn_id: str) -> bool:
         """Make a completed turn the session's running turn again; false if it is not completed.
 
         Raises TurnConflict when another turn of the session is running or awaiting input.
         """
+
+        def run(tx: Connection) -> None:
+            _claim_session(tx, session_id, turn_id)
+            reopened = tx.execute(
+                update(TurnRow)
+                .where(TurnRow.turn_id == turn_id, TurnRow.status == TurnStatus.COMPLETED.value)
+                .values(status=TurnStatus.RUNNING.value, output_message=None, completed_at=None)
+            )
+            if reopened.rowcount == 0:
+                raise _NotCompleted  # rolls back the claim
+
         try:
-            async with self._write() as tx:
-                await self._claim_session(tx, session_id, turn_id)
-                reopened = await tx.execute(
-                    update(TurnRow)
-                    .where(TurnRow.turn_id == turn_id, TurnRow.status == TurnStatus.COMPLETED.value)
-                    .values(status=TurnStatus.RUNNING.value, output_message=None, completed_at=None)
-                )
-                if reopened.rowcount == 0:
-                    raise _NotCompleted  # undoes the claim
+            await self.database.write(run)
         except _NotCompleted:
             return False
         return True
 
     async def last_event_id(self, turn_id: str) -> int:
-        async with self._tx() as tx:
-            return await tx.scalar(select(func.max(EventRow.event_id)).where(EventRow.turn_id == turn_id)) or 0
+        query = select(func.max(EventRow.event_id)).where(EventRow.turn_id == turn_id)
+        return await self.database.read(lambda tx: tx.scalar(query)) or 0
 
     async def get_turn(self, session_id: str, turn_id: str) -> Turn | None:
-        async with self._tx() as tx:
-            turns = await self._load_turns(tx, session_id, turn_ids=[turn_id])
+        turns = await self.database.read(lambda tx: _load_turns(tx, session_id, turn_ids=[turn_id]))
         return turns[0] if turns else None
 
     async def turn_status(self, turn_id: str) -> TurnStatus | None:
-        async with self._tx() as tx:
-            status = await tx.scalar(select(TurnRow.status).where(TurnRow.turn_id == turn_id))
+        status = await self.database.read(
+            lambda tx: tx.scalar(select(TurnRow.status).where(TurnRow.turn_id == turn_id))
+        )
         return TurnStatus(status) if status else None
 
     async def turn_with_history(self, session_id: str, turn_id: str) -> tuple[Turn, list[Turn]] | None:
@@ -319,37 +279,13 @@ class Store:
         model call in the turn sees. None if the turn is gone."""
         started = select(TurnRow.started_at).where(TurnRow.turn_id == turn_id).scalar_subquery()
         earlier = (TurnRow.status == TurnStatus.COMPLETED.value) & (TurnRow.started_at < started)
-        async with self._tx() as tx:
-            turns = await self._load_turns(tx, session_id, extra=((TurnRow.turn_id == turn_id) | earlier,))
+        turns = await self.database.read(
+            lambda tx: _load_turns(tx, session_id, extra=((TurnRow.turn_id == turn_id) | earlier,))
+        )
         current = next((turn for turn in turns if turn.turn_id == turn_id), None)
         if current is None:
             return None
         return current, [turn for turn in turns if turn is not current]
-
-    async def _load_turns(
-        self,
-        tx: AsyncConnection,
-        session_id: str | None,
-        turn_ids: Sequence[str] | None = None,
-        extra: tuple[Any, ...] = (),
-    ) -> list[Turn]:
-        query = select(_TURNS).where(*extra)
-        if session_id is not None:
-            query = query.where(TurnRow.session_id == session_id)
-        if turn_ids:
-            query = query.where(TurnRow.turn_id.in_(list(turn_ids)))
-        rows = (await tx.execute(query.order_by(TurnRow.started_at, TurnRow.turn_id))).all()
-        if not rows:
-            return []
-        step_rows = await tx.execute(
-            select(StepRow.turn_id, StepRow.body)
-            .where(StepRow.turn_id.in_([r.turn_id for r in rows]))
-            .order_by(StepRow.turn_id, StepRow.position)
-        )
-        steps: dict[str, list[Step]] = defaultdict(list)
-        for step_turn_id, body in step_rows:
-            steps[step_turn_id].append(_steps.validate_python(body))
-        return [_turn(row, steps[row.turn_id]) for row in rows]
 
     async def save_turn_progress(
         self,
@@ -367,60 +303,52 @@ class Store:
         `closing_event` builds one more event from the turn as just saved (a pause or the end, which
         carry the whole turn). A final status also frees the session for its next turn.
         """
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = {"status": status.value if status is not None else TurnRow.status}
         if status is not None:
             # A status comes with the output it has: a paused turn's tool calls, a final answer, or none.
-            values["status"] = status.value
             values["output_message"] = output_message.model_dump(mode="json") if output_message else None
         if completed_at is not None:
             values["completed_at"] = completed_at
         if error is not None:
             values["error"] = error
-        async with self._write() as tx:
+        step_rows = [
+            {
+                "turn_id": turn_id,
+                "position": position,
+                "step_id": step.step_id,
+                "body": _steps.dump_python(step, mode="json"),
+            }
+            for position, step in new_steps
+        ]
+
+        def run(tx: Connection) -> bool:
             # Updating the turn row first takes its row lock (PostgreSQL) or the write lock (SQLite):
             # concurrent writers of one turn are serialised, so event ids follow commit order.
-            locked = await tx.execute(
-                update(TurnRow)
-                .where(TurnRow.turn_id == turn_id)
-                .values(status=values.pop("status", TurnRow.status), **values)
-            )
+            locked = tx.execute(update(TurnRow).where(TurnRow.turn_id == turn_id).values(**values))
             if locked.rowcount == 0:
                 raise LookupError(f"Turn {turn_id} not found in the store (was its session deleted?)")
-            if new_steps:
-                positions = [position for position, _ in new_steps]
-                await tx.execute(delete(StepRow).where(StepRow.turn_id == turn_id, StepRow.position.in_(positions)))
-                await tx.execute(
-                    insert(StepRow),
-                    [
-                        {
-                            "turn_id": turn_id,
-                            "position": position,
-                            "step_id": step.step_id,
-                            "body": _steps.dump_python(step, mode="json"),
-                        }
-                        for position, step in new_steps
-                    ],
-                )
+            if step_rows:
+                positions = [row["position"] for row in step_rows]
+                tx.execute(delete(StepRow).where(StepRow.turn_id == turn_id, StepRow.position.in_(positions)))
+                tx.execute(insert(StepRow), step_rows)
+            to_add = list(events)
             if closing_event is not None:
-                turn = (await self._load_turns(tx, None, turn_ids=[turn_id]))[0]
-                events = [*events, closing_event(turn)]
-            if events:
-                keys = [e.key for e in events]
-                seen = set(
-                    await tx.scalars(select(EventRow.key).where(EventRow.turn_id == turn_id, EventRow.key.in_(keys)))
-                )
+                to_add.append(closing_event(_load_turns(tx, None, turn_ids=[turn_id])[0]))
+            if to_add:
+                keys = [e.key for e in to_add]
+                seen = set(tx.scalars(select(EventRow.key).where(EventRow.turn_id == turn_id, EventRow.key.in_(keys))))
                 rows = []
-                for keyed in events:
+                for keyed in to_add:
                     if keyed.key not in seen:
                         seen.add(keyed.key)
                         rows.append({"turn_id": turn_id, "key": keyed.key, "body": keyed.body})
                 if rows:  # one statement, rows in list order: their ids keep the events' order
-                    await tx.execute(insert(EventRow), rows)
+                    tx.execute(insert(EventRow), rows)
             if status is not None and status.is_final:
-                await tx.execute(
-                    update(SessionRow).where(SessionRow.active_turn_id == turn_id).values(active_turn_id=None)
-                )
-        if events:
+                tx.execute(update(SessionRow).where(SessionRow.active_turn_id == turn_id).values(active_turn_id=None))
+            return bool(to_add)
+
+        if await self.database.write(run):
             for listener in self._event_listeners:
                 listener()
 
@@ -439,31 +367,87 @@ class Store:
         """New events of several turns at once: each turn's events after its cursor, in id order."""
         if not cursors:
             return []
-        async with self._tx() as tx:
-            rows = await tx.execute(
-                select(EventRow.turn_id, EventRow.event_id, EventRow.body)
-                .where(EventRow.turn_id.in_(list(cursors)), EventRow.event_id > min(cursors.values()))
-                .order_by(EventRow.event_id)
-                .limit(limit)
-            )
-            return [
-                (turn_id, StoredEvent(event_id, body))
-                for turn_id, event_id, body in rows
-                if event_id > cursors[turn_id]
-            ]
+        query = (
+            select(EventRow.turn_id, EventRow.event_id, EventRow.body)
+            .where(EventRow.turn_id.in_(list(cursors)), EventRow.event_id > min(cursors.values()))
+            .order_by(EventRow.event_id)
+            .limit(limit)
+        )
+        rows = await self.database.read(lambda tx: tx.execute(query).all())
+        return [
+            (turn_id, StoredEvent(event_id, body)) for turn_id, event_id, body in rows if event_id > cursors[turn_id]
+        ]
 
     async def events_with_key_prefix(self, turn_id: str, prefix: str) -> list[StoredEvent]:
-        async with self._tx() as tx:
-            rows = await tx.execute(
-                select(EventRow.event_id, EventRow.body)
-                .where(EventRow.turn_id == turn_id, EventRow.key.startswith(prefix, autoescape=True))
-                .order_by(EventRow.event_id)
-            )
-            return [StoredEvent(event_id, body) for event_id, body in rows]
+        query = (
+            select(EventRow.event_id, EventRow.body)
+            .where(EventRow.turn_id == turn_id, EventRow.key.startswith(prefix, autoescape=True))
+            .order_by(EventRow.event_id)
+        )
+        rows = await self.database.read(lambda tx: tx.execute(query).all())
+        return [StoredEvent(event_id, body) for event_id, body in rows]
 
     async def event_id(self, turn_id: str, key: str) -> int | None:
-        async with self._tx() as tx:
-            return await tx.scalar(select(EventRow.event_id).where(EventRow.turn_id == turn_id, EventRow.key == key))
+        query = select(EventRow.event_id).where(EventRow.turn_id == turn_id, EventRow.key == key)
+        return await self.database.read(lambda tx: tx.scalar(query))
+
+
+def _unfinished_turn_ids(tx: Connection, sessions_where: Any) -> list[str]:
+    # A session's active turn, and any turn whose status is not final (the two agree unless a write was lost).
+    in_sessions = select(SessionRow.session_id).where(sessions_where)
+    active = select(SessionRow.active_turn_id).where(sessions_where, SessionRow.active_turn_id.is_not(None))
+    unfinished = select(TurnRow.turn_id).where(
+        TurnRow.session_id.in_(in_sessions),
+        TurnRow.status.in_([TurnStatus.RUNNING.value, TurnStatus.AWAITING_INPUT.value]),
+    )
+    return sorted(set(tx.scalars(active)) | set(tx.scalars(unfinished)))
+
+
+def _delete_turns(tx: Connection, which: Any) -> None:
+    turns = select(TurnRow.turn_id).where(which)
+    tx.execute(delete(EventRow).where(EventRow.turn_id.in_(turns)))
+    tx.execute(delete(StepRow).where(StepRow.turn_id.in_(turns)))
+    tx.execute(delete(TurnRow).where(which))
+
+
+def _claim_session(tx: Connection, session_id: str, turn_id: str) -> None:
+    """Make `turn_id` the session's active turn, or raise TurnConflict naming the one that is."""
+    claimed = tx.execute(
+        update(SessionRow)
+        .where(SessionRow.session_id == session_id, SessionRow.active_turn_id.is_(None))
+        .values(active_turn_id=turn_id)
+    )
+    if claimed.rowcount == 0:
+        blocking = tx.execute(
+            select(TurnRow.turn_id, TurnRow.status)
+            .join(SessionRow, SessionRow.active_turn_id == TurnRow.turn_id)
+            .where(SessionRow.session_id == session_id)
+        ).first()
+        if blocking is None:
+            raise LookupError(f"Session {session_id} not found")
+        raise TurnConflict(session_id, blocking.turn_id, blocking.status)
+
+
+def _load_turns(
+    tx: Connection, session_id: str | None, turn_ids: Sequence[str] | None = None, extra: tuple[Any, ...] = ()
+) -> list[Turn]:
+    query = select(_TURNS).where(*extra)
+    if session_id is not None:
+        query = query.where(TurnRow.session_id == session_id)
+    if turn_ids:
+        query = query.where(TurnRow.turn_id.in_(list(turn_ids)))
+    rows = tx.execute(query.order_by(TurnRow.started_at, TurnRow.turn_id)).all()
+    if not rows:
+        return []
+    step_rows = tx.execute(
+        select(StepRow.turn_id, StepRow.body)
+        .where(StepRow.turn_id.in_([r.turn_id for r in rows]))
+        .order_by(StepRow.turn_id, StepRow.position)
+    )
+    steps: dict[str, list[Step]] = defaultdict(list)
+    for step_turn_id, body in step_rows:
+        steps[step_turn_id].append(_steps.validate_python(body))
+    return [_turn(row, steps[row.turn_id]) for row in rows]
 
 
 class _NotCompleted(Exception):

@@ -44,7 +44,6 @@ class ProcessStack:
             "DA_TEMPORAL_UI_PORT": str(free_port()),
             "TEMPORAL_ADDRESS": f"127.0.0.1:{self.temporal_port}",
             "DA_TASK_QUEUE": "faults",
-            "DA_WORKER_IN_API": "false",  # the worker is its own process, to be killed alone
             SCRIPTED_KEY_ENV: SCRIPTED_KEY,
             "DA_MODELS": json.dumps(
                 {

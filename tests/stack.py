@@ -25,7 +25,7 @@ from temporalio.worker import Worker
 from api.app import create_app
 from serve import DEV_SERVER_TUNING, temporal_binary
 from settings import Settings, load_settings
-from store.database import create_engine, create_schema
+from store.database import open_database
 from store.repository import Store
 from tests.scripted_model import GUARD_MODEL, ScriptedModel, ThreadedServer
 from worker import build_worker
@@ -79,7 +79,6 @@ class Stack:
                 "DA_DATA_DIR": str(data_dir),
                 "TEMPORAL_ADDRESS": self.environment.client.service_client.config.target_host,
                 "DA_TASK_QUEUE": f"tests-{os.getpid()}",
-                "DA_WORKER_IN_API": "false",  # the stack's own worker, which tests stop and start
                 "DA_MODELS": json.dumps(
                     {
                         name: {
@@ -100,9 +99,9 @@ class Stack:
                 **({"DA_STORE_URL": store_url} if store_url else {}),
             }
         )
-        self._engine = create_engine(self.settings.store_url)
-        self.background.run(create_schema(self._engine))
-        self.store = Store(self._engine)
+        self._database = open_database(self.settings.store_url)
+        self.background.run(self._database.create_schema())
+        self.store = Store(self._database)
         self._worker: Worker | None = None
         self._worker_task: asyncio.Task[None] | None = None
         self.start_worker()
@@ -143,7 +142,7 @@ class Stack:
     def close(self) -> None:
         self.api.stop()
         self.stop_worker()
-        self.background.run(self._engine.dispose())
+        self.background.run(self._database.dispose())
         self.background.run(self.environment.shutdown())
         self.background.close()
         self.model_server.stop()

@@ -6,7 +6,7 @@ import time
 from contextlib import ExitStack
 
 import httpx
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 from temporalio.client import WorkflowExecutionStatus
 
 from store.tables import EventRow, StepRow, TurnRow
@@ -48,16 +48,15 @@ def _termination_reason(stack: Stack, turn_id: str) -> str:
 
 
 def _stored_rows(stack: Stack, turn_ids: list[str]) -> dict[str, int]:
-    async def count() -> dict[str, int]:
-        async with stack.store.engine.connect() as connection:
-            return {
-                table.__tablename__: await connection.scalar(
-                    select(func.count()).select_from(table).where(table.turn_id.in_(turn_ids))
-                )
-                for table in (TurnRow, StepRow, EventRow)
-            }
+    def count(connection: Connection) -> dict[str, int]:
+        return {
+            table.__tablename__: connection.scalar(
+                select(func.count()).select_from(table).where(table.turn_id.in_(turn_ids))
+            )
+            for table in (TurnRow, StepRow, EventRow)
+        }
 
-    return stack.background.run(count())
+    return stack.background.run(stack.store.database.read(count))
 
 
 def _assert_gone_after_the_slow_call(stack: Stack, turn_ids: list[str]) -> None:

@@ -1,5 +1,5 @@
-"""`python serve.py` — the README's run command — brings up Temporal and the API (which runs the
-worker), and Ctrl-C stops both. A turn paused before a restart of the whole service resumes after it."""
+"""`python serve.py` — the README's run command — brings up Temporal, worker and API, and Ctrl-C stops
+all three. A turn paused before a restart of the whole service resumes after it."""
 
 from __future__ import annotations
 

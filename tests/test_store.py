@@ -13,7 +13,7 @@ from domain.agents import Agent, AgentConfig
 from domain.content import CompletionMessage, UserMessage
 from domain.events import KeyedEvent
 from domain.turns import InferenceStep, TurnStatus
-from store.database import create_engine, create_schema
+from store.database import open_database
 from store.repository import Store, StoredEvent, TurnConflict
 from tests.databases import store_url
 
@@ -23,12 +23,12 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 @pytest.fixture(params=["sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     with store_url(request.param, tmp_path) as url:
-        engine = create_engine(url)
-        await create_schema(engine)
+        database = open_database(url)
+        await database.create_schema()
         try:
-            yield Store(engine)
+            yield Store(database)
         finally:
-            await engine.dispose()
+            await database.dispose()
 
 
 async def _events(store: Store, turn_id: str, after: int) -> list[StoredEvent]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException
-from sqlalchemy import text
 
 from api.runtime import RuntimeDep
 from api.schemas import HealthResponse
@@ -14,8 +13,7 @@ router = APIRouter(tags=["health"])
 @router.get("/health", response_model=HealthResponse)
 async def health(runtime: RuntimeDep) -> HealthResponse:
     try:
-        async with runtime.store.engine.connect() as connection:
-            await connection.execute(text("SELECT 1"))
+        await runtime.store.ping()
     except Exception as error:
         raise HTTPException(503, f"The store does not answer: {error}") from error
     try:
