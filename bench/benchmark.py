@@ -221,6 +221,12 @@ def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
     return used
 
 
+def cpu_ms_per_turn(before: dict[str, float], after: dict[str, float], turns: int) -> dict[str, float]:
+    """CPU milliseconds each process spent per turn between two readings of cpu_seconds().
+    Steadier than latency on a shared machine: what to compare when trying a design."""
+    return {role: round(1000 * (after[role] - before[role]) / max(1, turns), 1) for role in after if role in before}
+
+
 # --- One turn, over HTTP -----------------------------------------------------------------------
 
 
@@ -324,8 +330,9 @@ class ThroughputResult:
     durations: list[float]
     errors: list[str]
     elapsed: float
-    cpu: dict[str, float] = field(default_factory=dict)
-    """CPU seconds each process used during the phase: where the time goes on a CPU-bound box."""
+    cpu_before: dict[str, float] = field(default_factory=dict)
+    cpu_after: dict[str, float] = field(default_factory=dict)
+    """CPU seconds of each process around the phase: where the time goes on a CPU-bound box."""
 
 
 async def session_worker(
@@ -347,15 +354,13 @@ async def session_worker(
 async def measure_throughput(
     client: httpx.AsyncClient, agent_id: str, plan: Plan, pids: dict[str, int]
 ) -> ThroughputResult:
-    result = ThroughputResult([], [], 0.0)
-    cpu_before = cpu_seconds(pids)
+    result = ThroughputResult([], [], 0.0, cpu_before=cpu_seconds(pids))
     started = time.perf_counter()
     turns = plan.turns_per_session
     workers = [session_worker(client, agent_id, turns, plan.turn_timeout, result) for _ in range(plan.sessions)]
     await asyncio.gather(*workers)
     result.elapsed = time.perf_counter() - started
-    cpu_after = cpu_seconds(pids)
-    result.cpu = {role: round(cpu_after[role] - cpu_before[role], 1) for role in cpu_after if role in cpu_before}
+    result.cpu_after = cpu_seconds(pids)
     return result
 
 
@@ -439,19 +444,24 @@ async def measure(stack: EmbeddedStack, plan: Plan) -> dict[str, Any]:
         await repeat(plan.warmup, fresh(simple_turn, "warmup"), timeout, "warm-up")
         await repeat(plan.warmup, fresh(tool_turn, "warmup"), timeout, "warm-up")
         await repeat(1, probe, timeout, "warm-up")
+        pids = stack.pids()
         log(f"simple streamed turns x{plan.iterations}")
+        cpu_before = cpu_seconds(pids)
         simple = await repeat(plan.iterations, fresh(simple_turn, "simple"), timeout, "simple")
+        simple_cpu = cpu_ms_per_turn(cpu_before, cpu_seconds(pids), len(simple.results))
         log(f"client-tool turns x{plan.iterations}")
+        cpu_before = cpu_seconds(pids)
         tool = await repeat(plan.iterations, fresh(tool_turn, "tool"), timeout, "client-tool")
+        tool_cpu = cpu_ms_per_turn(cpu_before, cpu_seconds(pids), len(tool.results))
         log(f"throughput: {plan.sessions} sessions x {plan.turns_per_session} client-tool turns")
-        throughput = await measure_throughput(client, agent_id, plan, stack.pids())
+        throughput = await measure_throughput(client, agent_id, plan, pids)
         log(f"first text delta x{plan.iterations} (model TTFT {SLOW_TTFT_MS:g} ms, {SLOW_TOKEN_MS:g} ms/token)")
         deltas = await repeat(plan.iterations, probe, timeout, "first text delta")
     log(f"Temporal floor x{plan.iterations}")
     floor = await asyncio.wait_for(measure_temporal_floor(stack.temporal_address, plan.iterations, plan.warmup), 120)
     return {
-        "simple_streamed_ms": simple.figure(simple.results),
-        "client_tool_turn_ms": tool.figure(tool.results),
+        "simple_streamed_ms": {**simple.figure(simple.results), "cpu_ms_per_turn": simple_cpu},
+        "client_tool_turn_ms": {**tool.figure(tool.results), "cpu_ms_per_turn": tool_cpu},
         "throughput": {
             "sessions": plan.sessions,
             "turns_per_session": plan.turns_per_session,
@@ -461,11 +471,9 @@ async def measure(stack: EmbeddedStack, plan: Plan) -> dict[str, Any]:
             "elapsed_s": round(throughput.elapsed, 2),
             "tool_turns_per_s": round(len(throughput.durations) / throughput.elapsed, 2),
             "turn_ms": percentiles_ms(throughput.durations),
-            "cpu_seconds": throughput.cpu,
-            "cpu_ms_per_tool_turn": {
-                role: round(1000 * seconds / max(1, len(throughput.durations)), 1)
-                for role, seconds in throughput.cpu.items()
-            },
+            "cpu_ms_per_tool_turn": cpu_ms_per_turn(
+                throughput.cpu_before, throughput.cpu_after, len(throughput.durations)
+            ),
         },
         "first_text_delta_ms": {
             **deltas.figure([d.relay for d in deltas.results]),
