@@ -9,10 +9,9 @@ worker running inside the API) wake the loop at once; other processes' writes ar
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import defaultdict
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
 from store.repository import Store, StoredEvent
@@ -71,5 +70,5 @@ class EventHub:
                         subscription.after = event.event_id
                         subscription.events.put_nowait(event)
             delay = POLL_MIN_SECONDS if events else min(delay * 2, POLL_MAX_SECONDS)
-            with contextlib.suppress(TimeoutError):
+            with suppress(TimeoutError):
                 await asyncio.wait_for(self._news.wait(), delay)
