@@ -504,6 +504,9 @@ def parse_args() -> argparse.Namespace:
 def main() -> int:
     args = parse_args()
     plan = plan_from(args)
+    # A SIGTERM (a test runner's timeout, say) unwinds through the `finally` below, which stops
+    # the processes we started; otherwise they would outlive us.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     workdir = Path(tempfile.mkdtemp(prefix="da-bench-"))
     stack = EmbeddedStack(workdir, worker_in_api=args.worker_in_api)
     ok = False

@@ -670,6 +670,9 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> int:
     args = parse_args()
+    # A SIGTERM (a test runner's timeout, say) unwinds through the `finally` below, which stops
+    # the processes we started; otherwise they would outlive us.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     workdir = Path(tempfile.mkdtemp(prefix="da-chaos-"))
     stack = ChaosStack(workdir, args.model_ttft_ms, args.model_token_ms)
     report: dict[str, Any] | None = None
