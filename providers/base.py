@@ -44,6 +44,10 @@ class ProviderRejected(Exception):
     """The provider refused the request (bad request, auth, unknown model): retrying cannot help."""
 
 
+class ProviderUnavailable(Exception):
+    """The provider failed in a way a later attempt may not (429, 5xx): Temporal retries the call."""
+
+
 class ChatModel(Protocol):
     def stream(self, request: ChatRequest) -> AsyncIterator[ReplyPart]:
         """Yield text as it is generated, each tool call once complete, and a finish part last."""

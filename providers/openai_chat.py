@@ -10,7 +10,15 @@ from typing import Any
 import openai
 
 from domain.content import StopReason, ToolCall
-from providers.base import ChatRequest, FinishPart, ProviderRejected, ReplyPart, TextPart, ToolCallPart
+from providers.base import (
+    ChatRequest,
+    FinishPart,
+    ProviderRejected,
+    ProviderUnavailable,
+    ReplyPart,
+    TextPart,
+    ToolCallPart,
+)
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 
@@ -34,10 +42,14 @@ class _PendingCall:
 
 class OpenAIChatModel:
     def __init__(self, base_url: str, api_key: str | None, timeout_seconds: float) -> None:
+        self._api_key = api_key
         # Retries are Temporal's job: it backs off durably and records every attempt.
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_seconds, max_retries=0
         )
+
+    def _redacted(self, text: str) -> str:
+        return text.replace(self._api_key, "[redacted]") if self._api_key else text
 
     def _arguments(self, request: ChatRequest) -> dict[str, Any]:
         arguments: dict[str, Any] = {"model": request.model, "messages": request.messages, "stream": True}
@@ -75,9 +87,13 @@ class OpenAIChatModel:
                         if delta.function.arguments:
                             pending.arguments.append(delta.function.arguments)
         except openai.APIStatusError as exc:
+            # The message ends up in workflow history and in the turn's error; some providers quote
+            # the key they were sent ("Incorrect API key provided: sk-…"). `from None`: the original
+            # exception, with the raw body, must not travel along as the cause.
+            reason = f"{request.model}: HTTP {exc.status_code}: {self._redacted(exc.message)}"
             if exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500:
-                raise
-            raise ProviderRejected(f"{request.model}: HTTP {exc.status_code}: {exc.message}") from exc
+                raise ProviderUnavailable(reason) from None
+            raise ProviderRejected(reason) from None
         for index in sorted(calls):
             yield ToolCallPart(calls[index].finish(index))
         yield FinishPart(_STOP_REASONS.get(finish_reason, "end_of_turn"))

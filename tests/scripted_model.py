@@ -32,6 +32,8 @@ class Reply:
     token_delay_seconds: float = 0.0
     """Between streamed words."""
     finish_reason: str | None = None
+    echo_key: bool = False
+    """With a non-200 status: quote the Authorization header in the error, as some providers do."""
 
 
 def text(content: str, **kwargs: Any) -> Reply:
@@ -42,8 +44,8 @@ def tool_call(name: str, arguments: dict[str, Any] | None = None, **kwargs: Any)
     return Reply(tool_calls=[(name, arguments or {})], **kwargs)
 
 
-def failure(status: int) -> Reply:
-    return Reply(status=status)
+def failure(status: int, echo_key: bool = False) -> Reply:
+    return Reply(status=status, echo_key=echo_key)
 
 
 class ScriptedModel:
@@ -85,13 +87,17 @@ class ScriptedModel:
         @app.post("/v1/chat/completions", response_model=None)
         async def complete(request: Request) -> StreamingResponse | JSONResponse:
             body = await request.json()
-            reply, number = self._next(body, request.headers.get("authorization"))
+            authorization = request.headers.get("authorization")
+            reply, number = self._next(body, authorization)
             for _ in range(round(reply.delay_seconds / 0.05)):  # stop waiting once the caller hangs up
                 if await request.is_disconnected():
                     break
                 await asyncio.sleep(0.05)
             if reply.status != 200:
-                error = {"message": f"scripted failure {reply.status}", "type": "scripted", "code": reply.status}
+                message = f"scripted failure {reply.status}"
+                if reply.echo_key:
+                    message += f": incorrect API key provided: {(authorization or '').removeprefix('Bearer ')}"
+                error = {"message": message, "type": "scripted", "code": reply.status}
                 return JSONResponse({"error": error}, status_code=reply.status)
             return StreamingResponse(_chunks(reply, number, body["model"]), media_type="text/event-stream")
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.rest import create_agent, create_session, final_turn
-from tests.scripted_model import ScriptedModel, text, tool_call
+from tests.scripted_model import ScriptedModel, failure, text, tool_call
 from tests.stack import SCRIPTED_KEY, Stack
 from workflows.contracts import turn_workflow_id
 
@@ -68,6 +68,42 @@ def test_the_provider_key_is_absent_from_history_logs_and_responses(
     assert any("/v1/chat/completions" in record.getMessage() for record in logged)  # the model calls were logged
     leaking = [record for record in caplog.records if SCRIPTED_KEY in _rendered(record)]
     assert not leaking, [f"{record.name}: {_rendered(record)[:300]}" for record in leaking]
+
+
+def test_a_provider_that_quotes_the_key_in_its_error_does_not_leak_it(stack: Stack, model: ScriptedModel) -> None:
+    model.script(failure(401, echo_key=True))
+    with httpx.Client(base_url=stack.base_url, timeout=60) as http:
+        agent_id = create_agent(http)
+        session = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}"
+        created = http.post(
+            f"{session}/turn", json={"messages": [{"role": "user", "content": QUESTION}], "stream": True}
+        )
+        turn_id = http.get(session).json()["turns"][0]["turn_id"]
+        stored = http.get(f"{session}/turn/{turn_id}")
+    history = stack.background.run(stack.client.get_workflow_handle(turn_workflow_id(turn_id)).fetch_history())
+
+    assert model.authorizations == [f"Bearer {SCRIPTED_KEY}"]  # the provider was sent the key, and quoted it
+    error = stored.json()["error"]
+    assert stored.json()["status"] == "failed" and "HTTP 401" in error and "incorrect API key provided" in error
+    assert "[redacted]" in error and SCRIPTED_KEY not in error
+    assert SCRIPTED_KEY not in created.text
+    assert SCRIPTED_KEY not in history.to_json()
+
+
+def test_a_retried_provider_failure_that_quotes_the_key_is_recorded_without_it(
+    stack: Stack, model: ScriptedModel
+) -> None:
+    model.script(failure(503, echo_key=True), text("Water does."))
+    with httpx.Client(base_url=stack.base_url, timeout=60) as http:
+        agent_id = create_agent(http)
+        turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
+        turn = final_turn(http.post(turns, json={"messages": [{"role": "user", "content": QUESTION}], "stream": True}))
+    history = stack.background.run(stack.client.get_workflow_handle(turn_workflow_id(turn["turn_id"])).fetch_history())
+
+    assert turn["status"] == "completed" and len(model.authorizations) == 2
+    # The failed attempt is in history (the retry's start event carries it), without the key.
+    assert "HTTP 503" in history.to_json() and "[redacted]" in history.to_json()
+    assert SCRIPTED_KEY not in history.to_json()
 
 
 def _rendered(record: logging.LogRecord) -> str:
