@@ -48,6 +48,13 @@ def cache_workflow_bytecode() -> None:
         logging.getLogger(__name__).info("workflow bytecode not cached (%s); each turn compiles it", error)
 
 
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox turn workflows run in (tests/test_replay.py replays recorded turns in the same)."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules("domain", "workflows.contracts")
+    )
+
+
 def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
     models = ModelRegistry(settings)
     inference = InferenceActivities(store, models)
@@ -73,9 +80,7 @@ def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
         max_heartbeat_throttle_interval=timedelta(seconds=1),
         # After a worker dies, its turns' next workflow task moves to another worker after this long.
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
-        workflow_runner=SandboxedWorkflowRunner(
-            restrictions=SandboxRestrictions.default.with_passthrough_modules("domain", "workflows.contracts")
-        ),
+        workflow_runner=workflow_runner(),
     )
 
 

@@ -1,0 +1,41 @@
+"""Recorded AgentTurn histories replay on the current workflow code.
+
+A turn can wait days for a client tool, so a deployed worker replays histories that older code
+wrote. A change to `workflows/turn.py` that would make those turns fail on the next worker fails
+here first; guard it with `workflow.patched(...)` and record a new history beside the old ones:
+
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    Path("tests/histories/<what it covers>.json").write_text(history.to_json())
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from worker import workflow_runner
+from workflows.turn import TurnWorkflow
+
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[path.stem for path in HISTORIES])
+def test_a_recorded_turn_replays_without_nondeterminism(path: Path) -> None:
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    replayer = Replayer(
+        workflows=[TurnWorkflow], data_converter=pydantic_data_converter, workflow_runner=workflow_runner()
+    )
+    result = asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False))
+    assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+
+
+def test_the_recordings_cover_a_pause_and_resume() -> None:
+    assert len(HISTORIES) >= 2
+    events = " ".join(path.read_text() for path in HISTORIES)
+    assert "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED" in events  # a client tool's results arrived
+    assert "EVENT_TYPE_MARKER_RECORDED" in events  # a store write as a local activity
