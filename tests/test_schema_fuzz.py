@@ -1,8 +1,8 @@
 """The API against its own OpenAPI schema: schemathesis fuzzes every operation over real HTTP.
 
-Bounded and reproducible: a fixed number of cases per operation, derandomized (the same cases on every run)
-and no example database. Half the schema-valid cases address an agent, session, turn and step that exist, so
-fuzzing gets past the 404s of random ids into real sessions and turns.
+Bounded: a fixed number of cases per operation, derandomized, and no example database. Half the
+schema-valid cases address an agent, session, turn and step that exist, so fuzzing gets past the 404s of
+random ids into real sessions and turns.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ CONFIGURATION_DEPENDENT = {
     "POST /v1/agents",  # agent_config.model must be configured; toolgroups registered; shields configured
     "POST /v1/agents/{agent_id}/session/{session_id}/turn",  # toolgroups must be registered
     "POST /v1/toolgroups",  # provider_id must be "model-context-protocol", which the schema does not say
+    # Each call_id may be answered once, and a paused turn takes exactly its pending calls: rules a
+    # JSON schema cannot state.
+    "POST /v1/agents/{agent_id}/session/{session_id}/turn/{turn_id}/resume",
 }
 
 
