@@ -21,7 +21,6 @@ from store.database import open_database
 from store.repository import Store
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
-from worker import build_worker
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -42,6 +41,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.runtime = Runtime(config, store, turns, ToolCatalog(store), events)
         try:
             if config.worker_in_api:
+                # Imported here: the worker's dependencies (the OpenAI SDK among them) add ~0.8 s to
+                # the start of every API process, and only this one needs them.
+                from worker import build_worker
+
                 async with build_worker(client, config, store):
                     yield
             else:
