@@ -81,6 +81,26 @@ class Settings:
     worker_in_api: bool = False
     """The API process also runs a worker and starts turns on it eagerly: the first workflow task
     comes back in the start call's reply. One process instead of two, but one core for both."""
+    # Tenancy and limits (see README, "Security"). Counters and buckets are per API process.
+    offline_model: bool = True
+    """Whether agents may name the built-in offline/echo model (it is no LLM)."""
+    page_limit_default: int = 100
+    page_limit_max: int = 1000
+    """Items a list route returns when the caller gives no `limit`, and the most it returns at all."""
+    rate_limit_per_minute: int = 1200
+    rate_limit_burst: int = 200
+    """Requests per API key (token bucket): sustained rate and burst; 0 per minute: no limit."""
+    max_streams_per_key: int = 50
+    """Open SSE streams per API key."""
+    max_infer_iters: int = 100
+    """The largest `max_infer_iters` an agent may ask for."""
+    max_sessions_per_agent: int = 10000
+    max_turns_per_session: int = 10000
+    max_toolgroups_per_tenant: int = 100
+    allowed_hosts: tuple[str, ...] | None = None
+    """Host header values served (`*` any); None: loopback names only without API keys, any with them."""
+    allowed_origins: tuple[str, ...] = ()
+    """Browser origins (scheme://host[:port]) allowed besides the API's own."""
 
     def model(self, model_id: str) -> ModelSpec | None:
         return self.models.get(model_id)
@@ -138,6 +158,11 @@ def _positive_int(raw: str, name: str) -> int:
     return number
 
 
+def _count(raw: str, name: str) -> int:
+    """A whole number, 0 allowed (meaning: no limit)."""
+    return 0 if raw.strip() == "0" else _positive_int(raw, name)
+
+
 def _flag(raw: str, name: str) -> bool:
     lowered = raw.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -145,6 +170,21 @@ def _flag(raw: str, name: str) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise SettingsError(f"{name} must be true or false, got {raw!r}")
+
+
+def _names(raw: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+def _key_file(path: str | None) -> tuple[str, ...]:
+    """API key entries from DA_API_KEYS_FILE: one `key` or `tenant:key` a line, `#` comments."""
+    if not path:
+        return ()
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise SettingsError(f"DA_API_KEYS_FILE {path} cannot be read: {exc.strerror}") from exc
+    return tuple(line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#"))
 
 
 def load_settings(env: dict[str, str] | None = None) -> Settings:
@@ -156,7 +196,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         return env.get(f"DA_{name.upper()}") or str(section.get(name, default))
 
     data_dir = Path(value("data_dir", ".data")).resolve()
-    models: dict[str, ModelSpec] = {OFFLINE_MODEL_ID: ModelSpec(provider="offline")}
+    models: dict[str, ModelSpec] = {}
     models.update(_parse_models(file.get("models", {}), env.get("DA_CONFIG_FILE", "the config file")))
     if env.get("DA_MODELS"):
         try:
@@ -164,6 +204,9 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         except ValueError as exc:
             raise SettingsError(f"DA_MODELS is not valid JSON: {exc}") from exc
         models.update(_parse_models(raw, "DA_MODELS"))
+    offline_model = _flag(value("offline_model", "false" if models else "true"), "DA_OFFLINE_MODEL")
+    if offline_model:
+        models = {OFFLINE_MODEL_ID: ModelSpec(provider="offline"), **models}
     shields = _parse_specs(ShieldSpec, file.get("shields", {}), "the config file")
     if env.get("DA_SHIELDS"):
         try:
@@ -188,11 +231,25 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         api_port=int(value("api_port", "8321")),
         temporal_port=int(value("temporal_port", "7233")),
         temporal_ui_port=int(value("temporal_ui_port", "8233")),
-        api_keys=tuple(key.strip() for key in value("api_keys", "").split(",") if key.strip()),
+        api_keys=_names(value("api_keys", "")) + _key_file(value("api_keys_file", "")),
         max_request_bytes=_positive_int(
             value("max_request_bytes", str(DEFAULT_MAX_REQUEST_BYTES)), "DA_MAX_REQUEST_BYTES"
         ),
         worker_in_api=_flag(value("worker_in_api", "false"), "DA_WORKER_IN_API"),
+        offline_model=offline_model,
+        page_limit_default=_positive_int(value("page_limit_default", "100"), "DA_PAGE_LIMIT_DEFAULT"),
+        page_limit_max=_positive_int(value("page_limit_max", "1000"), "DA_PAGE_LIMIT_MAX"),
+        rate_limit_per_minute=_count(value("rate_limit_per_minute", "1200"), "DA_RATE_LIMIT_PER_MINUTE"),
+        rate_limit_burst=_positive_int(value("rate_limit_burst", "200"), "DA_RATE_LIMIT_BURST"),
+        max_streams_per_key=_positive_int(value("max_streams_per_key", "50"), "DA_MAX_STREAMS_PER_KEY"),
+        max_infer_iters=_positive_int(value("max_infer_iters", "100"), "DA_MAX_INFER_ITERS"),
+        max_sessions_per_agent=_positive_int(value("max_sessions_per_agent", "10000"), "DA_MAX_SESSIONS_PER_AGENT"),
+        max_turns_per_session=_positive_int(value("max_turns_per_session", "10000"), "DA_MAX_TURNS_PER_SESSION"),
+        max_toolgroups_per_tenant=_positive_int(
+            value("max_toolgroups_per_tenant", "100"), "DA_MAX_TOOLGROUPS_PER_TENANT"
+        ),
+        allowed_hosts=_names(value("allowed_hosts", "")) or None,
+        allowed_origins=_names(value("allowed_origins", "")),
     )
 
 

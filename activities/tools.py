@@ -16,6 +16,7 @@ from workflows.contracts import (
     RESOLVE_TOOLS_ACTIVITY,
     RUN_TOOL_ACTIVITY,
     TOOLS_UNAVAILABLE,
+    TURN_WORKFLOW_PREFIX,
     ResolveToolsRequest,
     ResolveToolsResult,
     ToolRunRequest,
@@ -29,8 +30,15 @@ class ToolActivities:
 
     @activity.defn(name=RESOLVE_TOOLS_ACTIVITY)
     async def resolve_tools(self, request: ResolveToolsRequest) -> ResolveToolsResult:
+        """Resolve within the turn's tenant. The tenant is read from the turn's row, not taken from the
+        workflow's input: inputs recorded before tenancy existed still resolve, and nothing a workflow
+        carries can point a turn at another tenant's toolgroups."""
+        turn_id = activity.info().workflow_id.removeprefix(TURN_WORKFLOW_PREFIX)
+        tenant = await self._store.turn_tenant(turn_id)
+        if tenant is None:
+            raise ApplicationError(f"Turn {turn_id} is not in the store", type=TOOLS_UNAVAILABLE, non_retryable=True)
         try:
-            tools = await self._catalog.resolve(request.toolgroups, request.client_tool_names)
+            tools = await self._catalog.resolve(tenant, request.toolgroups, request.client_tool_names)
         except (UnknownToolGroup, ToolNameClash) as problem:
             raise ApplicationError(str(problem), type=TOOLS_UNAVAILABLE, non_retryable=True) from problem
         return ResolveToolsResult(tools=tools)

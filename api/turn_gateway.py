@@ -20,7 +20,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from domain.content import ToolResponse, content_as_text
 from domain.turns import Turn, TurnStatus
 from workflows.contracts import NOT_AWAITING_INPUT, ToolResponsesSubmission, TurnStart, turn_workflow_id
-from workflows.search_attributes import AGENT_ID, SESSION_ID, TURN_STATUS
+from workflows.search_attributes import AGENT_ID, SESSION_ID, TENANT_ID, TURN_STATUS
 from workflows.turn import TurnWorkflow
 
 log = logging.getLogger(__name__)
@@ -61,8 +61,12 @@ class TurnGateway:
         """A worker runs on this client: the server may hand it the turn's first task in the start
         call's reply, saving a round trip through the task queue."""
 
-    async def start(self, start: TurnStart, reopening: bool = False) -> None:
-        """Start the turn's workflow; `reopening` starts a new run of a turn whose workflow has closed."""
+    async def start(self, start: TurnStart, tenant: str, reopening: bool = False) -> None:
+        """Start the turn's workflow; `reopening` starts a new run of a turn whose workflow has closed.
+
+        The tenant is only a search attribute (operators filter by it): the worker reads a turn's tenant
+        from the store, so workflow inputs recorded before tenancy existed still run.
+        """
         await self._client.start_workflow(
             TurnWorkflow.run,
             start,
@@ -80,6 +84,7 @@ class TurnGateway:
                     SearchAttributePair(AGENT_ID, start.agent_id),
                     SearchAttributePair(SESSION_ID, start.session_id),
                     SearchAttributePair(TURN_STATUS, TurnStatus.RUNNING.value),
+                    SearchAttributePair(TENANT_ID, tenant),
                 ]
             ),
             static_summary=_shorten(" ".join(content_as_text(m.content) for m in start.input_messages)),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 
 from fastapi import HTTPException
 
@@ -16,8 +18,10 @@ from api.turn_documents import url_documents, with_documents
 from domain.agents import Agent
 from domain.content import ToolResponse
 from domain.turns import InferenceStep, Turn
-from store.repository import TurnConflict
+from store.repository import LimitReached, TurnConflict
 from workflows.contracts import Continuation, TurnStart
+
+log = logging.getLogger(__name__)
 
 _IDEMPOTENCY_NAMESPACE = uuid.UUID("6f1b7e0e-8c57-4c1e-9a43-2f0c5d8b1a77")
 
@@ -36,26 +40,42 @@ def _turn_id(agent_id: str, session_id: str, idempotency_key: str | None) -> str
 
 
 async def start_turn(
-    runtime: Runtime, agent: Agent, session_id: str, body: CreateTurnRequest, idempotency_key: str | None
+    runtime: Runtime,
+    tenant: str,
+    agent: Agent,
+    session_id: str,
+    body: CreateTurnRequest,
+    idempotency_key: str | None,
 ) -> StartedTurn:
-    await require_toolgroups(runtime, body.toolgroups or [])
+    await require_toolgroups(runtime, tenant, body.toolgroups or [])
     messages = with_documents(body.messages, body.documents or [])
     document_urls = url_documents(body.documents or [])
     turn_id = _turn_id(agent.agent_id, session_id, idempotency_key)
     if idempotency_key is not None and await runtime.store.turn_status(turn_id) is not None:
         return StartedTurn(turn_id, is_retry=True)
     started_at = datetime.now(UTC)
+    begin = partial(
+        runtime.store.begin_turn,
+        agent.agent_id,
+        session_id,
+        turn_id,
+        messages,
+        started_at,
+        most=runtime.settings.max_turns_per_session,
+    )
     try:
-        await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at)
+        await begin()
     except LookupError as gone:  # the session was deleted a moment ago
         raise not_found("Session", session_id) from gone
+    except LimitReached as limit:
+        raise HTTPException(409, str(limit)) from limit
     except TurnConflict as conflict:
         if conflict.turn_id == turn_id:
             return StartedTurn(turn_id, is_retry=True)
         if await runtime.turns.is_running(conflict.turn_id):
             raise HTTPException(409, str(conflict)) from conflict
         await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
-        await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at)
+        await begin()
     start = TurnStart(
         agent_id=agent.agent_id,
         session_id=session_id,
@@ -70,14 +90,18 @@ async def start_turn(
         continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
     )
     try:
-        await runtime.turns.start(start)
+        await runtime.turns.start(start, tenant)
     except Exception as error:
-        await runtime.store.abandon_turn(turn_id, f"Its workflow could not be started: {error}")
-        raise HTTPException(503, f"Could not start the turn's workflow: {error}") from error
+        # What went wrong inside Temporal is for the operator's log; the turn and the caller get what they can act on.
+        log.exception("starting the workflow of turn %s failed", turn_id)
+        await runtime.store.abandon_turn(turn_id, "Its workflow could not be started.")
+        raise HTTPException(503, "Could not start the turn's workflow (Temporal unavailable); retry shortly") from error
     return StartedTurn(turn_id, is_retry=False)
 
 
-async def reopen_turn(runtime: Runtime, agent: Agent, turn: Turn, responses: list[ToolResponse]) -> int | None:
+async def reopen_turn(
+    runtime: Runtime, tenant: str, agent: Agent, turn: Turn, responses: list[ToolResponse]
+) -> int | None:
     """Resume a completed turn with results a client parsed and ran itself (ReAct-style clients).
 
     Returns the id of the turn's last event so far (the resumed stream follows it), or None when
@@ -104,8 +128,11 @@ async def reopen_turn(runtime: Runtime, agent: Agent, turn: Turn, responses: lis
         reopened_with=responses,
     )
     try:
-        await runtime.turns.start(start, reopening=True)
+        await runtime.turns.start(start, tenant, reopening=True)
     except Exception as error:
-        await runtime.store.abandon_turn(turn.turn_id, f"Its workflow could not be restarted: {error}")
-        raise HTTPException(503, f"Could not restart the turn's workflow: {error}") from error
+        log.exception("restarting the workflow of turn %s failed", turn.turn_id)
+        await runtime.store.abandon_turn(turn.turn_id, "Its workflow could not be restarted.")
+        raise HTTPException(
+            503, "Could not restart the turn's workflow (Temporal unavailable); retry shortly"
+        ) from error
     return after

@@ -96,6 +96,11 @@ class Stack:
                         "llama-guard": {"provider": "llama_guard", "model": GUARD_MODEL},
                     }
                 ),
+                # Models are configured, so the offline model is off unless asked for; the suite uses it.
+                "DA_OFFLINE_MODEL": "true",
+                # The suite's own traffic is not what the limits are about (tests/test_limits.py is).
+                "DA_RATE_LIMIT_PER_MINUTE": "0",
+                "DA_MAX_INFER_ITERS": "1000",
                 **({"DA_STORE_URL": store_url} if store_url else {}),
             }
         )

@@ -71,26 +71,28 @@ def as_wire_tool(tool: ServerTool) -> Tool:
 
 
 class ToolCatalog:
+    """The toolgroups one tenant may use: the built-in ones, shared and read-only, and its own."""
+
     def __init__(self, store: Store, timeout_seconds: float = 30.0) -> None:
         self._store = store
         self._timeout = timeout_seconds
 
-    async def groups(self) -> list[ToolGroup]:
+    async def groups(self, tenant: str) -> list[ToolGroup]:
         builtin = [ToolGroup(identifier=gid, provider_id=BUILTIN_PROVIDER) for gid in BUILTIN_TOOLS]
-        return builtin + await self._store.toolgroups()
+        return builtin + await self._store.toolgroups(tenant)
 
-    async def group(self, toolgroup_id: str) -> ToolGroup | None:
+    async def group(self, tenant: str, toolgroup_id: str) -> ToolGroup | None:
         if toolgroup_id in BUILTIN_TOOLS:
             return ToolGroup(identifier=toolgroup_id, provider_id=BUILTIN_PROVIDER)
-        return await self._store.toolgroup(toolgroup_id)
+        return await self._store.toolgroup(tenant, toolgroup_id)
 
-    async def tools(self, toolgroup_id: str) -> list[ServerTool]:
+    async def tools(self, tenant: str, toolgroup_id: str) -> list[ServerTool]:
         """The group's tools; for an MCP group, as its server lists them now (network errors propagate)."""
         if toolgroup_id in BUILTIN_TOOLS:
             return BUILTIN_TOOLS[toolgroup_id]
-        group = await self._store.toolgroup(toolgroup_id)
+        group = await self._store.toolgroup(tenant, toolgroup_id)
         if group is None:
-            known = ", ".join(g.identifier for g in await self.groups())
+            known = ", ".join(g.identifier for g in await self.groups(tenant))
             raise UnknownToolGroup(f"Toolgroup {toolgroup_id} not found; available toolgroups: {known}")
         assert group.provider_id == MCP_PROVIDER and group.mcp_endpoint is not None
         listed = await mcp.list_tools(group.mcp_endpoint.uri, self._timeout)
@@ -107,12 +109,14 @@ class ToolCatalog:
             for tool in listed
         ]
 
-    async def resolve(self, toolgroups: list[AgentToolGroup], client_tool_names: list[str]) -> list[ServerTool]:
-        """The server tools a turn offers the model, with each group's args; names must be unique."""
+    async def resolve(
+        self, tenant: str, toolgroups: list[AgentToolGroup], client_tool_names: list[str]
+    ) -> list[ServerTool]:
+        """The server tools a turn of the tenant offers the model, with each group's args; names must be unique."""
         resolved: list[ServerTool] = []
         for entry in toolgroups:
             group_id, only, args = split_toolgroup(entry)
-            tools = await self.tools(group_id)
+            tools = await self.tools(tenant, group_id)
             if only is not None:
                 tools = [tool for tool in tools if tool.name == only]
                 if not tools:
@@ -124,10 +128,10 @@ class ToolCatalog:
             raise ToolNameClash(f"Tool names must be unique across toolgroups and client tools; clashing: {clashes}")
         return resolved
 
-    async def find(self, tool_name: str) -> ServerTool | None:
-        """The registered tool with this name (for one-off invocations)."""
-        for group in await self.groups():
-            for tool in await self.tools(group.identifier):
+    async def find(self, tenant: str, tool_name: str) -> ServerTool | None:
+        """The tenant's tool with this name (for one-off invocations)."""
+        for group in await self.groups(tenant):
+            for tool in await self.tools(tenant, group.identifier):
                 if tool.name == tool_name:
                     return tool
         return None

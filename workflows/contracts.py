@@ -35,8 +35,11 @@ TOOL_RESPONSES_MISMATCH = "ToolResponsesMismatch"
 """Why the submit_tool_responses update can be rejected."""
 
 
+TURN_WORKFLOW_PREFIX = "turn-"
+
+
 def turn_workflow_id(turn_id: str) -> str:
-    return f"turn-{turn_id}"
+    return f"{TURN_WORKFLOW_PREFIX}{turn_id}"
 
 
 def pause_event_key(pause_mark: int) -> str:
