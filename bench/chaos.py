@@ -117,6 +117,7 @@ class ChaosStack:
             "DA_TEMPORAL_UI_PORT": str(self.ui_port),
             "TEMPORAL_ADDRESS": self.temporal_address,
             "DA_MODELS": models_env({MODEL: self.model}),
+            "DA_RATE_LIMIT_PER_MINUTE": "0",  # measures the runtime, not the per-key limiter
         }
 
     def start(self) -> None:

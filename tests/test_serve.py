@@ -95,6 +95,8 @@ def test_quickstart_then_ctrl_c_then_resume_after_restart(service: Service) -> N
         ask = {"messages": [{"role": "user", "content": 'call tool get_weather {"city": "Paris"}'}], "stream": True}
         paused = final_turn(http.post(turns, json=ask))
     assert paused["status"] == "awaiting_input"
+    # Without API keys there is one tenant, and the service says so as it starts.
+    assert "every caller is tenant 'default'" in service.tail()
 
     assert service.interrupt() == 0
     assert service.ports_open() == []

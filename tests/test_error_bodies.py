@@ -1,0 +1,82 @@
+"""Error bodies say what the caller can act on, never internals: no driver messages, database
+roles, connection strings, internal host names or exception text (those go to the log)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.databases import _admin, postgres_database
+from tests.stack import Stack, free_port
+
+LEAKS = ("asyncpg", "sqlalchemy", "postgresql", "role", "password", "127.0.0.1", "5432", "errno", "traceback", "/")
+
+
+def _assert_no_internals(body: str, *secrets: str) -> None:
+    lowered = body.lower()
+    for leak in (*LEAKS, *secrets):
+        if leak == "/":
+            assert "/tmp" not in lowered and ".py" not in lowered, body
+        else:
+            assert leak.lower() not in lowered, (leak, body)
+
+
+@pytest.fixture
+def store_role(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """A PostgreSQL database and a role of its own that the API connects as: (store URL, role)."""
+    with postgres_database() as url:
+        role = f"da_store_{uuid.uuid4().hex[:8]}"
+        database = url.rsplit("/", 1)[1]
+        _admin(f'CREATE ROLE "{role}" LOGIN')
+        _admin(f'ALTER DATABASE "{database}" OWNER TO "{role}"')
+        try:
+            yield url.replace("://postgres@", f"://{role}@", 1), role
+        finally:
+            _admin(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            _admin(f'DROP ROLE IF EXISTS "{role}"')
+
+
+def test_with_the_store_down_errors_name_neither_driver_nor_role(stack: Stack, store_role: tuple[str, str]) -> None:
+    url, role = store_role
+    with stack.other_api(replace(stack.settings, store_url=url)) as api, httpx.Client(base_url=api, timeout=30) as http:
+        assert http.get("/v1/agents").status_code == 200
+        # The store refuses this API from now on: its role may no longer log in, its sessions are ended.
+        _admin(f'ALTER ROLE "{role}" NOLOGIN')
+        _admin(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'")
+
+        for method, path in (("GET", "/v1/health"), ("GET", "/v1/agents"), ("POST", "/v1/agents")):
+            body = {"agent_config": {"model": "offline/echo", "instructions": "x"}} if method == "POST" else None
+            response = http.request(method, path, json=body)
+            assert response.status_code == 503, (path, response.status_code, response.text)
+            _assert_no_internals(response.text, role)
+            assert response.json()["detail"]
+        _admin(f'ALTER ROLE "{role}" LOGIN')
+        assert http.get("/v1/agents").status_code == 200  # and it recovers without a restart
+
+
+def test_an_unreachable_mcp_server_is_a_502_without_exception_text(http: httpx.Client) -> None:
+    closed = free_port()
+    group = {
+        "toolgroup_id": "mcp::unreachable",
+        "provider_id": "model-context-protocol",
+        "mcp_endpoint": {"uri": f"http://127.0.0.1:{closed}/mcp"},
+    }
+    assert http.post("/v1/toolgroups", json=group).status_code == 200
+    try:
+        for method, path, body in (
+            ("GET", "/v1/tools?toolgroup_id=mcp::unreachable", None),
+            ("GET", "/v1/tools", None),
+        ):
+            response = http.request(method, path, json=body)
+            assert response.status_code == 502, (path, response.status_code, response.text)
+            detail = response.json()["detail"]
+            assert "mcp::unreachable" in detail and "retry" in detail
+            for leak in ("errno", "connect", "exception", "traceback", "all connection attempts", str(closed)):
+                assert leak not in detail.lower(), (leak, detail)
+    finally:
+        http.delete("/v1/toolgroups/mcp::unreachable")
