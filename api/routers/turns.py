@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Query
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from api.errors import not_found
 from api.routers.agents import AgentDep
@@ -228,7 +228,7 @@ async def turn_events(
     turn_id: str,
     after: Annotated[int | None, Query(ge=0, description="Replay events after this event id")] = None,
     last_event_id: Annotated[int | None, Header(ge=0)] = None,
-) -> Response:
+) -> StreamingResponse:
     """Follow a turn's event stream from after a given event id (the SSE `id:` last seen), up to
     and including its next final event. Works for running and finished turns alike."""
     turn = await _stored_turn(agent, session_id, turn_id, runtime)
@@ -240,7 +240,9 @@ async def turn_events(
     async def answer() -> StreamingResponse:
         return stream_events(runtime, turn_id, start)
 
-    return await _answer(runtime, principal, True, answer)
+    response = await _answer(runtime, principal, True, answer)
+    assert isinstance(response, StreamingResponse)  # a stream keeps its type while it holds a slot
+    return response
 
 
 @router.post(TURN_PATH + "/{turn_id}/cancel", response_model=Turn)
