@@ -1,7 +1,7 @@
 """Alembic's environment for the store: migrations run on the app's own async driver (aiosqlite, asyncpg).
 
 `store.upgrade` hands in a connection it has already locked (config.attributes["connection"]);
-the `alembic` command line connects by itself, to `sqlalchemy.url` if set, else to DA_STORE_URL.
+the `alembic` command line connects by itself, to the store at DA_STORE_URL.
 """
 
 from __future__ import annotations
@@ -46,9 +46,6 @@ async def _run_from_command_line(url: str) -> None:
 
 
 def _url() -> str:
-    configured = context.config.get_main_option("sqlalchemy.url")
-    if configured:
-        return configured
     from settings import get_settings
 
     return get_settings().store_url
