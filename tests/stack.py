@@ -140,6 +140,10 @@ class Stack:
 
         self.background.run(stop())
 
+    def reconnect_store(self) -> None:
+        """Close the store connections the stack's own worker holds, as restarting its process would."""
+        self.background.run(self._database.dispose())
+
     def close(self) -> None:
         self.api.stop()
         self.stop_worker()
