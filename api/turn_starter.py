@@ -18,7 +18,7 @@ from api.turn_documents import url_documents, with_documents
 from domain.agents import Agent
 from domain.content import ToolResponse
 from domain.turns import InferenceStep, Turn
-from store.repository import LimitReached, TurnConflict
+from store.repository import LimitReached, TurnConflict, TurnTools
 from workflows.contracts import Continuation, TurnStart
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,7 @@ async def start_turn(
     if idempotency_key is not None and await runtime.store.turn_status(turn_id) is not None:
         return StartedTurn(turn_id, is_retry=True)
     started_at = datetime.now(UTC)
+    tools = TurnTools(toolgroups=body.toolgroups, tool_config=body.tool_config)
     begin = partial(
         runtime.store.begin_turn,
         agent.agent_id,
@@ -61,6 +62,7 @@ async def start_turn(
         turn_id,
         messages,
         started_at,
+        tools,
         most=runtime.settings.max_turns_per_session,
     )
     try:
@@ -107,7 +109,8 @@ async def reopen_turn(
     Returns the id of the turn's last event so far (the resumed stream follows it), or None when
     the turn is no longer completed. Raises TurnConflict if another turn of the session is active.
     """
-    if not await runtime.store.reopen_turn(turn.session_id, turn.turn_id):
+    tools = await runtime.store.reopen_turn(turn.session_id, turn.turn_id)
+    if tools is None:
         return None
     after = await runtime.store.last_event_id(turn.turn_id)
     times = [step.completed_at for step in turn.steps if step.completed_at] or [turn.started_at]
@@ -118,6 +121,8 @@ async def reopen_turn(
         agent_config=agent.agent_config,
         input_messages=turn.input_messages,
         started_at=turn.started_at,
+        tool_config=tools.tool_config,
+        toolgroups=tools.toolgroups,
         awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
         continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
         continuation=Continuation(
