@@ -18,6 +18,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from api.auth import OPEN_ROUTES
 from settings import Settings
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -64,7 +65,8 @@ class HostOriginCheck:
         headers = Headers(scope=scope)
         host = headers.get("host", "")
         refusal = None
-        if self._hosts is not None and _host_name(host) not in self._hosts:
+        probe = (scope["method"], scope["path"]) in OPEN_ROUTES  # orchestrators probe by IP; it reveals nothing
+        if self._hosts is not None and not probe and _host_name(host) not in self._hosts:
             refusal = (
                 f"This API does not serve the host name {_host_name(host)[:100]!r}. "
                 "Use the address it listens on, or add the name to DA_ALLOWED_HOSTS."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -39,6 +40,16 @@ def _turn_id(agent_id: str, session_id: str, idempotency_key: str | None) -> str
     return str(uuid.uuid5(_IDEMPOTENCY_NAMESPACE, f"{agent_id}/{session_id}/{idempotency_key}"))
 
 
+async def _begun(beginning: Awaitable[None], session_id: str) -> None:
+    """Await the store's start of a turn; a session deleted a moment ago is 404, one at its cap 409."""
+    try:
+        await beginning
+    except LookupError as gone:
+        raise not_found("Session", session_id) from gone
+    except LimitReached as limit:
+        raise HTTPException(409, str(limit)) from limit
+
+
 async def start_turn(
     runtime: Runtime,
     tenant: str,
@@ -66,18 +77,14 @@ async def start_turn(
         most=runtime.settings.max_turns_per_session,
     )
     try:
-        await begin()
-    except LookupError as gone:  # the session was deleted a moment ago
-        raise not_found("Session", session_id) from gone
-    except LimitReached as limit:
-        raise HTTPException(409, str(limit)) from limit
+        await _begun(begin(), session_id)
     except TurnConflict as conflict:
         if conflict.turn_id == turn_id:
             return StartedTurn(turn_id, is_retry=True)
         if await runtime.turns.is_running(conflict.turn_id):
             raise HTTPException(409, str(conflict)) from conflict
         await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
-        await begin()
+        await _begun(begin(), session_id)
     start = TurnStart(
         agent_id=agent.agent_id,
         session_id=session_id,
