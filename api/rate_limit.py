@@ -20,9 +20,6 @@ from api.auth import OPEN_ROUTES
 from api.tenancy import ANONYMOUS, Principal
 from settings import Settings
 
-IDLE_BUCKETS_KEPT = 10_000
-"""Past this many keys' buckets, the full ones are dropped: a full bucket is the same as none."""
-
 
 @dataclass
 class _Bucket:
@@ -67,10 +64,9 @@ class RateLimit:
     def _take(self, key: str, per_second: float, burst: float) -> float | None:
         """Take a token from the key's bucket; None if there was one, else the seconds until there is."""
         now = time.monotonic()
+        # One bucket per configured key (callers without a valid key never get here): the dict stays small.
         bucket = self._buckets.get(key)
         if bucket is None:
-            if len(self._buckets) >= IDLE_BUCKETS_KEPT:
-                self._forget_full(now, per_second, burst)
             bucket = self._buckets[key] = _Bucket(tokens=burst, updated=now)
         bucket.tokens = min(burst, bucket.tokens + (now - bucket.updated) * per_second)
         bucket.updated = now
@@ -78,8 +74,3 @@ class RateLimit:
             bucket.tokens -= 1
             return None
         return (1 - bucket.tokens) / per_second
-
-    def _forget_full(self, now: float, per_second: float, burst: float) -> None:
-        for key, bucket in list(self._buckets.items()):
-            if bucket.tokens + (now - bucket.updated) * per_second >= burst:
-                del self._buckets[key]

@@ -34,9 +34,6 @@ class StreamSlots:
         self._open[key_id] += 1
         return Slot(lambda: self._release(key_id))
 
-    def open_streams(self, key_id: str) -> int:
-        return self._open[key_id]
-
     def _release(self, key_id: str) -> None:
         self._open[key_id] -= 1
         if self._open[key_id] <= 0:
