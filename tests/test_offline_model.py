@@ -16,9 +16,9 @@ MODELS = json.dumps({"real": {"provider": "openai", "base_url": "http://127.0.0.
 
 def test_on_without_models_off_with_them_and_switchable() -> None:
     assert OFFLINE_MODEL_ID in load_settings({}).models  # `make run` out of the box
-    assert load_settings({}).offline_model is True
     configured = load_settings({"DA_MODELS": MODELS})
-    assert OFFLINE_MODEL_ID not in configured.models and configured.offline_model is False
+    assert OFFLINE_MODEL_ID not in configured.models  # a deployment with models does not offer it
+    assert configured.offline_model is False and load_settings({}).offline_model is True
     assert OFFLINE_MODEL_ID in load_settings({"DA_MODELS": MODELS, "DA_OFFLINE_MODEL": "true"}).models
     assert OFFLINE_MODEL_ID not in load_settings({"DA_OFFLINE_MODEL": "false"}).models
     with pytest.raises(SettingsError, match="DA_OFFLINE_MODEL must be true or false"):
