@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,7 +18,8 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 from temporalio.common import SearchAttributeKey
 
-from settings import OFFLINE_MODEL_ID
+from api.tenancy import principals
+from settings import OFFLINE_MODEL_ID, SettingsError, load_settings
 from tests.rest import sse_events
 from tests.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
 from tests.stack import SCRIPTED_MODEL, Stack, free_port
@@ -287,3 +289,21 @@ def test_without_api_keys_everyone_is_the_default_tenant(stack: Stack, http: htt
 
     assert _eventually(stack, tenants) == ["default"]
     http.delete(f"/v1/agents/{ids['agent_id']}")
+
+
+def test_key_entries_name_tenants_and_bad_ones_are_refused_by_name(tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("# ops team\nacme:file-key-1\n\nfile-key-2\n")
+    settings = load_settings({"DA_API_KEYS": "acme:env-key-1, env-key-2", "DA_API_KEYS_FILE": str(keys)})
+    accepted = principals(settings.api_keys)
+    assert {principal.tenant for principal in accepted.values()} >= {"acme"}
+    assert len({principal.tenant for principal in accepted.values()}) == 3  # acme, and each plain key's own
+    assert all("key-2" not in principal.tenant for principal in accepted.values())  # no key in a tenant name
+
+    for bad in ("bad tenant:key", ":key", "acme:"):
+        with pytest.raises(SettingsError, match="'key' or 'tenant:key'"):
+            principals((bad,))
+    with pytest.raises(SettingsError, match="two tenants"):
+        principals(("acme:same", "globex:same"))
+    with pytest.raises(SettingsError, match="DA_API_KEYS_FILE"):
+        load_settings({"DA_API_KEYS_FILE": str(tmp_path / "missing")})
