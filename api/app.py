@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 def _announce_tenancy(settings: Settings) -> None:
     """Say at start who may call and as which tenant; a bad key entry stops the start here."""
-    tenants = {principal.tenant for principal in principals(settings.api_keys).values()}
+    tenants = {principal.tenant for principal in principals(settings.key_entries()).values()}
     if not tenants:
         log.warning(
             "No API keys (DA_API_KEYS): every caller is tenant %r; host names served: %s",

@@ -31,7 +31,7 @@ class BearerAuth:
 
     @cached_property
     def _principals(self) -> tuple[tuple[bytes, Principal], ...]:
-        return tuple(principals(self._settings().api_keys).items())
+        return tuple(principals(self._settings().key_entries()).items())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -48,8 +48,8 @@ class HostOriginCheck:
         """The host names served; None: any."""
         settings = self._settings()
         configured = settings.allowed_hosts
-        if configured is None:
-            return None if settings.api_keys else frozenset(LOOPBACK_HOSTS)
+        if not configured:
+            return None if settings.key_entries() else frozenset(LOOPBACK_HOSTS)
         if ANY in configured:
             return None
         return frozenset(_host_name(host) for host in configured)

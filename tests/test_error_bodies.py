@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -43,7 +42,10 @@ def store_role(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
 def test_with_the_store_down_errors_name_neither_driver_nor_role(stack: Stack, store_role: tuple[str, str]) -> None:
     url, role = store_role
-    with stack.other_api(replace(stack.settings, store_url=url)) as api, httpx.Client(base_url=api, timeout=30) as http:
+    with (
+        stack.other_api(stack.settings.model_copy(update=dict(store_url=url))) as api,
+        httpx.Client(base_url=api, timeout=30) as http,
+    ):
         assert http.get("/v1/agents").status_code == 200
         # The store refuses this API from now on: its role may no longer log in, its sessions are ended.
         _admin(f'ALTER ROLE "{role}" NOLOGIN')

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import httpx
 
 from tests.stack import Stack
@@ -36,7 +34,9 @@ def test_cross_site_origins_are_refused_unless_allowed(stack: Stack) -> None:
     # The API's own pages (/docs) send its own origin.
     assert httpx.get(f"{url}/v1/agents", headers={"Origin": f"http://127.0.0.1:{port}"}).status_code == 200
 
-    settings = replace(stack.settings, allowed_origins=("https://console.example",), allowed_hosts=("api.example",))
+    settings = stack.settings.model_copy(
+        update=dict(allowed_origins=("https://console.example",), allowed_hosts=("api.example",))
+    )
     with stack.other_api(settings) as other:
         allowed = httpx.get(f"{other}/v1/agents", headers={"Origin": "https://console.example", "Host": "api.example"})
         assert allowed.status_code == 200
@@ -46,7 +46,7 @@ def test_cross_site_origins_are_refused_unless_allowed(stack: Stack) -> None:
 
 
 def test_with_api_keys_any_host_name_is_served_but_origins_are_still_checked(stack: Stack) -> None:
-    with stack.other_api(replace(stack.settings, api_keys=("host-key-0001",))) as url:
+    with stack.other_api(stack.settings.model_copy(update=dict(api_keys=("host-key-0001",)))) as url:
         auth = {"Authorization": "Bearer host-key-0001"}
         assert httpx.get(f"{url}/v1/agents", headers={**auth, "Host": "api.example.com"}).status_code == 200
         cross = httpx.get(f"{url}/v1/agents", headers={**auth, "Origin": "https://attacker.example"})

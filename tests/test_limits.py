@@ -7,7 +7,6 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -27,14 +26,15 @@ def _keyed(url: str, key: str) -> httpx.Client:
 
 @pytest.fixture(scope="module")
 def limited_api(stack: Stack) -> Iterator[str]:
-    settings = replace(
-        stack.settings,
-        api_keys=("streams-key-0002", "streams-key-0003", "caps-key-0004"),
-        max_streams_per_key=1,
-        max_infer_iters=20,
-        max_sessions_per_agent=2,
-        max_turns_per_session=2,
-        max_toolgroups_per_tenant=1,
+    settings = stack.settings.model_copy(
+        update=dict(
+            api_keys=("streams-key-0002", "streams-key-0003", "caps-key-0004"),
+            max_streams_per_key=1,
+            max_infer_iters=20,
+            max_sessions_per_agent=2,
+            max_turns_per_session=2,
+            max_toolgroups_per_tenant=1,
+        )
     )
     with stack.other_api(settings) as url:
         yield url
@@ -43,7 +43,7 @@ def limited_api(stack: Stack) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def bulk_api(stack: Stack) -> Iterator[str]:
     """Default limits; its own key, so its tenant's agents are only this test's."""
-    with stack.other_api(replace(stack.settings, api_keys=("bulk-key-0001",))) as url:
+    with stack.other_api(stack.settings.model_copy(update=dict(api_keys=("bulk-key-0001",)))) as url:
         yield url
 
 
@@ -85,7 +85,7 @@ def test_two_thousand_agents_list_in_pages(bulk_api: str) -> None:
 
 def test_a_key_over_its_request_rate_gets_429_with_retry_after_and_nothing_happens(stack: Stack) -> None:
     keys = ("rate-key-0001", "rate-key-0002")
-    settings = replace(stack.settings, api_keys=keys, rate_limit_per_minute=60, rate_limit_burst=3)
+    settings = stack.settings.model_copy(update=dict(api_keys=keys, rate_limit_per_minute=60, rate_limit_burst=3))
     with stack.other_api(settings) as url, _keyed(url, keys[0]) as limited, _keyed(url, keys[1]) as other:
         for _ in range(3):
             assert limited.get("/v1/agents").status_code == 200

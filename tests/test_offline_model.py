@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 import httpx
 import pytest
@@ -27,7 +26,7 @@ def test_on_without_models_off_with_them_and_switchable() -> None:
 
 def test_a_deployment_with_it_off_refuses_agents_that_name_it(stack: Stack) -> None:
     models = {name: spec for name, spec in stack.settings.models.items() if name != OFFLINE_MODEL_ID}
-    with stack.other_api(replace(stack.settings, models=models, offline_model=False)) as url:
+    with stack.other_api(stack.settings.model_copy(update=dict(models=models, offline_model=False))) as url:
         refused = httpx.post(
             f"{url}/v1/agents", json={"agent_config": {"model": OFFLINE_MODEL_ID, "instructions": "x"}}, timeout=30
         )

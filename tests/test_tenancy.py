@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +65,7 @@ def _whoami_server(answer: str) -> ThreadedServer:
 @pytest.fixture(scope="module")
 def keyed_api(stack: Stack) -> Iterator[str]:
     entries = (f"alpha:{ALPHA_KEYS[0]}", f"alpha:{ALPHA_KEYS[1]}", PLAIN_KEY, OWNER_KEY)
-    with stack.other_api(replace(stack.settings, api_keys=entries)) as url:
+    with stack.other_api(stack.settings.model_copy(update=dict(api_keys=entries))) as url:
         yield url
 
 
@@ -295,7 +294,7 @@ def test_key_entries_name_tenants_and_bad_ones_are_refused_by_name(tmp_path: Pat
     keys = tmp_path / "keys"
     keys.write_text("# ops team\nacme:file-key-1\n\nfile-key-2\n")
     settings = load_settings({"DA_API_KEYS": "acme:env-key-1, env-key-2", "DA_API_KEYS_FILE": str(keys)})
-    accepted = principals(settings.api_keys)
+    accepted = principals(settings.key_entries())
     assert {principal.tenant for principal in accepted.values()} >= {"acme"}
     assert len({principal.tenant for principal in accepted.values()}) == 3  # acme, and each plain key's own
     assert all("key-2" not in principal.tenant for principal in accepted.values())  # no key in a tenant name
