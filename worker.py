@@ -28,7 +28,7 @@ from providers.registry import ModelRegistry
 from settings import Settings, get_settings
 from store.database import open_database
 from store.repository import Store
-from store.upgrade import upgrade_store
+from store.upgrade import StoreNotUpgradable, upgrade_store
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
 from workflows.turn import TurnWorkflow
@@ -113,4 +113,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except StoreNotUpgradable as refused:
+        sys.exit(str(refused))

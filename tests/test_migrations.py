@@ -201,3 +201,24 @@ def _another_database(url: str, tmp_path: Path) -> AbstractContextManager[str]:
     if url.startswith("postgresql"):
         return postgres_database()
     return nullcontext(f"sqlite+aiosqlite:///{tmp_path / 'baseline.db'}")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["serve.py"], ["worker.py"], ["-m", "uvicorn", "api.app:app", "--port", "0"]],
+    ids=["make run", "worker", "api"],
+)
+def test_every_process_refuses_to_start_on_a_store_newer_than_the_code(command: list[str], tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
+    asyncio.run(upgrade_store(url))
+    asyncio.run(on(url, lambda c: c.execute(text("UPDATE alembic_version SET version_num = '9999_newer'"))))
+    env = {**_env(url), "DA_DATA_DIR": str(tmp_path), "TEMPORAL_ADDRESS": "127.0.0.1:1"}
+
+    started = subprocess.run([sys.executable, *command], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+    assert started.returncode != 0
+    assert (
+        f"revision 9999_newer, which this version of durable-agents does not know (its newest is {head_revision()})"
+        in (started.stderr)
+    )
+    assert asyncio.run(on(url, revisions)) == ("9999_newer",)

@@ -6,15 +6,18 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import httpx
 import pytest
 
+from store.upgrade import head_revision
 from tests.rest import final_turn
 from tests.stack import free_port
 
@@ -80,8 +83,10 @@ def service(tmp_path: Path) -> Iterator[Service]:
         running.process.kill()
 
 
-def test_quickstart_then_ctrl_c_then_resume_after_restart(service: Service) -> None:
+def test_quickstart_then_ctrl_c_then_resume_after_restart(service: Service, tmp_path: Path) -> None:
     service.start()
+    with closing(sqlite3.connect(tmp_path / "store.db")) as store:
+        assert store.execute("SELECT version_num FROM alembic_version").fetchall() == [(head_revision(),)]
     with httpx.Client(base_url=service.url, timeout=30) as http:
         tool = {
             "name": "get_weather",
