@@ -81,8 +81,9 @@ def upgrade_schema(connection: Connection, url: str, target: str = "head") -> No
         elif existing:
             raise StoreNotUpgradable(
                 f"The store at {_shown(url)} has some of the store's tables ({', '.join(sorted(existing))}) but "
-                f"not the others ({', '.join(sorted(_BASELINE_TABLES - existing))}) and no schema revision: "
-                "it was not made by durable-agents. Point DA_STORE_URL at an empty database or a store of ours."
+                f"not the others ({', '.join(sorted(_BASELINE_TABLES - existing))}) and no schema revision, so "
+                "it is not a store this version can adopt. Point DA_STORE_URL at an empty database or at a store "
+                "that durable-agents made."
             )
     command.upgrade(config, target)
 

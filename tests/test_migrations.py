@@ -152,7 +152,7 @@ def test_a_store_newer_than_the_code_is_refused_naming_both_revisions(url: str) 
 def test_tables_of_something_else_are_not_taken_for_a_store(url: str) -> None:
     asyncio.run(on(url, lambda c: c.execute(text("CREATE TABLE agents (id INTEGER PRIMARY KEY)"))))
 
-    with pytest.raises(StoreNotUpgradable, match="not made by durable-agents"):
+    with pytest.raises(StoreNotUpgradable, match="not a store this version can adopt"):
         asyncio.run(upgrade_store(url))
 
 
