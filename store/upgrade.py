@@ -60,10 +60,12 @@ def current_revisions(connection: Connection) -> tuple[str, ...]:
 
 def upgrade_schema(connection: Connection, url: str, target: str = "head") -> None:
     """Migrate the store on `connection` to `target`, in the connection's one transaction."""
-    _lock(connection)
     config = migrations_config()
     config.attributes["connection"] = connection
     script = ScriptDirectory.from_config(config)
+    if target == "head" and current_revisions(connection) == (script.get_current_head(),):
+        return  # the usual start: nothing to do, and no lock that would hold up the store's writers
+    _lock(connection)
     current = current_revisions(connection)
     known = {revision.revision for revision in script.walk_revisions()}
     unknown = [revision for revision in current if revision not in known]
