@@ -81,6 +81,9 @@ class Settings:
     worker_in_api: bool = False
     """The API process also runs a worker and starts turns on it eagerly: the first workflow task
     comes back in the start call's reply. One process instead of two, but one core for both."""
+    unstarted_turn_sweep: timedelta | None = timedelta(seconds=30)
+    """How often each API process starts the workflows of turns a crash left recorded but unstarted
+    (turns at least this old); None: never."""
 
     def model(self, model_id: str) -> ModelSpec | None:
         return self.models.get(model_id)
@@ -193,6 +196,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
             value("max_request_bytes", str(DEFAULT_MAX_REQUEST_BYTES)), "DA_MAX_REQUEST_BYTES"
         ),
         worker_in_api=_flag(value("worker_in_api", "false"), "DA_WORKER_IN_API"),
+        unstarted_turn_sweep=_seconds(value("unstarted_turn_sweep", "30"), "DA_UNSTARTED_TURN_SWEEP"),
     )
 
 

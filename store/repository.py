@@ -274,6 +274,23 @@ class Store:
         )
         return TurnStatus(status) if status else None
 
+    async def unstarted_turns(self, started_before: datetime, limit: int) -> list[tuple[str, Turn]]:
+        """(agent id, turn) of running turns older than `started_before` with no step stored yet, oldest first.
+
+        A crash between recording a turn and starting its workflow leaves such a row; every turn
+        whose workflow ran has at least one step once its first model call is done, so the set is
+        small: turns that were never started, and turns still in their first model call.
+        """
+        no_steps = ~select(StepRow.turn_id).where(StepRow.turn_id == TurnRow.turn_id).exists()
+        query = (
+            select(_TURNS)
+            .where(TurnRow.status == TurnStatus.RUNNING.value, TurnRow.started_at < started_before, no_steps)
+            .order_by(TurnRow.started_at)
+            .limit(limit)
+        )
+        rows = await self.database.read(lambda tx: tx.execute(query).all())
+        return [(row.agent_id, _turn(row, [])) for row in rows]
+
     async def turn_with_history(self, session_id: str, turn_id: str) -> tuple[Turn, list[Turn]] | None:
         """The turn, and the session's completed turns that started before it, oldest first: what a
         model call in the turn sees. None if the turn is gone."""
