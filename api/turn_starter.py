@@ -18,7 +18,7 @@ from api.turn_documents import url_documents, with_documents
 from domain.agents import Agent
 from domain.content import ToolResponse
 from domain.turns import InferenceStep, Turn, TurnStatus
-from store.repository import TurnConflict
+from store.repository import TurnConflict, TurnTools
 from workflows.contracts import Continuation, TurnStart
 
 log = logging.getLogger(__name__)
@@ -39,12 +39,8 @@ def _turn_id(agent_id: str, session_id: str, idempotency_key: str | None) -> str
     return str(uuid.uuid5(_IDEMPOTENCY_NAMESPACE, f"{agent_id}/{session_id}/{idempotency_key}"))
 
 
-def turn_start(runtime: Runtime, agent: Agent, turn: Turn, body: CreateTurnRequest | None) -> TurnStart:
-    """The workflow input of a new turn, from its stored row and, when there is one, its request.
-
-    Without the request (the sweep of unstarted turns) the turn's own tool_config, toolgroups and
-    URL documents are not known, and it runs with its agent's.
-    """
+def turn_start(runtime: Runtime, agent: Agent, turn: Turn, tools: TurnTools, document_urls: list[str]) -> TurnStart:
+    """The workflow input of a new turn: its stored row, its own tools, and its URL documents."""
     return TurnStart(
         agent_id=agent.agent_id,
         session_id=turn.session_id,
@@ -52,12 +48,16 @@ def turn_start(runtime: Runtime, agent: Agent, turn: Turn, body: CreateTurnReque
         agent_config=agent.agent_config,
         input_messages=turn.input_messages,
         started_at=turn.started_at,
-        tool_config=body.tool_config if body else None,
-        toolgroups=body.toolgroups if body else None,
-        document_urls=url_documents(body.documents or []) if body else [],
+        tool_config=tools.tool_config,
+        toolgroups=tools.toolgroups,
+        document_urls=document_urls,
         awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
         continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
     )
+
+
+def _request_tools(body: CreateTurnRequest) -> TurnTools:
+    return TurnTools(toolgroups=body.toolgroups, tool_config=body.tool_config)
 
 
 async def _finish_start(runtime: Runtime, agent: Agent, session_id: str, turn_id: str, body: CreateTurnRequest) -> None:
@@ -66,8 +66,9 @@ async def _finish_start(runtime: Runtime, agent: Agent, session_id: str, turn_id
     turn = await runtime.store.get_turn(session_id, turn_id)
     if turn is None or turn.status != TurnStatus.RUNNING or turn.steps:
         return
+    start = turn_start(runtime, agent, turn, _request_tools(body), url_documents(body.documents or []))
     try:
-        if await runtime.turns.start_once(turn_start(runtime, agent, turn, body)):
+        if await runtime.turns.start_once(start):
             log.warning("started turn %s's workflow, which the first attempt at creating it did not", turn_id)
     except Exception as error:
         # The turn stays recorded: the next retry or the sweep of unstarted turns starts it.
@@ -84,8 +85,9 @@ async def start_turn(
         await _finish_start(runtime, agent, session_id, turn_id, body)
         return StartedTurn(turn_id, is_retry=True)
     started_at = datetime.now(UTC)
+    tools = _request_tools(body)
     try:
-        await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at)
+        await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at, tools)
     except LookupError as gone:  # the session was deleted a moment ago
         raise not_found("Session", session_id) from gone
     except TurnConflict as conflict:
@@ -95,19 +97,13 @@ async def start_turn(
         if await runtime.turns.is_running(conflict.turn_id):
             raise HTTPException(409, str(conflict)) from conflict
         await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
-        await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at)
+        await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at, tools)
     crash_point(AFTER_TURN_ROW)
-    turn = Turn(
-        turn_id=turn_id,
-        session_id=session_id,
-        input_messages=messages,
-        steps=[],
-        started_at=started_at,
-        status=TurnStatus.RUNNING,
-    )
+    turn = Turn(turn_id=turn_id, session_id=session_id, input_messages=messages, started_at=started_at)
+    start = turn_start(runtime, agent, turn, tools, url_documents(body.documents or []))
     try:
         # Not started only if a retry or the sweep of unstarted turns was quicker: same turn, same id.
-        await runtime.turns.start_once(turn_start(runtime, agent, turn, body))
+        await runtime.turns.start_once(start)
     except Exception as error:
         await runtime.store.abandon_turn(turn_id, f"Its workflow could not be started: {error}")
         raise HTTPException(503, f"Could not start the turn's workflow: {error}") from error
@@ -120,7 +116,8 @@ async def reopen_turn(runtime: Runtime, agent: Agent, turn: Turn, responses: lis
     Returns the id of the turn's last event so far (the resumed stream follows it), or None when
     the turn is no longer completed. Raises TurnConflict if another turn of the session is active.
     """
-    if not await runtime.store.reopen_turn(turn.session_id, turn.turn_id):
+    tools = await runtime.store.reopen_turn(turn.session_id, turn.turn_id)
+    if tools is None:
         return None
     after = await runtime.store.last_event_id(turn.turn_id)
     times = [step.completed_at for step in turn.steps if step.completed_at] or [turn.started_at]
@@ -131,6 +128,8 @@ async def reopen_turn(runtime: Runtime, agent: Agent, turn: Turn, responses: lis
         agent_config=agent.agent_config,
         input_messages=turn.input_messages,
         started_at=turn.started_at,
+        tool_config=tools.tool_config,
+        toolgroups=tools.toolgroups,
         awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
         continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
         continuation=Continuation(

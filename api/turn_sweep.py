@@ -28,11 +28,13 @@ async def start_unstarted_turns(runtime: Runtime, older_than: timedelta) -> list
     """
     started: list[str] = []
     candidates = await runtime.store.unstarted_turns(datetime.now(UTC) - older_than, SWEEP_BATCH)
-    for agent_id, turn in candidates:
-        agent = await runtime.store.get_agent(agent_id)
+    for candidate in candidates:
+        agent = await runtime.store.get_agent(candidate.agent_id)
         if agent is None:  # deleted meanwhile, with its sessions and turns
             continue
-        if await runtime.turns.start_once(turn_start(runtime, agent, turn, None)):
+        turn = candidate.turn
+        # URL documents are not stored: a swept turn goes without them (a retried create has them).
+        if await runtime.turns.start_once(turn_start(runtime, agent, turn, candidate.tools, [])):
             log.warning("started turn %s's workflow: the process that recorded the turn died first", turn.turn_id)
             started.append(turn.turn_id)
     return started
