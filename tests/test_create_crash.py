@@ -31,11 +31,11 @@ def _session(processes: ProcessStack, http: httpx.Client) -> str:
     return f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}"
 
 
-def _create_and_crash(processes: ProcessStack, session: str, headers: dict[str, str]) -> None:
+def _create_and_crash(processes: ProcessStack, session: str, headers: dict[str, str], **options: object) -> None:
     """Restart the API armed to die between the turn's row and its workflow, and create a turn there."""
     processes.kill(processes.api)
     processes.start_api(DA_TEST_FAULT=AFTER_TURN_ROW, **NO_SWEEP)
-    ask = {"messages": [{"role": "user", "content": "hello"}], "stream": False}
+    ask = {"messages": [{"role": "user", "content": "hello"}], "stream": False, **options}
     with pytest.raises(httpx.TransportError), httpx.Client(base_url=processes.url, timeout=30) as http:
         http.post(f"{session}/turn", json=ask, headers=headers)
     assert processes.api is not None and processes.api.wait(timeout=10) == -9
@@ -74,7 +74,8 @@ def test_the_sweep_starts_a_turn_whose_client_never_retried(processes: ProcessSt
     with httpx.Client(base_url=processes.url, timeout=60) as http:
         session = _session(processes, http)
 
-    _create_and_crash(processes, session, {})
+    # The turn's own tool_config is stored with it, so the sweep starts the turn as it was asked for.
+    _create_and_crash(processes, session, {}, tool_config={"tool_choice": "none"})
     processes.start_api(DA_UNSTARTED_TURN_SWEEP="1")
     with httpx.Client(base_url=processes.url, timeout=60) as http:
         deadline = time.monotonic() + 30
@@ -84,3 +85,4 @@ def test_the_sweep_starts_a_turn_whose_client_never_retried(processes: ProcessSt
         assert len(turns) == 1
         assert turns[0]["output_message"]["content"] == "swept "
     assert len(processes.model.requests) == 1
+    assert not processes.model.requests[0].get("tools"), "the turn's tool_choice none was not honoured"
