@@ -204,6 +204,9 @@ class Settings(BaseSettings):
     worker_in_api: Flag = False
     """The API process also runs a worker and starts turns on it eagerly: the first workflow task
     comes back in the start call's reply. One process instead of two, but one core for both."""
+    unstarted_turn_sweep: Seconds = timedelta(seconds=30)
+    """How often each API process starts the workflows of turns a crash left recorded but unstarted
+    (turns at least this old); None (0): never."""
 
     @classmethod
     def settings_customise_sources(

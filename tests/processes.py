@@ -66,8 +66,10 @@ class ProcessStack:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.api_port}"
 
-    def _spawn(self, command: list[str]) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def _spawn(self, command: list[str], **env: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            command, cwd=ROOT, env={**self.env, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
 
     def start_temporal(self) -> None:
         self.temporal = self._spawn(dev_server_command(load_settings(self.env)))
@@ -76,8 +78,9 @@ class ProcessStack:
     def start_worker(self) -> None:
         self.worker = self._spawn([sys.executable, "worker.py"])
 
-    def start_api(self) -> None:
-        self.api = self._spawn([sys.executable, "-m", "uvicorn", "api.app:app", "--port", str(self.api_port)])
+    def start_api(self, **env: str) -> None:
+        """Start the API; `env` adds variables to its environment (a fault point, a setting)."""
+        self.api = self._spawn([sys.executable, "-m", "uvicorn", "api.app:app", "--port", str(self.api_port)], **env)
         _wait_until(lambda: httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200, "API healthy")
 
     @staticmethod
