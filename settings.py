@@ -20,8 +20,12 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from outbound.policy import parse_allowlist
+
 OFFLINE_MODEL_ID = "offline/echo"
 DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_DOCUMENT_BYTES = 1024 * 1024
+DEFAULT_MAX_TOOL_REPLY_BYTES = 2 * 1024 * 1024
 
 
 class ModelSpec(BaseModel):
@@ -82,6 +86,22 @@ class Settings:
     """The API process also runs a worker and starts turns on it eagerly: the first workflow task
     comes back in the start call's reply. One process instead of two, but one core for both."""
 
+    # Outbound requests a caller can steer (documents, MCP servers): see outbound/.
+    outbound_allow: tuple[str, ...] = ()
+    """Hosts, addresses or CIDR ranges (optionally `:port`) that outbound requests may reach even
+    though they are loopback, private, link-local or the like."""
+    outbound_connect_timeout: float = 10.0
+    outbound_read_timeout: float = 30.0
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+    max_tool_reply_bytes: int = DEFAULT_MAX_TOOL_REPLY_BYTES
+    """Largest reply read from an MCP server; a larger one fails the call while it streams in."""
+    tool_call_deadline: float = 60.0
+    """Seconds one MCP tool call may take, connecting included."""
+    tools_listing_deadline: float = 10.0
+    """Seconds one MCP server may take to list its tools (`GET /v1/tools`, resolving a turn's tools)."""
+    mcp_headers: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
+    """MCP endpoint URI → headers sent with every request to it (credentials: kept out of repr)."""
+
     def model(self, model_id: str) -> ModelSpec | None:
         return self.models.get(model_id)
 
@@ -136,6 +156,37 @@ def _positive_int(raw: str, name: str) -> int:
     if number <= 0:
         raise SettingsError(f"{name} must be greater than 0, got {number}")
     return number
+
+
+def _positive_seconds(raw: str, name: str) -> float:
+    try:
+        seconds = float(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} must be a number of seconds, got {raw!r}") from exc
+    if not seconds > 0:
+        raise SettingsError(f"{name} must be greater than 0, got {raw}")
+    return seconds
+
+
+def _allowlist(raw: str) -> tuple[str, ...]:
+    entries = tuple(entry.strip() for entry in raw.split(",") if entry.strip())
+    try:
+        parse_allowlist(entries)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from exc
+    return entries
+
+
+def _mcp_headers(raw: str) -> dict[str, dict[str, str]]:
+    try:
+        parsed = json.loads(raw)
+    except ValueError as exc:
+        raise SettingsError(f"DA_MCP_HEADERS is not valid JSON: {exc}") from exc
+    if not isinstance(parsed, dict) or not all(
+        isinstance(headers, dict) and all(isinstance(v, str) for v in headers.values()) for headers in parsed.values()
+    ):
+        raise SettingsError('DA_MCP_HEADERS must map endpoint URLs to headers: {"<url>": {"<name>": "<value>"}}')
+    return parsed
 
 
 def _flag(raw: str, name: str) -> bool:
@@ -193,6 +244,20 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
             value("max_request_bytes", str(DEFAULT_MAX_REQUEST_BYTES)), "DA_MAX_REQUEST_BYTES"
         ),
         worker_in_api=_flag(value("worker_in_api", "false"), "DA_WORKER_IN_API"),
+        outbound_allow=_allowlist(value("outbound_allow", "")),
+        outbound_connect_timeout=_positive_seconds(
+            value("outbound_connect_timeout", "10"), "DA_OUTBOUND_CONNECT_TIMEOUT"
+        ),
+        outbound_read_timeout=_positive_seconds(value("outbound_read_timeout", "30"), "DA_OUTBOUND_READ_TIMEOUT"),
+        max_document_bytes=_positive_int(
+            value("max_document_bytes", str(DEFAULT_MAX_DOCUMENT_BYTES)), "DA_MAX_DOCUMENT_BYTES"
+        ),
+        max_tool_reply_bytes=_positive_int(
+            value("max_tool_reply_bytes", str(DEFAULT_MAX_TOOL_REPLY_BYTES)), "DA_MAX_TOOL_REPLY_BYTES"
+        ),
+        tool_call_deadline=_positive_seconds(value("tool_call_deadline", "60"), "DA_TOOL_CALL_DEADLINE"),
+        tools_listing_deadline=_positive_seconds(value("tools_listing_deadline", "10"), "DA_TOOLS_LISTING_DEADLINE"),
+        mcp_headers=_mcp_headers(env.get("DA_MCP_HEADERS") or json.dumps(file.get("mcp_headers", {}))),
     )
 
 

@@ -38,7 +38,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         events = EventHub(store)
         poller = asyncio.create_task(events.run())
         turns = TurnGateway(client, config.task_queue, eager_start=config.worker_in_api)
-        app.state.runtime = Runtime(config, store, turns, ToolCatalog(store), events)
+        app.state.runtime = Runtime(config, store, turns, ToolCatalog.from_settings(store, config), events)
         try:
             if config.worker_in_api:
                 # Imported here: the worker's dependencies (the OpenAI SDK among them) add ~0.8 s to

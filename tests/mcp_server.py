@@ -54,7 +54,7 @@ def registered_toolgroup(http: httpx.Client, server: ThreadedServer | None = Non
     body = {
         "toolgroup_id": toolgroup_id,
         "provider_id": "model-context-protocol",
-        "mcp_endpoint": {"uri": f"{server.url}/mcp"},
+        "mcp_endpoint": {"uri": f"{server.allowed_url}/mcp"},
     }
     http.post("/v1/toolgroups", json=body).raise_for_status()
     try:

@@ -27,7 +27,7 @@ from serve import DEV_SERVER_TUNING, temporal_binary
 from settings import Settings, load_settings
 from store.database import open_database
 from store.repository import Store
-from tests.scripted_model import GUARD_MODEL, ScriptedModel, ThreadedServer
+from tests.scripted_model import ALLOWED_HOST, GUARD_MODEL, ScriptedModel, ThreadedServer
 from worker import build_worker
 from workflows import search_attributes
 
@@ -96,6 +96,7 @@ class Stack:
                         "llama-guard": {"provider": "llama_guard", "model": GUARD_MODEL},
                     }
                 ),
+                "DA_OUTBOUND_ALLOW": ALLOWED_HOST,
                 **({"DA_STORE_URL": store_url} if store_url else {}),
             }
         )
