@@ -109,6 +109,7 @@ def refusal_rule(address: IPAddress) -> str | None:
         ("is_loopback", "a loopback address"),
         ("is_link_local", "a link-local address"),
         ("is_multicast", "a multicast address"),
+        ("is_reserved", "a reserved address"),
         ("is_private", "a private-network address"),
     ):
         if getattr(address, flag):
