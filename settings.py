@@ -25,7 +25,7 @@ from outbound.policy import parse_allowlist
 OFFLINE_MODEL_ID = "offline/echo"
 DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_DOCUMENT_BYTES = 1024 * 1024
-DEFAULT_MAX_TOOL_REPLY_BYTES = 2 * 1024 * 1024
+DEFAULT_MAX_TOOL_REPLY_BYTES = 4 * 1024 * 1024
 
 
 class ModelSpec(BaseModel):

@@ -35,6 +35,7 @@ T = TypeVar("T")
 
 SCRIPTED_MODEL = "scripted"
 SCRIPTED_KEY = "scripted-secret-key-0123456789"
+TOOL_CALL_DEADLINE = 10
 
 
 def free_port() -> int:
@@ -97,6 +98,7 @@ class Stack:
                     }
                 ),
                 "DA_OUTBOUND_ALLOW": ALLOWED_HOST,
+                "DA_TOOL_CALL_DEADLINE": str(TOOL_CALL_DEADLINE),
                 **({"DA_STORE_URL": store_url} if store_url else {}),
             }
         )
