@@ -23,6 +23,7 @@ Resolver = Callable[[str], Awaitable[list[IPAddress]]]
 """Host name → the addresses it resolves to; injectable so tests can play DNS without traffic."""
 
 ALLOW_SETTING = "DA_OUTBOUND_ALLOW"
+_PRECHECK_SECONDS = 10.0
 _HOSTNAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?", re.IGNORECASE)
 
 CLOUD_METADATA = frozenset(
@@ -166,10 +167,12 @@ class OutboundPolicy:
         return addresses
 
     async def check_url_host(self, host: str, port: int) -> None:
-        """Judge a URL before it is stored (a toolgroup's endpoint); names that do not resolve yet pass."""
+        """Judge a URL before it is stored (a toolgroup's endpoint). A name that does not resolve
+        (yet, or within a few seconds) passes: every connection is judged again when it is made."""
         try:
-            await self.admit(host, port)
-        except OSError:
+            async with asyncio.timeout(_PRECHECK_SECONDS):
+                await self.admit(host, port)
+        except (OSError, TimeoutError):
             return
 
     async def _resolve(self, host: str) -> list[IPAddress]:

@@ -142,6 +142,35 @@ def test_a_bad_allowlist_entry_is_a_settings_error_naming_it(entry: str) -> None
         load_settings({"DA_OUTBOUND_ALLOW": f"localhost, {entry}"})
 
 
+@pytest.mark.parametrize(
+    ("variable", "value", "complaint"),
+    [
+        ("DA_TOOL_CALL_DEADLINE", "0", "greater than 0"),
+        ("DA_TOOLS_LISTING_DEADLINE", "soon", "number of seconds"),
+        ("DA_OUTBOUND_CONNECT_TIMEOUT", "-1", "greater than 0"),
+        ("DA_MAX_DOCUMENT_BYTES", "1MB", "whole number"),
+        ("DA_MAX_TOOL_REPLY_BYTES", "0", "greater than 0"),
+        ("DA_MCP_HEADERS", "{", "not valid JSON"),
+        ("DA_MCP_HEADERS", '{"http://x/mcp": "Bearer t"}', "must map endpoint URLs to headers"),
+    ],
+)
+def test_outbound_settings_are_checked_by_name(variable: str, value: str, complaint: str) -> None:
+    with pytest.raises(SettingsError, match=variable) as error:
+        load_settings({variable: value})
+    assert complaint in str(error.value)
+
+
+def test_outbound_settings_defaults_and_values() -> None:
+    defaults = load_settings({})
+    assert (defaults.outbound_allow, defaults.tool_call_deadline, defaults.tools_listing_deadline) == ((), 60.0, 10.0)
+    assert (defaults.max_document_bytes, defaults.max_tool_reply_bytes) == (1024 * 1024, 4 * 1024 * 1024)
+    headers = '{"http://x/mcp": {"Authorization": "Bearer t0ken"}}'
+    chosen = load_settings({"DA_OUTBOUND_ALLOW": "mcp.internal, [::1]:8000", "DA_MCP_HEADERS": headers})
+    assert chosen.outbound_allow == ("mcp.internal", "[::1]:8000")
+    assert chosen.mcp_headers == {"http://x/mcp": {"Authorization": "Bearer t0ken"}}
+    assert "t0ken" not in repr(chosen)
+
+
 def test_the_client_connects_to_the_address_it_checked_and_keeps_the_host_name(listener: Listener) -> None:
     """No second lookup: the name resolves once (through the policy's resolver, which the system
     resolver does not know), and the request reaches the checked address with its own Host."""
