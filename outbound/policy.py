@@ -68,25 +68,25 @@ def parse_allow_entry(raw: str) -> AllowEntry:
     if text.startswith("["):
         inside, bracket, rest = text[1:].partition("]")
         if not bracket or (rest and not rest.startswith(":")):
-            raise ValueError(f"{ALLOW_SETTING} entry {raw!r}: write IPv6 as [address] or [address]:port")
+            raise ValueError(f"entry {raw!r}: write IPv6 as [address] or [address]:port")
         text, port = inside, _port(rest[1:], raw) if rest else None
     elif text.count(":") == 1:
         text, port_text = text.split(":")
         port = _port(port_text, raw)
     if not text:
-        raise ValueError(f"{ALLOW_SETTING} entry {raw!r} names no host")
+        raise ValueError(f"entry {raw!r} names no host")
     try:
         return AllowEntry(hostname=None, network=ipaddress.ip_network(text, strict=False), port=port)
     except ValueError:
         pass
     if not _HOSTNAME.fullmatch(text):
-        raise ValueError(f"{ALLOW_SETTING} entry {raw!r} is neither a host name, an IP address nor a CIDR range")
+        raise ValueError(f"entry {raw!r} is neither a host name, an IP address nor a CIDR range")
     return AllowEntry(hostname=text.lower().rstrip("."), network=None, port=port)
 
 
 def _port(text: str, raw: str) -> int:
     if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ValueError(f"{ALLOW_SETTING} entry {raw!r}: the port must be a number from 1 to 65535")
+        raise ValueError(f"entry {raw!r}: the port must be a number from 1 to 65535")
     return int(text)
 
 
