@@ -36,7 +36,7 @@ T = TypeVar("T")
 
 SCRIPTED_MODEL = "scripted"
 SCRIPTED_KEY = "scripted-secret-key-0123456789"
-TOOL_CALL_DEADLINE = 10
+TOOL_CALL_DEADLINE = 15
 
 
 def free_port() -> int:

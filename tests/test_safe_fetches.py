@@ -7,7 +7,6 @@ or in a numeric spelling of it, are loopback addresses the policy refuses.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import socket
 import threading
@@ -74,7 +73,7 @@ def _registered(http: httpx.Client, uri: str) -> Iterator[str]:
 def _other_api(stack: Stack, **changes: Any) -> Iterator[httpx.Client]:
     """A second API on the same Temporal and store, with some settings changed."""
     with (
-        stack.other_api(dataclasses.replace(stack.settings, **changes)) as url,
+        stack.other_api(stack.settings.model_copy(update=changes)) as url,
         httpx.Client(base_url=url, timeout=120) as client,
     ):
         yield client
@@ -174,25 +173,25 @@ def test_a_dead_and_a_mute_mcp_server_cost_only_their_own_listing_entries(
         _registered(http, f"http://localhost:{mute_port}/mcp") as mute,
         _registered(http, f"http://localhost:{free_port()}/mcp") as dead,
         mcp_server.registered_toolgroup(http, mcp) as alive,
-        _other_api(stack, tools_listing_deadline=2.0) as api,
+        _other_api(stack, tools_listing_deadline=5.0) as api,
     ):
         started = time.monotonic()
         listing = api.get("/v1/tools")
         elapsed = time.monotonic() - started
 
         assert listing.status_code == 200, listing.text
-        assert elapsed < 10, f"the listing took {elapsed:.1f} s"
+        assert elapsed < 15, f"the listing took {elapsed:.1f} s"
         by_group = {tool["toolgroup_id"] for tool in listing.json()["data"]}
-        assert {alive, "builtin::calculator"} <= by_group
+        assert {alive, "builtin::calculator"} <= by_group, listing.json()["unavailable"]
         unavailable = listing.json()["unavailable"]
-        assert "did not list its tools within 2 s" in unavailable[mute]
+        assert "did not list its tools within 5 s" in unavailable[mute]
         assert "could not list its tools" in unavailable[dead] and "ConnectError" in unavailable[dead]
 
-        for group, reason in ((dead, "ConnectError"), (mute, "within 2 s")):
+        for group, reason in ((dead, "ConnectError"), (mute, "within 5 s")):
             one = api.get("/v1/tools", params={"toolgroup_id": group})
             assert one.status_code == 502 and reason in one.json()["detail"], one.text
         invoked = api.post(INVOKE, json={"tool_name": "add_numbers", "kwargs": {"a": 1, "b": 2}})
-        assert invoked.status_code == 200 and invoked.json()["content"] == "3"
+        assert invoked.status_code == 200 and invoked.json()["content"] == "3", invoked.text
 
 
 def test_an_unreachable_mcp_server_is_a_clear_502(http: httpx.Client) -> None:
@@ -257,7 +256,9 @@ def test_mcp_credentials_travel_as_headers_and_are_never_stored_or_shown(
             http.get("/v1/toolgroups").text + http.get("/v1/tools").text + http.get(f"/v1/toolgroups/{toolgroup}").text
         )
         assert "token" not in shown
-    assert "operator-token" not in repr(dataclasses.replace(stack.settings, mcp_headers={uri: {"a": "operator-token"}}))
+    assert "operator-token" not in repr(
+        stack.settings.model_copy(update={"mcp_headers": {uri: {"a": "operator-token"}}})
+    )
     bad = http.get("/v1/tools", headers={"X-LlamaStack-Provider-Data": "not json"})
     assert bad.status_code == 400 and "X-LlamaStack-Provider-Data" in bad.json()["detail"]
 
