@@ -163,7 +163,7 @@ def test_outbound_settings_are_checked_by_name(variable: str, value: str, compla
 def test_outbound_settings_defaults_and_values() -> None:
     defaults = load_settings({})
     assert (defaults.outbound_allow, defaults.tool_call_deadline, defaults.tools_listing_deadline) == ((), 60.0, 10.0)
-    assert (defaults.max_document_bytes, defaults.max_tool_reply_bytes) == (1024 * 1024, 4 * 1024 * 1024)
+    assert (defaults.max_document_bytes, defaults.max_tool_reply_bytes) == (1024 * 1024, 8 * 1024 * 1024)
     headers = '{"http://x/mcp": {"Authorization": "Bearer t0ken"}}'
     chosen = load_settings({"DA_OUTBOUND_ALLOW": "mcp.internal, [::1]:8000", "DA_MCP_HEADERS": headers})
     assert chosen.outbound_allow == ("mcp.internal", "[::1]:8000")

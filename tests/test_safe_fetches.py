@@ -207,14 +207,14 @@ def test_an_mcp_reply_over_the_limit_fails_the_call(
     with mcp_server.registered_toolgroup(http, mcp) as toolgroup:
         invoked = http.post(INVOKE, json={"tool_name": "big_output", "kwargs": {"characters": 6_000_000}})
         assert invoked.status_code == 502, invoked.text[:200]
-        assert "larger than 4,194,304 bytes" in invoked.json()["detail"]
+        assert "larger than 8,388,608 bytes" in invoked.json()["detail"]
 
         model.script(tool_call("big_output", {"characters": 6_000_000}), text("too big"))
         body = {"messages": [{"role": "user", "content": "go"}], "stream": True}
         turn = final_turn(http.post(_turns(http, toolgroups=[toolgroup]), json=body))
     assert turn["status"] == "completed"
     content = turn["steps"][1]["tool_responses"][0]["content"]
-    assert "larger than 4,194,304 bytes" in content and len(content) < 1000
+    assert "larger than 8,388,608 bytes" in content and len(content) < 1000
 
 
 def test_a_tool_that_never_answers_fails_at_its_deadline(

@@ -98,7 +98,9 @@ class McpConnector:
         try:
             with anyio.fail_after(deadline):
                 async with self.outbound.client(self.max_reply_bytes, headers, incidents) as http:
-                    transport = streamable_http_client(uri, http_client=http, terminate_on_close=False)
+                    transport = streamable_http_client(
+                        uri, http_client=http, terminate_on_close=False, max_sse_event_size=self.max_reply_bytes
+                    )
                     async with Client(transport, read_timeout_seconds=deadline) as client:
                         return await operation(client)
         except Exception as error:
