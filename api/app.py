@@ -21,6 +21,7 @@ from api.runtime import Runtime
 from api.stream_slots import StreamSlots
 from api.tenancy import DEFAULT_TENANT, principals
 from api.turn_gateway import TurnGateway
+from api.turn_sweep import sweep_forever
 from settings import Settings, get_settings
 from store.database import open_database
 from store.repository import Store
@@ -61,7 +62,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         poller = asyncio.create_task(events.run())
         turns = TurnGateway(client, config.task_queue, eager_start=config.worker_in_api)
         streams = StreamSlots(config.max_streams_per_key)
-        app.state.runtime = Runtime(config, store, turns, ToolCatalog(store), events, streams)
+        app.state.runtime = runtime = Runtime(
+            config, store, turns, ToolCatalog.from_settings(store, config), events, streams
+        )
+        background = [poller]
+        if config.unstarted_turn_sweep is not None:
+            background.append(asyncio.create_task(sweep_forever(runtime, config.unstarted_turn_sweep)))
         try:
             if config.worker_in_api:
                 # Imported here: the worker's dependencies (the OpenAI SDK among them) add ~0.8 s to
@@ -73,7 +79,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             else:
                 yield
         finally:
-            poller.cancel()
+            for task in background:
+                task.cancel()
             await database.dispose()
 
     app = FastAPI(

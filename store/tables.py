@@ -60,7 +60,10 @@ class SessionRow(Base):
 
 class TurnRow(Base):
     __tablename__ = "turns"
-    __table_args__ = (Index("ix_turns_session_order", "session_id", "started_at"),)
+    __table_args__ = (
+        Index("ix_turns_session_order", "session_id", "started_at"),
+        Index("ix_turns_status_started", "status", "started_at"),  # the sweep of unstarted turns
+    )
 
     turn_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     session_id: Mapped[str] = mapped_column(ForeignKey("sessions.session_id", ondelete="CASCADE"))

@@ -66,7 +66,7 @@ def test_an_unreachable_mcp_server_is_a_502_without_exception_text(http: httpx.C
     group = {
         "toolgroup_id": "mcp::unreachable",
         "provider_id": "model-context-protocol",
-        "mcp_endpoint": {"uri": f"http://127.0.0.1:{closed}/mcp"},
+        "mcp_endpoint": {"uri": f"http://localhost:{closed}/mcp"},
     }
     assert http.post("/v1/toolgroups", json=group).status_code == 200
     try:

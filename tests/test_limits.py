@@ -169,7 +169,7 @@ def test_caps_on_iterations_sessions_turns_and_toolgroups(limited_api: str) -> N
         assert over.status_code == 409 and "DA_MAX_TURNS_PER_SESSION" in over.json()["detail"]
         assert len(http.get(f"/v1/agents/{agent_id}/session/{session_id}").json()["turns"]) == 2
 
-        group = {"provider_id": "model-context-protocol", "mcp_endpoint": {"uri": "http://127.0.0.1:9/mcp"}}
+        group = {"provider_id": "model-context-protocol", "mcp_endpoint": {"uri": "http://localhost:9/mcp"}}
         assert http.post("/v1/toolgroups", json={**group, "toolgroup_id": "mcp::one"}).status_code == 200
         second = http.post("/v1/toolgroups", json={**group, "toolgroup_id": "mcp::two"})
         assert second.status_code == 409 and "DA_MAX_TOOLGROUPS_PER_TENANT" in second.json()["detail"]

@@ -1,4 +1,4 @@
-"""Revision 0003 (tenancy) on a store with rows: everything made before belongs to tenant `default`."""
+"""Revision 0004 (tenancy) on a store with rows: everything made before belongs to tenant `default`."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _legacy_toolgroup(connection: Connection) -> None:
     connection.execute(
         text(
             "INSERT INTO toolgroups (toolgroup_id, provider_id, mcp_uri, created_at) VALUES "
-            "('mcp::kept', 'model-context-protocol', 'http://127.0.0.1:9/mcp', '2026-01-01 00:00:00+00:00')"
+            "('mcp::kept', 'model-context-protocol', 'http://localhost:9/mcp', '2026-01-01 00:00:00+00:00')"
         )
     )
 
@@ -33,9 +33,9 @@ def test_rows_made_before_tenancy_belong_to_the_default_tenant(url: str) -> None
     asyncio.run(on(url, make_legacy_store))
     asyncio.run(on(url, insert_legacy_rows))
     asyncio.run(on(url, _legacy_toolgroup))
-    asyncio.run(upgrade_store(url, "0002"))
-
     asyncio.run(upgrade_store(url, "0003"))
+
+    asyncio.run(upgrade_store(url, "0004"))
 
     def read(connection: Connection) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
         agents = connection.execute(text("SELECT agent_id, tenant_id FROM agents")).all()
@@ -44,7 +44,7 @@ def test_rows_made_before_tenancy_belong_to_the_default_tenant(url: str) -> None
 
     agents, groups = asyncio.run(on(url, read))
     assert agents == [("a1", "default")]
-    assert groups == [("default", "mcp::kept", "http://127.0.0.1:9/mcp")]
+    assert groups == [("default", "mcp::kept", "http://localhost:9/mcp")]
 
     # The same toolgroup id may now exist in another tenant.
     def register_elsewhere(connection: Connection) -> None:

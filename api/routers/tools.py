@@ -7,62 +7,61 @@ a registered toolgroup is its tenant's alone (another tenant may register the sa
 
 from __future__ import annotations
 
-import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, HTTPException
 
 from api.errors import not_found
 from api.pagination import PageDep
+from api.provider_data import McpHeadersDep
 from api.runtime import Runtime, RuntimeDep
-from api.schemas import ListResponse
+from api.schemas import ListResponse, ToolListResponse
 from api.tenancy import TenantDep
 from domain.tools import MCP_PROVIDER, RegisterToolGroupRequest, ToolGroup, ToolInvocation, ToolInvocationResult
+from outbound.policy import OutboundRefused
 from store.repository import LimitReached
-from tool_runtime.catalog import BUILTIN_TOOLS, UnknownToolGroup, as_wire_tool
+from tool_runtime.catalog import BUILTIN_TOOLS, McpHeaders, UnknownToolGroup, as_wire_tool
+from tool_runtime.mcp import McpUnavailable
 
 router = APIRouter(tags=["tools"])
-log = logging.getLogger(__name__)
 
 
-def _unreachable(group: str) -> HTTPException:
-    # Why it failed (addresses, resolver and TLS messages) goes to the log, not to the caller.
-    return HTTPException(
-        502, f"The MCP server of toolgroup {group} could not be reached or did not answer; retry later"
-    )
-
-
-async def _group_tools(runtime: Runtime, tenant: str, toolgroup_id: str) -> list[dict[str, Any]]:
+async def _group_tools(
+    runtime: Runtime, tenant: str, toolgroup_id: str, headers: McpHeaders | None
+) -> list[dict[str, Any]]:
     try:
-        tools = await runtime.tools.tools(tenant, toolgroup_id)
+        tools = await runtime.tools.tools(tenant, toolgroup_id, headers)
     except UnknownToolGroup as unknown:
         raise HTTPException(404, str(unknown)) from unknown
-    except Exception as error:
-        log.warning("listing the tools of toolgroup %s failed: %r", toolgroup_id, error)
-        raise _unreachable(toolgroup_id) from error
+    except McpUnavailable as unavailable:
+        raise HTTPException(502, f"Toolgroup {toolgroup_id}: {unavailable}") from None
     return [as_wire_tool(tool).model_dump(mode="json") for tool in tools]
 
 
-@router.get("/tools", response_model=ListResponse)
+@router.get("/tools", response_model=ToolListResponse)
 async def list_tools(
-    runtime: RuntimeDep, tenant: TenantDep, window: PageDep, toolgroup_id: str | None = None
-) -> ListResponse:
-    """The tools of one toolgroup (the `group/tool` form names a group too), or of all of them;
-    `start_index` and `limit` page through them."""
+    runtime: RuntimeDep,
+    tenant: TenantDep,
+    headers: McpHeadersDep,
+    window: PageDep,
+    toolgroup_id: str | None = None,
+) -> ToolListResponse:
+    """The tools of one toolgroup (the `group/tool` form names a group too), or of all of them; a
+    toolgroup whose MCP server fails is left out and named in `unavailable` with the reason.
+    `start_index` and `limit` page through the tools."""
+    page = slice(window.start_index, window.start_index + window.limit)
     if toolgroup_id is not None:
-        data = await _group_tools(runtime, tenant, toolgroup_id.split("/")[0])
-    else:
-        data = []
-        for group in await runtime.tools.groups(tenant):
-            data += await _group_tools(runtime, tenant, group.identifier)
-    return ListResponse(data=data[window.start_index : window.start_index + window.limit])
+        return ToolListResponse(data=(await _group_tools(runtime, tenant, toolgroup_id.split("/")[0], headers))[page])
+    listing = await runtime.tools.listing(tenant, headers)
+    data = [as_wire_tool(tool).model_dump(mode="json") for tool in listing.tools[page]]
+    return ToolListResponse(data=data, unavailable=listing.failures)
 
 
 @router.get("/toolgroups", response_model=ListResponse)
 async def list_toolgroups(runtime: RuntimeDep, tenant: TenantDep, window: PageDep) -> ListResponse:
-    groups = await runtime.tools.groups(tenant)
-    page = groups[window.start_index : window.start_index + window.limit]
-    return ListResponse(data=[group.model_dump(mode="json") for group in page])
+    groups = (await runtime.tools.groups(tenant))[window.start_index : window.start_index + window.limit]
+    return ListResponse(data=[group.model_dump(mode="json") for group in groups])
 
 
 @router.get("/toolgroups/{toolgroup_id:path}", response_model=ToolGroup)
@@ -80,6 +79,15 @@ async def register_toolgroup(runtime: RuntimeDep, tenant: TenantDep, body: Regis
         raise HTTPException(400, "mcp_endpoint.uri must be the MCP server's streamable-HTTP URL (http:// or https://)")
     if body.toolgroup_id in BUILTIN_TOOLS:
         raise HTTPException(409, f"Toolgroup {body.toolgroup_id} is built in and shared; choose another id")
+    endpoint = urlsplit(body.mcp_endpoint.uri)
+    try:
+        await runtime.tools.outbound_policy.check_url_host(
+            endpoint.hostname or "", endpoint.port or (443 if endpoint.scheme == "https" else 80)
+        )
+    except OutboundRefused as refused:
+        raise HTTPException(400, f"mcp_endpoint.uri is refused: {refused}") from None
+    except ValueError as invalid:
+        raise HTTPException(400, f"mcp_endpoint.uri is not a valid URL: {invalid}") from None
     group = ToolGroup(
         identifier=body.toolgroup_id, provider_id=MCP_PROVIDER, mcp_endpoint=body.mcp_endpoint, args=body.args
     )
@@ -100,21 +108,18 @@ async def unregister_toolgroup(runtime: RuntimeDep, tenant: TenantDep, toolgroup
 
 
 @router.post("/tool-runtime/invoke", response_model=ToolInvocationResult)
-async def invoke_tool(runtime: RuntimeDep, tenant: TenantDep, body: ToolInvocation) -> ToolInvocationResult:
+async def invoke_tool(
+    runtime: RuntimeDep, tenant: TenantDep, headers: McpHeadersDep, body: ToolInvocation
+) -> ToolInvocationResult:
     """Run one server-side tool of the caller's outside any turn (the Agent helper does, for toolgroup
     tools a paused turn hands back)."""
     try:
-        tool = await runtime.tools.find(tenant, body.tool_name)
+        tool = await runtime.tools.find(tenant, body.tool_name, headers)
         if tool is None:
             raise not_found("Tool", body.tool_name)
-        outcome = await runtime.tools.call(tool, body.kwargs)
-    except HTTPException:
-        raise
-    except Exception as error:
-        log.warning("invoking tool %s failed: %r", body.tool_name, error)
-        raise HTTPException(
-            502, f"The tool {body.tool_name} could not be reached or did not answer; retry later"
-        ) from error
+        outcome = await runtime.tools.call(tool, body.kwargs, headers)
+    except McpUnavailable as unavailable:
+        raise HTTPException(502, f"The tool {body.tool_name} could not be run: {unavailable}") from None
     if outcome.is_error:
         return ToolInvocationResult(content=outcome.content, error_message=outcome.content, error_code=1)
     return ToolInvocationResult(content=outcome.content, error_code=0)

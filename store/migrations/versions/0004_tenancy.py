@@ -3,8 +3,8 @@
 Rows made before this revision belong to tenant `default`, the one tenant of no-auth mode. With
 API keys, give a key that tenant (`DA_API_KEYS=default:<key>`) to keep seeing them.
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-11-23
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 
