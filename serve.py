@@ -12,6 +12,7 @@ Against an existing Temporal cluster, run `uvicorn api.app:app` and as many `wor
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import shutil
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 from settings import Settings, get_settings
+from store.upgrade import StoreNotUpgradable, upgrade_store
 from workflows import search_attributes
 
 log = logging.getLogger("serve")
@@ -149,6 +151,12 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s serve %(message)s")
     settings = get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # The worker and the API would each do it as they start; done first, a store that cannot be
+    # upgraded stops everything before anything starts, with one message.
+    try:
+        asyncio.run(upgrade_store(settings.store_url))
+    except StoreNotUpgradable as refused:
+        raise SystemExit(str(refused)) from None
     env = {**os.environ, "TEMPORAL_ADDRESS": f"127.0.0.1:{settings.temporal_port}"}
     stopping: list[int] = []
     for signum in (signal.SIGINT, signal.SIGTERM):

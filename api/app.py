@@ -40,7 +40,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         events = EventHub(store)
         poller = asyncio.create_task(events.run())
         turns = TurnGateway(client, config.task_queue, eager_start=config.worker_in_api)
-        app.state.runtime = runtime = Runtime(config, store, turns, ToolCatalog(store), events)
+        app.state.runtime = runtime = Runtime(config, store, turns, ToolCatalog.from_settings(store, config), events)
         background = [poller]
         if config.unstarted_turn_sweep is not None:
             background.append(asyncio.create_task(sweep_forever(runtime, config.unstarted_turn_sweep)))

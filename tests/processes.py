@@ -14,7 +14,7 @@ import httpx
 
 from serve import dev_server_command
 from settings import load_settings
-from tests.scripted_model import ScriptedModel, ThreadedServer
+from tests.scripted_model import ALLOWED_HOST, ScriptedModel, ThreadedServer
 from tests.stack import SCRIPTED_KEY, SCRIPTED_KEY_ENV, SCRIPTED_MODEL, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,6 +44,7 @@ class ProcessStack:
             "DA_TEMPORAL_UI_PORT": str(free_port()),
             "TEMPORAL_ADDRESS": f"127.0.0.1:{self.temporal_port}",
             "DA_TASK_QUEUE": "faults",
+            "DA_OUTBOUND_ALLOW": ALLOWED_HOST,
             SCRIPTED_KEY_ENV: SCRIPTED_KEY,
             "DA_MODELS": json.dumps(
                 {

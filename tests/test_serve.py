@@ -9,16 +9,19 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import httpx
 import pytest
 
+from store.upgrade import head_revision
 from tests.rest import create_agent, create_session, final_turn
 from tests.scripted_model import ScriptedModel, ThreadedServer, text
 from tests.stack import SCRIPTED_KEY, SCRIPTED_KEY_ENV, SCRIPTED_MODEL, free_port
@@ -85,8 +88,10 @@ def service(tmp_path: Path) -> Iterator[Service]:
         running.process.kill()
 
 
-def test_quickstart_then_ctrl_c_then_resume_after_restart(service: Service) -> None:
+def test_quickstart_then_ctrl_c_then_resume_after_restart(service: Service, tmp_path: Path) -> None:
     service.start()
+    with closing(sqlite3.connect(tmp_path / "store.db")) as store:
+        assert store.execute("SELECT version_num FROM alembic_version").fetchall() == [(head_revision(),)]
     with httpx.Client(base_url=service.url, timeout=30) as http:
         tool = {
             "name": "get_weather",
