@@ -185,9 +185,9 @@ def test_a_dead_and_a_mute_mcp_server_cost_only_their_own_listing_entries(
         assert {alive, "builtin::calculator"} <= by_group, listing.json()["unavailable"]
         unavailable = listing.json()["unavailable"]
         assert "did not list its tools within 5 s" in unavailable[mute]
-        assert "could not list its tools" in unavailable[dead] and "ConnectError" in unavailable[dead]
+        assert unavailable[dead].endswith("could not list its tools: it could not be reached")  # no exception text
 
-        for group, reason in ((dead, "ConnectError"), (mute, "within 5 s")):
+        for group, reason in ((dead, "it could not be reached"), (mute, "within 5 s")):
             one = api.get("/v1/tools", params={"toolgroup_id": group})
             assert one.status_code == 502 and reason in one.json()["detail"], one.text
         invoked = api.post(INVOKE, json={"tool_name": "add_numbers", "kwargs": {"a": 1, "b": 2}})

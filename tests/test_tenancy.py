@@ -207,7 +207,9 @@ def test_toolgroups_belong_to_their_tenant_and_turns_call_their_own(
     alpha_server, plain_server = _whoami_server("owner"), _whoami_server("plain")
     try:
         register = {"toolgroup_id": SHARED_TOOLGROUP, "provider_id": "model-context-protocol"}
-        first = owner.post("/v1/toolgroups", json={**register, "mcp_endpoint": {"uri": f"{alpha_server.url}/mcp"}})
+        first = owner.post(
+            "/v1/toolgroups", json={**register, "mcp_endpoint": {"uri": f"{alpha_server.allowed_url}/mcp"}}
+        )
         assert first.status_code == 200, first.text
 
         # Another tenant sees nothing of it, and cannot reach or remove it.
@@ -220,13 +222,17 @@ def test_toolgroups_belong_to_their_tenant_and_turns_call_their_own(
         assert plain.post("/v1/agents", json={"agent_config": agent}).status_code == 400
 
         # Registering the same id makes the other tenant's own group; it cannot re-point the owner's.
-        second = plain.post("/v1/toolgroups", json={**register, "mcp_endpoint": {"uri": f"{plain_server.url}/mcp"}})
+        second = plain.post(
+            "/v1/toolgroups", json={**register, "mcp_endpoint": {"uri": f"{plain_server.allowed_url}/mcp"}}
+        )
         assert second.status_code == 200, second.text
         for client, name in ((owner, "owner"), (plain, "plain")):
             invoked = client.post("/v1/tool-runtime/invoke", json={"tool_name": "whoami", "kwargs": {}})
             assert invoked.status_code == 200 and invoked.json()["content"] == name, invoked.text
             group = client.get(f"/v1/toolgroups/{SHARED_TOOLGROUP}").json()
-            assert group["mcp_endpoint"]["uri"].startswith(alpha_server.url if name == "owner" else plain_server.url)
+            assert group["mcp_endpoint"]["uri"].startswith(
+                alpha_server.allowed_url if name == "owner" else plain_server.allowed_url
+            )
 
         # A turn's tools are resolved by the worker within the turn's tenant.
         for client, name in ((owner, "owner"), (plain, "plain")):
@@ -245,7 +251,11 @@ def test_toolgroups_belong_to_their_tenant_and_turns_call_their_own(
 
         # The built-in toolgroup is shared and read-only.
         assert {"builtin::calculator"} <= {g["identifier"] for g in plain.get("/v1/toolgroups").json()["data"]}
-        overwrite = {**register, "toolgroup_id": "builtin::calculator", "mcp_endpoint": {"uri": plain_server.url}}
+        overwrite = {
+            **register,
+            "toolgroup_id": "builtin::calculator",
+            "mcp_endpoint": {"uri": plain_server.allowed_url},
+        }
         assert plain.post("/v1/toolgroups", json=overwrite).status_code == 409
         assert plain.delete("/v1/toolgroups/builtin::calculator").status_code == 409
         calculated = plain.post(

@@ -7,6 +7,7 @@ it streams in, and every operation has a deadline. Whatever goes wrong comes out
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -20,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from outbound.http import Outbound
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,11 @@ class McpConnector:
                     f"The MCP server at {where} did not {purpose} within {deadline:g} s", retryable=False
                 ) from None
             cause = _innermost(error)
+            # The cause's own text (resolver, socket and TLS messages, internal addresses) goes to the log;
+            # the message, which callers and the model read, says what kind of failure it was.
+            log.warning("MCP server at %s could not %s: %r", where, purpose, cause)
+            unreachable = isinstance(cause, httpx2.TransportError | OSError)
+            what = "it could not be reached" if unreachable else "it did not answer as an MCP server"
             raise McpUnavailable(
-                f"The MCP server at {where} could not {purpose}: {type(cause).__name__}: {cause}",
-                retryable=isinstance(cause, httpx2.TransportError | OSError),
+                f"The MCP server at {where} could not {purpose}: {what}", retryable=unreachable
             ) from None
