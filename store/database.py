@@ -45,7 +45,7 @@ class Database(Protocol):
         ...
 
     async def dispose(self) -> None:
-        """Finish what was submitted, then close every connection."""
+        """Close the connections it holds; the next operation opens new ones."""
         ...
 
 
@@ -96,12 +96,9 @@ class ThreadedSQLite:
             return operation(connection)
 
     async def dispose(self) -> None:
-        await asyncio.to_thread(self._close)
-
-    def _close(self) -> None:
-        self._writer.shutdown(wait=True)
-        self._readers.shutdown(wait=True)
-        self._engine.dispose()
+        # After the writes already queued. Like AsyncEngine.dispose, this leaves the database usable:
+        # the next operation opens a new connection (tests close connections as a restart would).
+        await asyncio.get_running_loop().run_in_executor(self._writer, self._engine.dispose)
 
 
 async def _on(executor: ThreadPoolExecutor, run: Callable[[Callable[[Connection], T]], T], operation: Any) -> T:
