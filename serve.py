@@ -48,11 +48,6 @@ DEV_SERVER_TUNING = [
     "history.transferProcessorMaxPollRPS=1000",
     "--dynamic-config-value",
     "history.transferProcessorMaxPollHostRPS=1000",
-    # Off by default: the server then ignores the SDK's request to hand an activity scheduled by a workflow
-    # task straight back in the reply to that task's completion, and the activity goes through matching
-    # and the worker's poll instead (one-activity workflow: 25 ms slower, 6-10 ms more server CPU).
-    "--dynamic-config-value",
-    "system.enableActivityEagerExecution=true",
 ]
 """Dev-server settings for latency that cost no durability; measured in bench/benchmark.py."""
 
