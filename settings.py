@@ -44,8 +44,12 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from outbound.policy import parse_allowlist
+
 OFFLINE_MODEL_ID = "offline/echo"
 DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_DOCUMENT_BYTES = 1024 * 1024
+DEFAULT_MAX_TOOL_REPLY_BYTES = 8 * 1024 * 1024
 ENV_PREFIX = "DA_"
 FILE_SECTION = "durable_agents"
 
@@ -140,6 +144,14 @@ def _seconds(raw: Any) -> timedelta | None:
     return timedelta(seconds=seconds) if seconds > 0 else None
 
 
+def _whole_number_or_off(raw: Any) -> int:
+    """A whole number, 0 meaning no limit."""
+    number = _whole_number(raw)
+    if number < 0:
+        raise ValueError(f"must be 0 (no limit) or more, got {number}")
+    return number
+
+
 def _comma_list(raw: Any) -> tuple[str, ...]:
     """`a, b` from the environment, or a list from the TOML file; blanks dropped."""
     items = raw.split(",") if isinstance(raw, str) else raw
@@ -148,11 +160,47 @@ def _comma_list(raw: Any) -> tuple[str, ...]:
     return tuple(item.strip() for item in items if item.strip())
 
 
+def _comma_list_or_unset(raw: Any) -> tuple[str, ...] | None:
+    return None if raw is None else _comma_list(raw) or None
+
+
+def _positive_seconds(raw: Any) -> float:
+    try:
+        seconds = float(str(raw).strip())
+    except ValueError:
+        raise ValueError(f"must be a number of seconds, got {raw!r}") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"must be a number of seconds greater than 0, got {raw!r}")
+    return seconds
+
+
+def _outbound_allow(raw: Any) -> tuple[str, ...]:
+    entries = _comma_list(raw)
+    parse_allowlist(entries)  # raises ValueError naming the bad entry
+    return entries
+
+
+def _headers_by_url(raw: Any) -> dict[str, dict[str, str]]:
+    """A JSON object (environment) or a table (file) of URL → {header name: value}."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"is not valid JSON: {exc}") from None
+    if not isinstance(raw, dict) or not all(
+        isinstance(headers, dict) and all(isinstance(v, str) for v in headers.values()) for headers in raw.values()
+    ):
+        raise ValueError('must map endpoint URLs to headers: {"<url>": {"<name>": "<value>"}}')
+    return raw
+
+
 Flag = Annotated[bool, BeforeValidator(_flag)]
 PositiveInt = Annotated[int, BeforeValidator(_positive_int)]
+LimitOrOff = Annotated[int, BeforeValidator(_whole_number_or_off)]
 Port = Annotated[int, BeforeValidator(_port)]
 Seconds = Annotated[timedelta | None, BeforeValidator(_seconds)]
 CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_comma_list)]
+PositiveSeconds = Annotated[float, BeforeValidator(_positive_seconds)]
 
 
 class Settings(BaseSettings):
@@ -181,8 +229,8 @@ class Settings(BaseSettings):
     """Profile of temporalio's envconfig file to connect with."""
     temporal_config_file: str | None = Field(default=None, validation_alias="TEMPORAL_CONFIG_FILE")
     """temporalio's envconfig TOML file."""
-    models: Annotated[dict[str, ModelSpec], NoDecode] = Field(default_factory=dict, validate_default=True)
-    """Model id → how to reach it; `offline/echo` is always there."""
+    models: Annotated[dict[str, ModelSpec], NoDecode] = Field(default_factory=dict)
+    """Model id → how to reach it; with `offline_model`, `offline/echo` too."""
     shields: Annotated[dict[str, ShieldSpec], NoDecode] = Field(default_factory=dict)
     """Shield id → its spec, for agents' input_shields / output_shields."""
     awaiting_input_timeout: Seconds = None
@@ -204,6 +252,56 @@ class Settings(BaseSettings):
     worker_in_api: Flag = False
     """The API process also runs a worker and starts turns on it eagerly: the first workflow task
     comes back in the start call's reply. One process instead of two, but one core for both."""
+    unstarted_turn_sweep: Seconds = timedelta(seconds=30)
+    """How often each API process starts the workflows of turns a crash left recorded but unstarted
+    (turns at least this old); None (0): never."""
+    # Outbound requests a caller can steer (documents, MCP servers): see outbound/.
+    outbound_allow: Annotated[tuple[str, ...], NoDecode, BeforeValidator(_outbound_allow)] = ()
+    """Hosts, addresses or CIDR ranges (optionally `:port`) that outbound requests may reach even
+    though they are loopback, private, link-local or the like."""
+    outbound_connect_timeout: PositiveSeconds = 10.0
+    """Seconds to resolve and connect, for documents and MCP servers."""
+    outbound_read_timeout: PositiveSeconds = 30.0
+    """Seconds between bytes of a reply, for documents and MCP servers."""
+    max_document_bytes: PositiveInt = DEFAULT_MAX_DOCUMENT_BYTES
+    """A larger URL document fails its turn; the download stops at the limit."""
+    max_tool_reply_bytes: PositiveInt = DEFAULT_MAX_TOOL_REPLY_BYTES
+    """Largest reply read from an MCP server; a larger one fails the call while it streams in."""
+    tool_call_deadline: PositiveSeconds = 60.0
+    """Seconds one MCP tool call may take, connecting included."""
+    tools_listing_deadline: PositiveSeconds = 10.0
+    """Seconds one MCP server may take to list its tools (`GET /v1/tools`, resolving a turn's tools)."""
+    mcp_headers: Annotated[dict[str, dict[str, str]], NoDecode, BeforeValidator(_headers_by_url)] = Field(
+        default_factory=dict, repr=False
+    )
+    """MCP endpoint URL → headers sent with every request to it (credentials: kept out of repr)."""
+    # Tenancy and limits (README, "Security"). Counters and buckets are per API process.
+    api_keys_file: Path | None = None
+    """More API key entries, one `key` or `tenant:key` a line; `#` starts a comment line."""
+    offline_model: Flag = False
+    """Whether agents may name the built-in offline/echo model (no LLM); default: only when no models are configured."""
+    page_limit_default: PositiveInt = 100
+    """Items a list route returns when the caller gives no `limit`."""
+    page_limit_max: PositiveInt = 1000
+    """The most items a list route returns at once."""
+    rate_limit_per_minute: LimitOrOff = 1200
+    """Requests per API key and minute, sustained (token bucket); 0: no limit."""
+    rate_limit_burst: PositiveInt = 200
+    """Requests per API key served at once before the sustained rate applies."""
+    max_streams_per_key: PositiveInt = 50
+    """Open SSE streams per API key."""
+    max_infer_iters: PositiveInt = 100
+    """The largest `max_infer_iters` an agent may ask for."""
+    max_sessions_per_agent: PositiveInt = 10000
+    """Sessions one agent may have."""
+    max_turns_per_session: PositiveInt = 10000
+    """Turns one session may have."""
+    max_toolgroups_per_tenant: PositiveInt = 100
+    """Toolgroups one tenant may register."""
+    allowed_hosts: Annotated[tuple[str, ...] | None, NoDecode, BeforeValidator(_comma_list_or_unset)] = None
+    """Host header names served (`*`: any); unset: loopback names only without API keys, any with them."""
+    allowed_origins: CommaList = ()
+    """Browser origins (scheme://host[:port]) allowed besides the API's own."""
 
     @classmethod
     def settings_customise_sources(
@@ -229,10 +327,27 @@ class Settings(BaseSettings):
             return store_url
         return f"sqlite+aiosqlite:///{info.data['data_dir'] / 'store.db'}"
 
-    @field_validator("models")
+    @model_validator(mode="before")
     @classmethod
-    def _with_offline_model(cls, models: dict[str, ModelSpec]) -> dict[str, ModelSpec]:
-        return {OFFLINE_MODEL_ID: ModelSpec(provider="offline"), **models}
+    def _with_offline_model(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """The offline model is offered when asked for, and by default only when no model is configured:
+        a deployment's agents must not land on a model that is no LLM by mistake."""
+        models = values.get("models") or {}
+        try:
+            offered = _flag(values["offline_model"]) if values.get("offline_model") is not None else not models
+        except ValueError:
+            return values  # the field's own validation names the variable
+        if not isinstance(models, dict):
+            return values
+        extra = {OFFLINE_MODEL_ID: ModelSpec(provider="offline")} if offered else {}
+        return {**values, "offline_model": offered, "models": {**extra, **models}}
+
+    @field_validator("api_keys_file")
+    @classmethod
+    def _readable(cls, path: Path | None) -> Path | None:
+        if path is not None and not path.is_file():
+            raise ValueError(f"must name a readable file of API key entries; {path} is not one")
+        return path
 
     @model_validator(mode="after")
     def _guard_models_exist(self) -> Settings:
@@ -246,6 +361,18 @@ class Settings(BaseSettings):
 
     def model(self, model_id: str) -> ModelSpec | None:
         return self.models.get(model_id)
+
+    def key_entries(self) -> tuple[str, ...]:
+        """The API key entries of `api_keys` and of `api_keys_file`."""
+        if self.api_keys_file is None:
+            return self.api_keys
+        try:
+            lines = self.api_keys_file.read_text().splitlines()
+        except OSError as exc:
+            raise SettingsError(f"DA_API_KEYS_FILE {self.api_keys_file} cannot be read: {exc.strerror}") from None
+        return self.api_keys + tuple(
+            line.strip() for line in lines if line.strip() and not line.strip().startswith("#")
+        )
 
 
 def env_name(field_name: str) -> str:

@@ -11,15 +11,20 @@ from domain.content import ToolResponse
 from domain.events import KeyedEvent, StepProgress, StepStart, ToolCallDelta, chunk_of
 from store.repository import Store
 from tool_runtime.catalog import ToolCatalog, ToolNameClash, UnknownToolGroup
+from tool_runtime.mcp import McpUnavailable
 from tool_runtime.output_limit import truncate_text
 from workflows.contracts import (
     RESOLVE_TOOLS_ACTIVITY,
     RUN_TOOL_ACTIVITY,
     TOOLS_UNAVAILABLE,
+    TURN_WORKFLOW_PREFIX,
     ResolveToolsRequest,
     ResolveToolsResult,
     ToolRunRequest,
 )
+
+TOOL_UNAVAILABLE = "ToolUnavailable"
+"""A call's MCP server could not be used; the turn's tool step answers the model with the reason."""
 
 
 class ToolActivities:
@@ -29,9 +34,16 @@ class ToolActivities:
 
     @activity.defn(name=RESOLVE_TOOLS_ACTIVITY)
     async def resolve_tools(self, request: ResolveToolsRequest) -> ResolveToolsResult:
+        """Resolve within the turn's tenant. The tenant is read from the turn's row, not taken from the
+        workflow's input: inputs recorded before tenancy existed still resolve, and nothing a workflow
+        carries can point a turn at another tenant's toolgroups."""
+        turn_id = activity.info().workflow_id.removeprefix(TURN_WORKFLOW_PREFIX)
+        tenant = await self._store.turn_tenant(turn_id)
+        if tenant is None:
+            raise ApplicationError(f"Turn {turn_id} is not in the store", type=TOOLS_UNAVAILABLE, non_retryable=True)
         try:
-            tools = await self._catalog.resolve(request.toolgroups, request.client_tool_names)
-        except (UnknownToolGroup, ToolNameClash) as problem:
+            tools = await self._catalog.resolve(tenant, request.toolgroups, request.client_tool_names)
+        except (UnknownToolGroup, ToolNameClash, McpUnavailable) as problem:
             raise ApplicationError(str(problem), type=TOOLS_UNAVAILABLE, non_retryable=True) from problem
         return ResolveToolsResult(tools=tools)
 
@@ -52,8 +64,13 @@ class ToolActivities:
             KeyedEvent(key=f"{request.step_id}:call", body=chunk_of(progress).model_dump(mode="json")),
         )
         arguments = request.call.arguments if isinstance(request.call.arguments, dict) else {}
-        async with heartbeating():
-            outcome = await self._catalog.call(request.tool, arguments)
+        try:
+            async with heartbeating():
+                outcome = await self._catalog.call(request.tool, arguments)
+        except McpUnavailable as unavailable:
+            raise ApplicationError(
+                str(unavailable), type=TOOL_UNAVAILABLE, non_retryable=not unavailable.retryable
+            ) from None
         return ToolResponse(
             call_id=request.call.call_id,
             tool_name=request.call.tool_name,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -12,16 +13,36 @@ from api.auth import BearerAuth
 from api.body_limit import BodySizeLimit
 from api.errors import install_error_handlers
 from api.event_hub import EventHub
+from api.host_check import HostOriginCheck
 from api.openapi import install_openapi
+from api.rate_limit import RateLimit
 from api.routers import agents, health, sessions, shields, tools, turns
 from api.runtime import Runtime
+from api.stream_slots import StreamSlots
+from api.tenancy import DEFAULT_TENANT, principals
 from api.turn_gateway import TurnGateway
+from api.turn_sweep import sweep_forever
 from settings import Settings, get_settings
 from store.database import open_database
 from store.repository import Store
 from store.upgrade import upgrade_store
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
+
+log = logging.getLogger(__name__)
+
+
+def _announce_tenancy(settings: Settings) -> None:
+    """Say at start who may call and as which tenant; a bad key entry stops the start here."""
+    tenants = {principal.tenant for principal in principals(settings.key_entries()).values()}
+    if not tenants:
+        log.warning(
+            "No API keys (DA_API_KEYS): every caller is tenant %r; host names served: %s",
+            DEFAULT_TENANT,
+            ", ".join(settings.allowed_hosts or ("loopback only",)),
+        )
+    else:
+        log.info("API keys for %d tenants; each sees only its own agents, sessions and toolgroups", len(tenants))
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -31,6 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         config = current_settings()
+        _announce_tenancy(config)
         await upgrade_store(config.store_url)
         database = open_database(config.store_url)
         client = await connect_temporal(config)
@@ -39,7 +61,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         events = EventHub(store)
         poller = asyncio.create_task(events.run())
         turns = TurnGateway(client, config.task_queue, eager_start=config.worker_in_api)
-        app.state.runtime = Runtime(config, store, turns, ToolCatalog(store), events)
+        streams = StreamSlots(config.max_streams_per_key)
+        app.state.runtime = runtime = Runtime(
+            config, store, turns, ToolCatalog.from_settings(store, config), events, streams
+        )
+        background = [poller]
+        if config.unstarted_turn_sweep is not None:
+            background.append(asyncio.create_task(sweep_forever(runtime, config.unstarted_turn_sweep)))
         try:
             if config.worker_in_api:
                 # Imported here: the worker's dependencies (the OpenAI SDK among them) add ~0.8 s to
@@ -51,7 +79,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             else:
                 yield
         finally:
-            poller.cancel()
+            for task in background:
+                task.cancel()
             await database.dispose()
 
     app = FastAPI(
@@ -60,9 +89,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
-    # The last added runs first: a caller without a valid key is refused before its body is even counted.
+    # The last added runs first: a request for a foreign host name or origin is refused first, then a caller
+    # without a valid key, then one over its rate, all before the body is even counted.
     app.add_middleware(BodySizeLimit, settings=current_settings)
+    app.add_middleware(RateLimit, settings=current_settings)
     app.add_middleware(BearerAuth, settings=current_settings)
+    app.add_middleware(HostOriginCheck, settings=current_settings)
     routers = (agents.router, sessions.router, turns.router, tools.router, shields.router, health.router)
     for router in routers:
         app.include_router(router, prefix="/v1")

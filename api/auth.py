@@ -3,11 +3,11 @@
 A pure ASGI middleware rather than a FastAPI dependency, so it guards every path alike (/openapi.json, /docs,
 unknown paths) and refuses a caller before any request body is read or validated. The official
 llama-stack-client sends `Authorization: Bearer <api_key>` when constructed with `api_key=`.
+The accepted key decides the request's tenant (api/tenancy.py), left in the ASGI scope's state.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 from collections.abc import Callable
 from functools import cached_property
@@ -16,15 +16,11 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from api.tenancy import ANONYMOUS, Principal, key_digest, principals
 from settings import Settings
 
 OPEN_ROUTES = frozenset({("GET", "/v1/health")})
 """Load balancers and orchestrators probe liveness without credentials."""
-
-
-def _digest(token: str) -> bytes:
-    # Comparing fixed-length digests keeps even a key's length out of the response time.
-    return hashlib.sha256(token.encode()).digest()
 
 
 class BearerAuth:
@@ -34,38 +30,46 @@ class BearerAuth:
         """Read at the first request: the app is built before its settings are (see api.app)."""
 
     @cached_property
-    def _key_digests(self) -> tuple[bytes, ...]:
-        return tuple(_digest(key) for key in self._settings().api_keys)
+    def _principals(self) -> tuple[tuple[bytes, Principal], ...]:
+        return tuple(principals(self._settings().key_entries()).items())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self._key_digests or (scope["method"], scope["path"]) in OPEN_ROUTES:
+        if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        refusal = self._refusal(Headers(scope=scope).get("authorization"))
-        if refusal is None:
+        if not self._principals or (scope["method"], scope["path"]) in OPEN_ROUTES:
+            scope.setdefault("state", {})["principal"] = ANONYMOUS
             await self._app(scope, receive, send)
             return
-        await refusal(scope, receive, send)
+        outcome = self._authenticate(Headers(scope=scope).get("authorization"))
+        if isinstance(outcome, Principal):
+            scope.setdefault("state", {})["principal"] = outcome
+            await self._app(scope, receive, send)
+            return
+        await outcome(scope, receive, send)
 
-    def _refusal(self, authorization: str | None) -> JSONResponse | None:
-        """None when the header carries an accepted key; otherwise the 401 that says what to send instead."""
+    def _authenticate(self, authorization: str | None) -> Principal | JSONResponse:
+        """Who the header's key belongs to; otherwise the 401 that says what to send instead."""
         if authorization is None:
             return _unauthorized("This server requires an API key: send the header 'Authorization: Bearer <key>'.")
         scheme, _, token = authorization.strip().partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return _unauthorized("The Authorization header must be 'Bearer <key>' with one of this server's API keys.")
-        if not self._accepts(token.strip()):
+        principal = self._match(token.strip())
+        if principal is None:
             return _unauthorized(
                 "The API key in the Authorization header is not accepted by this server.", error="invalid_token"
             )
-        return None
+        return principal
 
-    def _accepts(self, token: str) -> bool:
-        # Every key is compared, in constant time, so timing tells neither whether nor which key matched.
-        presented = _digest(token)
-        matched = False
-        for key in self._key_digests:
-            matched |= hmac.compare_digest(presented, key)
+    def _match(self, token: str) -> Principal | None:
+        # Every key is compared, in constant time, and comparing fixed-length digests keeps even a key's
+        # length out of the response time: timing tells neither whether nor which key matched.
+        presented = key_digest(token)
+        matched: Principal | None = None
+        for digest, principal in self._principals:
+            if hmac.compare_digest(presented, digest):
+                matched = principal
         return matched
 
 

@@ -10,12 +10,15 @@ store refuses progress for a turn whose row is gone.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Collection
 
 from fastapi import HTTPException
 from temporalio.service import RPCError
 
 from api.runtime import Runtime
+
+log = logging.getLogger(__name__)
 
 
 async def delete_with_turns(
@@ -42,6 +45,7 @@ async def _terminate(runtime: Runtime, turn_ids: Collection[str], reason: str, c
     try:
         await asyncio.gather(*(runtime.turns.terminate(turn_id, reason) for turn_id in turn_ids))
     except RPCError as error:
+        log.warning("stopping the workflows of turns %s failed: %s", sorted(turn_ids), error.message)
         raise HTTPException(
-            503, f"Could not stop the workflows of turns {sorted(turn_ids)} ({error.message}); {consequence}."
+            503, f"Could not stop the workflows of turns {sorted(turn_ids)} (Temporal unavailable); {consequence}."
         ) from error

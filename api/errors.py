@@ -1,11 +1,24 @@
-"""Error responses: every failure a caller can fix gets a 4xx and a sentence saying what to fix."""
+"""Error responses: every failure a caller can fix gets a 4xx and a sentence saying what to fix.
+
+What the caller cannot fix is logged in full and answered without internals: no exception text,
+driver messages, connection strings, host names or paths in a response body.
+"""
 
 from __future__ import annotations
+
+import logging
+import uuid
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from sqlalchemy.exc import SQLAlchemyError
+from temporalio.service import RPCError
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER_SECONDS = "5"
 
 
 class ValidationIssue(BaseModel):
@@ -41,5 +54,32 @@ async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResp
     )
 
 
+def _dependency_failed(what: str) -> object:
+    async def handle(request: Request, exc: Exception) -> JSONResponse:
+        reference = uuid.uuid4().hex[:12]
+        log.error("%s %s failed (reference %s)", request.method, request.url.path, reference, exc_info=exc)
+        return JSONResponse(
+            status_code=503,
+            content={"detail": f"{what} is unavailable right now; retry shortly (reference {reference})."},
+            headers={"Retry-After": RETRY_AFTER_SECONDS},
+        )
+
+    return handle
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    reference = uuid.uuid4().hex[:12]
+    log.error("%s %s failed (reference %s)", request.method, request.url.path, reference, exc_info=exc)
+    return JSONResponse(
+        status_code=500,
+        content={"detail": f"Internal error; the operator's log has the details under reference {reference}."},
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
+    # Connection failures surface as driver errors or as OSError (refused, unreachable, DNS).
+    app.add_exception_handler(SQLAlchemyError, _dependency_failed("The store"))  # type: ignore[arg-type]
+    app.add_exception_handler(OSError, _dependency_failed("A service this API depends on"))  # type: ignore[arg-type]
+    app.add_exception_handler(RPCError, _dependency_failed("Temporal"))  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _unexpected)

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from api.event_hub import EventHub
+from api.stream_slots import StreamSlots
 from api.turn_gateway import TurnGateway
 from settings import Settings
 from store.repository import Store
@@ -21,6 +22,7 @@ class Runtime:
     turns: TurnGateway
     tools: ToolCatalog
     events: EventHub
+    streams: StreamSlots
 
 
 def get_runtime(request: Request) -> Runtime:

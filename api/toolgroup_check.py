@@ -9,10 +9,12 @@ from domain.agents import AgentToolGroup
 from tool_runtime.catalog import split_toolgroup
 
 
-async def require_toolgroups(runtime: Runtime, toolgroups: list[AgentToolGroup]) -> None:
+async def require_toolgroups(runtime: Runtime, tenant: str, toolgroups: list[AgentToolGroup]) -> None:
     missing = [
-        group_id for group_id, _, _ in map(split_toolgroup, toolgroups) if await runtime.tools.group(group_id) is None
+        group_id
+        for group_id, _, _ in map(split_toolgroup, toolgroups)
+        if await runtime.tools.group(tenant, group_id) is None
     ]
     if missing:
-        known = [group.identifier for group in await runtime.tools.groups()]
+        known = [group.identifier for group in await runtime.tools.groups(tenant)]
         raise HTTPException(400, f"Unknown toolgroups {missing}; registered toolgroups: {known}")

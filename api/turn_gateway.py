@@ -14,13 +14,13 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from domain.content import ToolResponse, content_as_text
 from domain.turns import Turn, TurnStatus
 from workflows.contracts import NOT_AWAITING_INPUT, ToolResponsesSubmission, TurnStart, turn_workflow_id
-from workflows.search_attributes import AGENT_ID, SESSION_ID, TURN_STATUS
+from workflows.search_attributes import AGENT_ID, SESSION_ID, TENANT_ID, TURN_STATUS
 from workflows.turn import TurnWorkflow
 
 log = logging.getLogger(__name__)
@@ -61,8 +61,12 @@ class TurnGateway:
         """A worker runs on this client: the server may hand it the turn's first task in the start
         call's reply, saving a round trip through the task queue."""
 
-    async def start(self, start: TurnStart, reopening: bool = False) -> None:
-        """Start the turn's workflow; `reopening` starts a new run of a turn whose workflow has closed."""
+    async def start(self, start: TurnStart, tenant: str, reopening: bool = False) -> None:
+        """Start the turn's workflow; `reopening` starts a new run of a turn whose workflow has closed.
+
+        The tenant is only a search attribute (operators filter by it): the worker reads a turn's tenant
+        from the store, so workflow inputs recorded before tenancy existed still run.
+        """
         await self._client.start_workflow(
             TurnWorkflow.run,
             start,
@@ -80,6 +84,7 @@ class TurnGateway:
                     SearchAttributePair(AGENT_ID, start.agent_id),
                     SearchAttributePair(SESSION_ID, start.session_id),
                     SearchAttributePair(TURN_STATUS, TurnStatus.RUNNING.value),
+                    SearchAttributePair(TENANT_ID, tenant),
                 ]
             ),
             static_summary=_shorten(" ".join(content_as_text(m.content) for m in start.input_messages)),
@@ -88,6 +93,18 @@ class TurnGateway:
                 f"**Turn:** `{start.turn_id}`  \n**Model:** `{start.agent_config.model}`"
             ),
         )
+
+    async def start_once(self, start: TurnStart, tenant: str) -> bool:
+        """Start the turn's first workflow unless one with its id exists or existed; true if this call did.
+
+        The id is the turn's, so whoever comes second — a retried create, the sweep of turns a crash
+        left unstarted, the first request itself — finds the workflow there and starts nothing.
+        """
+        try:
+            await self.start(start, tenant)
+        except WorkflowAlreadyStartedError:
+            return False
+        return True
 
     async def submit_tool_responses(self, turn_id: str, responses: list[ToolResponse]) -> int:
         """Deliver the responses; returns the pause mark of the pause they end.

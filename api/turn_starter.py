@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 
 from fastapi import HTTPException
 
 from api.errors import not_found
+from api.fault_points import AFTER_TURN_ROW, crash_point
 from api.runtime import Runtime
 from api.schemas import CreateTurnRequest
 from api.toolgroup_check import require_toolgroups
 from api.turn_documents import url_documents, with_documents
 from domain.agents import Agent
 from domain.content import ToolResponse
-from domain.turns import InferenceStep, Turn
-from store.repository import TurnConflict, TurnTools
+from domain.turns import InferenceStep, Turn, TurnStatus
+from store.repository import LimitReached, TurnConflict, TurnTools
 from workflows.contracts import Continuation, TurnStart
+
+log = logging.getLogger(__name__)
 
 _IDEMPOTENCY_NAMESPACE = uuid.UUID("6f1b7e0e-8c57-4c1e-9a43-2f0c5d8b1a77")
 
@@ -35,50 +41,110 @@ def _turn_id(agent_id: str, session_id: str, idempotency_key: str | None) -> str
     return str(uuid.uuid5(_IDEMPOTENCY_NAMESPACE, f"{agent_id}/{session_id}/{idempotency_key}"))
 
 
-async def start_turn(
-    runtime: Runtime, agent: Agent, session_id: str, body: CreateTurnRequest, idempotency_key: str | None
-) -> StartedTurn:
-    await require_toolgroups(runtime, body.toolgroups or [])
-    messages = with_documents(body.messages, body.documents or [])
-    document_urls = url_documents(body.documents or [])
-    turn_id = _turn_id(agent.agent_id, session_id, idempotency_key)
-    if idempotency_key is not None and await runtime.store.turn_status(turn_id) is not None:
-        return StartedTurn(turn_id, is_retry=True)
-    started_at = datetime.now(UTC)
-    tools = TurnTools(toolgroups=body.toolgroups, tool_config=body.tool_config)
+async def _begun(beginning: Awaitable[None], session_id: str) -> None:
+    """Await the store's start of a turn; a session deleted a moment ago is 404, one at its cap 409."""
     try:
-        await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at, tools)
-    except LookupError as gone:  # the session was deleted a moment ago
+        await beginning
+    except LookupError as gone:
         raise not_found("Session", session_id) from gone
-    except TurnConflict as conflict:
-        if conflict.turn_id == turn_id:
-            return StartedTurn(turn_id, is_retry=True)
-        if await runtime.turns.is_running(conflict.turn_id):
-            raise HTTPException(409, str(conflict)) from conflict
-        await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
-        await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at, tools)
-    start = TurnStart(
+    except LimitReached as limit:
+        raise HTTPException(409, str(limit)) from limit
+
+
+def turn_start(runtime: Runtime, agent: Agent, turn: Turn, tools: TurnTools, document_urls: list[str]) -> TurnStart:
+    """The workflow input of a new turn: its stored row, its own tools, and its URL documents."""
+    return TurnStart(
         agent_id=agent.agent_id,
-        session_id=session_id,
-        turn_id=turn_id,
+        session_id=turn.session_id,
+        turn_id=turn.turn_id,
         agent_config=agent.agent_config,
-        input_messages=messages,
-        started_at=started_at,
-        tool_config=body.tool_config,
-        toolgroups=body.toolgroups,
+        input_messages=turn.input_messages,
+        started_at=turn.started_at,
+        tool_config=tools.tool_config,
+        toolgroups=tools.toolgroups,
         document_urls=document_urls,
         awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
         continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
     )
+
+
+def _request_tools(body: CreateTurnRequest) -> TurnTools:
+    return TurnTools(toolgroups=body.toolgroups, tool_config=body.tool_config)
+
+
+async def _finish_start(
+    runtime: Runtime, tenant: str, agent: Agent, session_id: str, turn_id: str, body: CreateTurnRequest
+) -> None:
+    """A retried create: start the turn's workflow if the first attempt recorded the turn but died
+    before it started it (a crashed API process); a turn that has one is left alone."""
+    turn = await runtime.store.get_turn(session_id, turn_id)
+    if turn is None or turn.status != TurnStatus.RUNNING or turn.steps:
+        return
+    start = turn_start(runtime, agent, turn, _request_tools(body), url_documents(body.documents or []))
     try:
-        await runtime.turns.start(start)
+        if await runtime.turns.start_once(start, tenant):
+            log.warning("started turn %s's workflow, which the first attempt at creating it did not", turn_id)
     except Exception as error:
-        await runtime.store.abandon_turn(turn_id, f"Its workflow could not be started: {error}")
-        raise HTTPException(503, f"Could not start the turn's workflow: {error}") from error
+        # The turn stays recorded: the next retry or the sweep of unstarted turns starts it.
+        log.exception("starting the workflow of turn %s on a retry failed", turn_id)
+        raise HTTPException(
+            503, "Could not start the turn's workflow (Temporal unavailable); send the request again"
+        ) from error
+
+
+async def start_turn(
+    runtime: Runtime,
+    tenant: str,
+    agent: Agent,
+    session_id: str,
+    body: CreateTurnRequest,
+    idempotency_key: str | None,
+) -> StartedTurn:
+    await require_toolgroups(runtime, tenant, body.toolgroups or [])
+    messages = with_documents(body.messages, body.documents or [])
+    turn_id = _turn_id(agent.agent_id, session_id, idempotency_key)
+    if idempotency_key is not None and await runtime.store.turn_status(turn_id) is not None:
+        await _finish_start(runtime, tenant, agent, session_id, turn_id, body)
+        return StartedTurn(turn_id, is_retry=True)
+    started_at = datetime.now(UTC)
+    tools = _request_tools(body)
+    begin = partial(
+        runtime.store.begin_turn,
+        agent.agent_id,
+        session_id,
+        turn_id,
+        messages,
+        started_at,
+        tools,
+        most=runtime.settings.max_turns_per_session,
+    )
+    try:
+        await _begun(begin(), session_id)
+    except TurnConflict as conflict:
+        if conflict.turn_id == turn_id:
+            await _finish_start(runtime, tenant, agent, session_id, turn_id, body)
+            return StartedTurn(turn_id, is_retry=True)
+        if await runtime.turns.is_running(conflict.turn_id):
+            raise HTTPException(409, str(conflict)) from conflict
+        await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
+        await _begun(begin(), session_id)
+    crash_point(AFTER_TURN_ROW)
+    turn = Turn(turn_id=turn_id, session_id=session_id, input_messages=messages, started_at=started_at)
+    start = turn_start(runtime, agent, turn, tools, url_documents(body.documents or []))
+    try:
+        # Not started only if a retry or the sweep of unstarted turns was quicker: same turn, same id.
+        await runtime.turns.start_once(start, tenant)
+    except Exception as error:
+        # What went wrong inside Temporal is for the operator's log; the turn and the caller get what they can act on.
+        log.exception("starting the workflow of turn %s failed", turn_id)
+        await runtime.store.abandon_turn(turn_id, "Its workflow could not be started.")
+        raise HTTPException(503, "Could not start the turn's workflow (Temporal unavailable); retry shortly") from error
     return StartedTurn(turn_id, is_retry=False)
 
 
-async def reopen_turn(runtime: Runtime, agent: Agent, turn: Turn, responses: list[ToolResponse]) -> int | None:
+async def reopen_turn(
+    runtime: Runtime, tenant: str, agent: Agent, turn: Turn, responses: list[ToolResponse]
+) -> int | None:
     """Resume a completed turn with results a client parsed and ran itself (ReAct-style clients).
 
     Returns the id of the turn's last event so far (the resumed stream follows it), or None when
@@ -108,8 +174,11 @@ async def reopen_turn(runtime: Runtime, agent: Agent, turn: Turn, responses: lis
         reopened_with=responses,
     )
     try:
-        await runtime.turns.start(start, reopening=True)
+        await runtime.turns.start(start, tenant, reopening=True)
     except Exception as error:
-        await runtime.store.abandon_turn(turn.turn_id, f"Its workflow could not be restarted: {error}")
-        raise HTTPException(503, f"Could not restart the turn's workflow: {error}") from error
+        log.exception("restarting the workflow of turn %s failed", turn.turn_id)
+        await runtime.store.abandon_turn(turn.turn_id, "Its workflow could not be restarted.")
+        raise HTTPException(
+            503, "Could not restart the turn's workflow (Temporal unavailable); retry shortly"
+        ) from error
     return after

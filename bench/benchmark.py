@@ -170,6 +170,7 @@ class EmbeddedStack:
             "DA_TEMPORAL_UI_PORT": str(self.ui_port),
             "DA_MODELS": models_env({FAST_MODEL: self.fast, SLOW_MODEL: self.slow}),
             "DA_WORKER_IN_API": "true" if self.worker_in_api else "false",
+            "DA_RATE_LIMIT_PER_MINUTE": "0",  # measures the runtime, not the per-key limiter
         }
         log(f"starting serve.py: API {self.api_url}, Temporal {self.temporal_address} (logs in {self.workdir})")
         self.serve = spawn([sys.executable, str(REPO_ROOT / "serve.py")], self.workdir / f"serve-{attempt}.log", env)

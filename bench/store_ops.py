@@ -37,6 +37,7 @@ from store.repository import Store
 from store.upgrade import upgrade_store
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+TENANT = "default"
 
 
 def open_way(way: str, url: str) -> database.Database:
@@ -56,7 +57,7 @@ async def one_turn(store: Store, agent_id: str, index: int) -> None:
     session_id, turn_id = f"s-{uuid.uuid4().hex[:12]}", f"t-{uuid.uuid4().hex[:12]}"
     started = T0 + timedelta(seconds=index)
     await store.create_session(agent_id, session_id, "bench", started)
-    await store.get_agent(agent_id)
+    await store.get_agent(TENANT, agent_id)
     await store.session_exists(agent_id, session_id)
     await store.begin_turn(agent_id, session_id, turn_id, [UserMessage(content="Say something short.")], started)
     cursor = await store.last_event_id(turn_id)
@@ -95,7 +96,7 @@ async def cpu_per_turn(way: str, workdir: Path, turns: int) -> float:
         store = Store(db)
         agent_id = "bench-agent"
         await store.create_agent(
-            Agent(agent_id=agent_id, agent_config=AgentConfig(model="m", instructions="i"), created_at=T0)
+            TENANT, Agent(agent_id=agent_id, agent_config=AgentConfig(model="m", instructions="i"), created_at=T0)
         )
         for index in range(10):  # warm caches (compiled statements, connections)
             await one_turn(store, agent_id, index)

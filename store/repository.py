@@ -36,12 +36,26 @@ class TurnConflict(Exception):
         self.status = status
 
 
+class LimitReached(Exception):
+    """A configured cap (sessions per agent, turns per session, toolgroups per tenant) is reached."""
+
+
 @dataclass(frozen=True)
 class TurnTools:
     """A turn's own toolgroups and tool configuration; None where the turn uses the agent's."""
 
     toolgroups: list[AgentToolGroup] | None = None
     tool_config: ToolConfig | None = None
+
+
+@dataclass(frozen=True)
+class UnstartedTurn:
+    """A turn recorded as running that may never have had a workflow (see `Store.unstarted_turns`)."""
+
+    agent_id: str
+    tenant: str
+    turn: Turn
+    tools: TurnTools
 
 
 @dataclass(frozen=True)
@@ -59,12 +73,10 @@ class Page(Generic[T]):
     has_more: bool
 
 
-def _paginate(rows: Sequence[T], start_index: int | None, limit: int | None) -> Page[T]:
-    start = start_index or 0
-    if limit is None or limit < 0:
-        return Page(list(rows[start:]), False)
-    end = start + limit
-    return Page(list(rows[start:end]), end < len(rows))
+def _page(tx: Connection, query: Any, start_index: int, limit: int) -> Page[Row[Any]]:
+    """One page of `query`'s rows: one more row than asked for is read to learn whether more follow."""
+    rows = tx.execute(query.offset(start_index).limit(limit + 1)).all()
+    return Page(list(rows[:limit]), len(rows) > limit)
 
 
 class Store:
@@ -85,21 +97,27 @@ class Store:
 
     # Agents
 
-    async def create_agent(self, agent: Agent) -> None:
-        row = {"agent_id": agent.agent_id, "config": agent.agent_config.model_dump(mode="json")}
+    async def create_agent(self, tenant: str, agent: Agent) -> None:
+        row = {"agent_id": agent.agent_id, "tenant_id": tenant, "config": agent.agent_config.model_dump(mode="json")}
         await self.database.write(lambda tx: tx.execute(insert(AgentRow).values(**row, created_at=agent.created_at)))
 
-    async def get_agent(self, agent_id: str) -> Agent | None:
-        row = await self.database.read(
-            lambda tx: tx.execute(select(_AGENTS).where(AgentRow.agent_id == agent_id)).first()
-        )
+    async def get_agent(self, tenant: str, agent_id: str) -> Agent | None:
+        """The tenant's agent; None for an unknown id and for another tenant's agent alike."""
+        query = select(_AGENTS).where(AgentRow.agent_id == agent_id, AgentRow.tenant_id == tenant)
+        row = await self.database.read(lambda tx: tx.execute(query).first())
         return _agent(row) if row else None
 
-    async def list_agents(self, start_index: int | None, limit: int | None) -> Page[Agent]:
-        rows = await self.database.read(lambda tx: tx.execute(select(_AGENTS).order_by(AgentRow.created_at)).all())
-        return _paginate([_agent(row) for row in rows], start_index, limit)
+    async def list_agents(self, tenant: str, start_index: int, limit: int) -> Page[Agent]:
+        query = select(_AGENTS).where(AgentRow.tenant_id == tenant).order_by(AgentRow.created_at, AgentRow.agent_id)
+        page = await self.database.read(lambda tx: _page(tx, query, start_index, limit))
+        return Page([_agent(row) for row in page.items], page.has_more)
 
-    async def delete_agent(self, agent_id: str) -> list[str] | None:
+    async def turn_tenant(self, turn_id: str) -> str | None:
+        """The tenant that owns the turn (through its agent); None if the turn is gone."""
+        query = select(AgentRow.tenant_id).join(TurnRow, TurnRow.agent_id == AgentRow.agent_id)
+        return await self.database.read(lambda tx: tx.scalar(query.where(TurnRow.turn_id == turn_id)))
+
+    async def delete_agent(self, tenant: str, agent_id: str) -> list[str] | None:
         """Delete the agent with its sessions and their turns; None if there is no such agent.
 
         Returns the turns that were running or awaiting input: their workflows must be stopped.
@@ -109,7 +127,9 @@ class Store:
             # No-op writes first: they take the agent's and its sessions' row locks (PostgreSQL) or the
             # write lock (SQLite), so no turn can begin in these sessions until they are gone.
             found = tx.execute(
-                update(AgentRow).where(AgentRow.agent_id == agent_id).values(created_at=AgentRow.created_at)
+                update(AgentRow)
+                .where(AgentRow.agent_id == agent_id, AgentRow.tenant_id == tenant)
+                .values(created_at=AgentRow.created_at)
             )
             if found.rowcount == 0:
                 return None
@@ -132,15 +152,23 @@ class Store:
 
     # Toolgroups
 
-    async def register_toolgroup(self, group: ToolGroup) -> bool:
-        """Add a toolgroup; false if one with this id exists."""
+    async def register_toolgroup(self, tenant: str, group: ToolGroup, most: int) -> bool:
+        """Add a toolgroup of the tenant's; false if it has one with this id. Raises LimitReached when
+        the tenant already has `most`."""
 
         def run(tx: Connection) -> bool:
-            exists = select(ToolGroupRow.toolgroup_id).where(ToolGroupRow.toolgroup_id == group.identifier)
+            owned = ToolGroupRow.tenant_id == tenant
+            exists = select(ToolGroupRow.toolgroup_id).where(owned, ToolGroupRow.toolgroup_id == group.identifier)
             if tx.scalar(exists) is not None:
                 return False
+            if (tx.scalar(select(func.count()).select_from(ToolGroupRow).where(owned)) or 0) >= most:
+                raise LimitReached(
+                    f"This tenant has {most} toolgroups, the most allowed (DA_MAX_TOOLGROUPS_PER_TENANT); "
+                    "unregister one first"
+                )
             tx.execute(
                 insert(ToolGroupRow).values(
+                    tenant_id=tenant,
                     toolgroup_id=group.identifier,
                     provider_id=group.provider_id,
                     mcp_uri=group.mcp_endpoint.uri if group.mcp_endpoint else None,
@@ -152,29 +180,45 @@ class Store:
 
         return await self.database.write(run)
 
-    async def toolgroups(self) -> list[ToolGroup]:
-        rows = await self.database.read(
-            lambda tx: tx.execute(select(_TOOLGROUPS).order_by(ToolGroupRow.created_at)).all()
+    async def toolgroups(self, tenant: str) -> list[ToolGroup]:
+        query = (
+            select(_TOOLGROUPS)
+            .where(ToolGroupRow.tenant_id == tenant)
+            .order_by(ToolGroupRow.created_at, ToolGroupRow.toolgroup_id)
         )
+        rows = await self.database.read(lambda tx: tx.execute(query).all())
         return [_toolgroup(row) for row in rows]
 
-    async def toolgroup(self, toolgroup_id: str) -> ToolGroup | None:
-        row = await self.database.read(
-            lambda tx: tx.execute(select(_TOOLGROUPS).where(ToolGroupRow.toolgroup_id == toolgroup_id)).first()
-        )
+    async def toolgroup(self, tenant: str, toolgroup_id: str) -> ToolGroup | None:
+        query = select(_TOOLGROUPS).where(ToolGroupRow.tenant_id == tenant, ToolGroupRow.toolgroup_id == toolgroup_id)
+        row = await self.database.read(lambda tx: tx.execute(query).first())
         return _toolgroup(row) if row else None
 
-    async def unregister_toolgroup(self, toolgroup_id: str) -> bool:
-        result = await self.database.write(
-            lambda tx: tx.execute(delete(ToolGroupRow).where(ToolGroupRow.toolgroup_id == toolgroup_id))
-        )
+    async def unregister_toolgroup(self, tenant: str, toolgroup_id: str) -> bool:
+        which = (ToolGroupRow.tenant_id == tenant) & (ToolGroupRow.toolgroup_id == toolgroup_id)
+        result = await self.database.write(lambda tx: tx.execute(delete(ToolGroupRow).where(which)))
         return result.rowcount > 0
 
     # Sessions
 
-    async def create_session(self, agent_id: str, session_id: str, name: str, started_at: datetime) -> None:
+    async def create_session(
+        self, agent_id: str, session_id: str, name: str, started_at: datetime, most: int | None = None
+    ) -> None:
+        """Add a session to the agent, or raise LimitReached when it already has `most`."""
         row = {"session_id": session_id, "agent_id": agent_id, "name": name, "started_at": started_at}
-        await self.database.write(lambda tx: tx.execute(insert(SessionRow).values(**row)))
+
+        def run(tx: Connection) -> None:
+            # Locks the agent's row first (a no-op write): concurrent creations count one after another.
+            tx.execute(update(AgentRow).where(AgentRow.agent_id == agent_id).values(created_at=AgentRow.created_at))
+            existing = select(func.count()).select_from(SessionRow).where(SessionRow.agent_id == agent_id)
+            if most is not None and (tx.scalar(existing) or 0) >= most:
+                raise LimitReached(
+                    f"Agent {agent_id} has {most} sessions, the most allowed (DA_MAX_SESSIONS_PER_AGENT); "
+                    "delete sessions it no longer needs"
+                )
+            tx.execute(insert(SessionRow).values(**row))
+
+        await self.database.write(run)
 
     async def get_session(
         self, agent_id: str, session_id: str, turn_ids: Sequence[str] | None = None
@@ -194,11 +238,15 @@ class Store:
         )
         return owner == agent_id
 
-    async def list_sessions(self, agent_id: str, start_index: int | None, limit: int | None) -> Page[Session]:
-        query = select(_SESSIONS).where(SessionRow.agent_id == agent_id).order_by(SessionRow.started_at)
-        rows = await self.database.read(lambda tx: tx.execute(query).all())
-        sessions = [Session(session_id=r.session_id, session_name=r.name, started_at=r.started_at) for r in rows]
-        return _paginate(sessions, start_index, limit)
+    async def list_sessions(self, agent_id: str, start_index: int, limit: int) -> Page[Session]:
+        query = (
+            select(_SESSIONS)
+            .where(SessionRow.agent_id == agent_id)
+            .order_by(SessionRow.started_at, SessionRow.session_id)
+        )
+        page = await self.database.read(lambda tx: _page(tx, query, start_index, limit))
+        sessions = [Session(session_id=r.session_id, session_name=r.name, started_at=r.started_at) for r in page.items]
+        return Page(sessions, page.has_more)
 
     async def delete_session(self, agent_id: str, session_id: str) -> list[str] | None:
         """Delete the session and its turns; None if the agent has no such session.
@@ -230,8 +278,10 @@ class Store:
         input_messages: list[Any],
         started_at: datetime,
         tools: TurnTools = TurnTools(),
+        most: int | None = None,
     ) -> None:
-        """Record a new running turn and make it the session's active turn, or raise TurnConflict."""
+        """Record a new running turn and make it the session's active turn, or raise TurnConflict;
+        LimitReached when the session already has `most` turns."""
         row = {
             "turn_id": turn_id,
             "session_id": session_id,
@@ -247,6 +297,12 @@ class Store:
 
         def run(tx: Connection) -> None:
             _claim_session(tx, session_id, turn_id)
+            existing = select(func.count()).select_from(TurnRow).where(TurnRow.session_id == session_id)
+            if most is not None and (tx.scalar(existing) or 0) >= most:
+                raise LimitReached(
+                    f"Session {session_id} has {most} turns, the most allowed (DA_MAX_TURNS_PER_SESSION); "
+                    "continue in a new session"
+                )
             tx.execute(insert(TurnRow).values(**row))
 
         await self.database.write(run)
@@ -274,12 +330,7 @@ class Store:
             ).first()
             if reopened is None:
                 raise _NotCompleted  # rolls back the claim
-            return TurnTools(
-                toolgroups=_toolgroups.validate_python(reopened.toolgroups)
-                if reopened.toolgroups is not None
-                else None,
-                tool_config=ToolConfig.model_validate(reopened.tool_config) if reopened.tool_config else None,
-            )
+            return _turn_tools(reopened)
 
         try:
             return await self.database.write(run)
@@ -299,6 +350,24 @@ class Store:
             lambda tx: tx.scalar(select(TurnRow.status).where(TurnRow.turn_id == turn_id))
         )
         return TurnStatus(status) if status else None
+
+    async def unstarted_turns(self, started_before: datetime, limit: int) -> list[UnstartedTurn]:
+        """Running turns older than `started_before` with no step stored yet, oldest first.
+
+        A crash between recording a turn and starting its workflow leaves such a row; every turn
+        whose workflow ran has at least one step once its first model call is done, so the set is
+        small: turns that were never started, and turns still in their first model call.
+        """
+        no_steps = ~select(StepRow.turn_id).where(StepRow.turn_id == TurnRow.turn_id).exists()
+        query = (
+            select(_TURNS, AgentRow.tenant_id)
+            .join(AgentRow, AgentRow.agent_id == TurnRow.agent_id)
+            .where(TurnRow.status == TurnStatus.RUNNING.value, TurnRow.started_at < started_before, no_steps)
+            .order_by(TurnRow.started_at)
+            .limit(limit)
+        )
+        rows = await self.database.read(lambda tx: tx.execute(query).all())
+        return [UnstartedTurn(row.agent_id, row.tenant_id, _turn(row, []), _turn_tools(row)) for row in rows]
 
     async def turn_with_history(self, session_id: str, turn_id: str) -> tuple[Turn, list[Turn]] | None:
         """The turn, and the session's completed turns that started before it, oldest first: what a
@@ -493,6 +562,13 @@ def _toolgroup(row: Row[Any]) -> ToolGroup:
 
 def _agent(row: Row[Any]) -> Agent:
     return Agent(agent_id=row.agent_id, agent_config=AgentConfig.model_validate(row.config), created_at=row.created_at)
+
+
+def _turn_tools(row: Row[Any]) -> TurnTools:
+    return TurnTools(
+        toolgroups=_toolgroups.validate_python(row.toolgroups) if row.toolgroups is not None else None,
+        tool_config=ToolConfig.model_validate(row.tool_config) if row.tool_config else None,
+    )
 
 
 def _turn(row: Row[Any], steps: list[Step]) -> Turn:

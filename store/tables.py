@@ -12,6 +12,9 @@ from sqlalchemy.types import TypeDecorator
 # SQLite only auto-increments a column declared exactly INTEGER PRIMARY KEY.
 EventId = BigInteger().with_variant(Integer(), "sqlite")
 
+DEFAULT_TENANT = "default"
+"""Owner of rows written before tenancy existed, and the one tenant of no-auth mode (api/tenancy.py)."""
+
 
 class UtcDateTime(TypeDecorator[datetime]):
     """Aware UTC datetimes in and out; SQLite would otherwise hand back naive ones."""
@@ -33,9 +36,13 @@ class Base(DeclarativeBase):
 
 
 class AgentRow(Base):
+    """An agent; its sessions, turns, steps and events belong to its tenant through it."""
+
     __tablename__ = "agents"
+    __table_args__ = (Index("ix_agents_tenant_order", "tenant_id", "created_at"),)
 
     agent_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), server_default=DEFAULT_TENANT)
     config: Mapped[dict] = mapped_column(JSON)
     created_at: Mapped[datetime]
 
@@ -53,7 +60,10 @@ class SessionRow(Base):
 
 class TurnRow(Base):
     __tablename__ = "turns"
-    __table_args__ = (Index("ix_turns_session_order", "session_id", "started_at"),)
+    __table_args__ = (
+        Index("ix_turns_session_order", "session_id", "started_at"),
+        Index("ix_turns_status_started", "status", "started_at"),  # the sweep of unstarted turns
+    )
 
     turn_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     session_id: Mapped[str] = mapped_column(ForeignKey("sessions.session_id", ondelete="CASCADE"))
@@ -100,10 +110,14 @@ class EventRow(Base):
 
 
 class ToolGroupRow(Base):
-    """A registered toolgroup (an MCP server); built-in groups live in code, not here."""
+    """A toolgroup (an MCP server) a tenant registered; built-in groups live in code, not here.
+
+    The same id may be registered by two tenants: each sees and calls only its own.
+    """
 
     __tablename__ = "toolgroups"
 
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True, server_default=DEFAULT_TENANT)
     toolgroup_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     provider_id: Mapped[str] = mapped_column(String(100))
     mcp_uri: Mapped[str | None] = mapped_column(Text)

@@ -100,7 +100,7 @@ def test_the_worker_runs_in_its_own_process_unless_asked() -> None:
     assert load_settings({"DA_WORKER_IN_API": "0"}).worker_in_api is False
 
 
-def test_models_and_shields_come_as_json_and_the_offline_model_stays() -> None:
+def test_models_and_shields_come_as_json_and_the_offline_model_steps_aside() -> None:
     settings = load_settings(
         {
             "DA_MODELS": json.dumps({"guard": {**OPENAI_MODEL, "api_key_env": "GUARD_KEY", "timeout_seconds": 5}}),
@@ -112,7 +112,7 @@ def test_models_and_shields_come_as_json_and_the_offline_model_stays() -> None:
             ),
         }
     )
-    assert set(settings.models) == {OFFLINE_MODEL_ID, "guard"}
+    assert set(settings.models) == {"guard"}  # configured models: no offline model unless asked for
     guard = settings.model("guard")
     assert guard is not None
     assert (guard.base_url, guard.api_key_env, guard.timeout_seconds) == (OPENAI_MODEL["base_url"], "GUARD_KEY", 5)
@@ -208,7 +208,7 @@ patterns = ["bomb"]
     assert settings.api_keys == ("k1", "k2")
     assert settings.worker_in_api is True
     assert settings.awaiting_input_timeout == timedelta(seconds=3)
-    assert set(settings.models) == {OFFLINE_MODEL_ID, "file-only", "both"}
+    assert set(settings.models) == {"file-only", "both"}
     assert settings.models["both"].base_url == "http://127.0.0.1:9/env"
     assert settings.shields["words"].patterns == ["bomb"]
 

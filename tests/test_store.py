@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from domain.agents import Agent, AgentConfig
+from domain.agents import Agent, AgentConfig, ToolConfig, ToolGroupWithArgs
 from domain.content import CompletionMessage, UserMessage
 from domain.events import KeyedEvent
 from domain.turns import InferenceStep, TurnStatus
 from store.database import open_database
-from store.repository import Store, StoredEvent, TurnConflict
+from store.repository import Store, StoredEvent, TurnConflict, TurnTools
 from store.upgrade import upgrade_store
 from tests.databases import store_url
 
@@ -32,14 +32,17 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
             await database.dispose()
 
 
+TENANT = "tenant-a"
+
+
 async def _events(store: Store, turn_id: str, after: int) -> list[StoredEvent]:
     return [event for _, event in await store.events_of_turns({turn_id: after})]
 
 
 async def _session(store: Store, agent_id: str = "a1", session_id: str = "s1") -> None:
-    if await store.get_agent(agent_id) is None:
+    if await store.get_agent(TENANT, agent_id) is None:
         await store.create_agent(
-            Agent(agent_id=agent_id, agent_config=AgentConfig(model="m", instructions="i"), created_at=T0)
+            TENANT, Agent(agent_id=agent_id, agent_config=AgentConfig(model="m", instructions="i"), created_at=T0)
         )
     await store.create_session(agent_id, session_id, "name", T0)
 
@@ -68,16 +71,18 @@ async def test_agents_round_trip_with_aware_timestamps_and_pagination(store: Sto
     for index in range(3):
         config = AgentConfig(model="m", instructions=f"agent {index}")
         await store.create_agent(
-            Agent(agent_id=f"a{index}", agent_config=config, created_at=T0 + timedelta(seconds=index))
+            TENANT, Agent(agent_id=f"a{index}", agent_config=config, created_at=T0 + timedelta(seconds=index))
         )
 
-    agent = await store.get_agent("a1")
+    agent = await store.get_agent(TENANT, "a1")
     assert agent is not None and agent.agent_config.instructions == "agent 1"
     assert agent.created_at == T0 + timedelta(seconds=1) and agent.created_at.tzinfo is not None
-    page = await store.list_agents(start_index=1, limit=1)
+    page = await store.list_agents(TENANT, start_index=1, limit=1)
     assert [a.agent_id for a in page.items] == ["a1"] and page.has_more
-    assert await store.delete_agent("a1") == [] and await store.get_agent("a1") is None
-    assert await store.delete_agent("a1") is None
+    assert await store.get_agent("another-tenant", "a1") is None
+    assert await store.delete_agent("another-tenant", "a1") is None
+    assert await store.delete_agent(TENANT, "a1") == [] and await store.get_agent(TENANT, "a1") is None
+    assert await store.delete_agent(TENANT, "a1") is None
 
 
 async def test_a_session_runs_one_turn_at_a_time(store: Store) -> None:
@@ -183,7 +188,7 @@ async def test_deletes_name_the_unfinished_turns_whose_workflows_must_stop(store
     assert await store.delete_session("a2", "s1") is None  # not a2's session
 
     assert await store.delete_session("a1", "s1") == ["paused"]
-    assert await store.delete_agent("a1") == ["running"]
+    assert await store.delete_agent(TENANT, "a1") == ["running"]
 
     assert await store.turn_status("running") is None and await _events(store, "running", 0) == []
     assert await store.unfinished_turn_ids("a2") == ["other"]
@@ -202,3 +207,19 @@ async def test_abandoning_a_turn_fails_it_and_frees_the_session(store: Store) ->
     assert turn is not None and turn.status == TurnStatus.FAILED and turn.error == "Its workflow was terminated."
     assert "error" in (await _events(store, "t1", 0))[-1].body
     await store.begin_turn("a1", "s1", "t2", [UserMessage(content="again")], T0 + timedelta(seconds=1))
+
+
+async def test_a_reopened_turn_gets_back_the_tools_it_was_started_with(store: Store) -> None:
+    await _session(store)
+    tools = TurnTools(
+        toolgroups=["builtin::calculator", ToolGroupWithArgs(name="mcp::docs", args={"k": 1})],
+        tool_config=ToolConfig(tool_choice="required"),
+    )
+    await store.begin_turn("a1", "s1", "own", [UserMessage(content="hi")], T0, tools)
+    await store.save_turn_progress("own", status=TurnStatus.COMPLETED, completed_at=T0)
+    await store.begin_turn("a1", "s1", "agents", [UserMessage(content="hi")], T0 + timedelta(seconds=1))
+    await store.save_turn_progress("agents", status=TurnStatus.COMPLETED, completed_at=T0)
+
+    assert await store.reopen_turn("s1", "own") == tools
+    await store.save_turn_progress("own", status=TurnStatus.COMPLETED, completed_at=T0)
+    assert await store.reopen_turn("s1", "agents") == TurnTools()  # the agent's, as it was started

@@ -12,5 +12,7 @@ from temporalio.common import SearchAttributeKey
 AGENT_ID = SearchAttributeKey.for_keyword("AgentId")
 SESSION_ID = SearchAttributeKey.for_keyword("SessionId")
 TURN_STATUS = SearchAttributeKey.for_keyword("TurnStatus")
+TENANT_ID = SearchAttributeKey.for_keyword("TenantId")
+"""The tenant that owns the turn (api/tenancy.py): `default` without API keys."""
 
-ALL = (AGENT_ID, SESSION_ID, TURN_STATUS)
+ALL = (AGENT_ID, SESSION_ID, TURN_STATUS, TENANT_ID)

@@ -11,20 +11,27 @@ from fastapi import APIRouter, Depends, HTTPException
 
 from api.deletion import delete_with_turns
 from api.errors import not_found
+from api.pagination import PageDep
 from api.runtime import Runtime, RuntimeDep
 from api.schemas import CreateAgentRequest, CreateAgentResponse, PaginatedResponse
+from api.tenancy import TenantDep
 from api.toolgroup_check import require_toolgroups
 from domain.agents import Agent, AgentConfig
 
 router = APIRouter(tags=["agents"])
 
 
-async def check_agent_config(config: AgentConfig, runtime: Runtime) -> None:
+async def check_agent_config(config: AgentConfig, runtime: Runtime, tenant: str) -> None:
     """Reject at creation what could only fail later, inside a turn."""
     if runtime.settings.model(config.model) is None:
         known = ", ".join(sorted(runtime.settings.models))
         raise HTTPException(400, f"Model {config.model!r} is not configured on this server; configured: {known}")
-    await require_toolgroups(runtime, config.toolgroups or [])
+    ceiling = runtime.settings.max_infer_iters
+    if (config.max_infer_iters or 0) > ceiling:
+        raise HTTPException(
+            400, f"agent_config.max_infer_iters may be at most {ceiling} on this server, got {config.max_infer_iters}"
+        )
+    await require_toolgroups(runtime, tenant, config.toolgroups or [])
     unknown = [
         s for s in [*(config.input_shields or []), *(config.output_shields or [])] if s not in runtime.settings.shields
     ]
@@ -35,9 +42,11 @@ async def check_agent_config(config: AgentConfig, runtime: Runtime) -> None:
 
 async def existing_agent(
     runtime: RuntimeDep,
+    tenant: TenantDep,
     agent_id: str,
 ) -> Agent:
-    agent = await runtime.store.get_agent(agent_id)
+    """The caller's agent; another tenant's is as unknown as one that never existed."""
+    agent = await runtime.store.get_agent(tenant, agent_id)
     if agent is None:
         raise not_found("Agent", agent_id)
     return agent
@@ -49,21 +58,19 @@ AgentDep = Annotated[Agent, Depends(existing_agent)]
 @router.post("/agents", response_model=CreateAgentResponse)
 async def create_agent(
     runtime: RuntimeDep,
+    tenant: TenantDep,
     body: CreateAgentRequest,
 ) -> CreateAgentResponse:
-    await check_agent_config(body.agent_config, runtime)
+    await check_agent_config(body.agent_config, runtime, tenant)
     agent = Agent(agent_id=str(uuid.uuid4()), agent_config=body.agent_config, created_at=datetime.now(UTC))
-    await runtime.store.create_agent(agent)
+    await runtime.store.create_agent(tenant, agent)
     return CreateAgentResponse(agent_id=agent.agent_id)
 
 
 @router.get("/agents", response_model=PaginatedResponse)
-async def list_agents(
-    runtime: RuntimeDep,
-    start_index: int | None = None,
-    limit: int | None = None,
-) -> PaginatedResponse:
-    page = await runtime.store.list_agents(start_index, limit)
+async def list_agents(runtime: RuntimeDep, tenant: TenantDep, window: PageDep) -> PaginatedResponse:
+    """The caller's agents, oldest first, a page at a time (`has_more` says whether another follows)."""
+    page = await runtime.store.list_agents(tenant, window.start_index, window.limit)
     return PaginatedResponse(
         data=[agent.model_dump(mode="json") for agent in page.items], has_more=page.has_more, url="/v1/agents"
     )
@@ -78,11 +85,12 @@ async def get_agent(
 
 @router.delete("/agents/{agent_id}", response_model=None)
 async def delete_agent(
+    agent: AgentDep,
     runtime: RuntimeDep,
-    agent_id: str,
+    tenant: TenantDep,
 ) -> None:
     """Delete the agent, its sessions and their turns; turns still running or awaiting input are stopped first."""
-    unfinished = await runtime.store.unfinished_turn_ids(agent_id)
-    delete = partial(runtime.store.delete_agent, agent_id)
-    if not await delete_with_turns(runtime, f"Agent {agent_id}", unfinished, delete):
-        raise not_found("Agent", agent_id)
+    unfinished = await runtime.store.unfinished_turn_ids(agent.agent_id)
+    delete = partial(runtime.store.delete_agent, tenant, agent.agent_id)
+    if not await delete_with_turns(runtime, f"Agent {agent.agent_id}", unfinished, delete):
+        raise not_found("Agent", agent.agent_id)

@@ -7,14 +7,16 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, HTTPException, Query
 
 from api.deletion import delete_with_turns
 from api.errors import not_found
+from api.pagination import PageDep
 from api.routers.agents import AgentDep
 from api.runtime import RuntimeDep
 from api.schemas import CreateSessionRequest, CreateSessionResponse, PaginatedResponse
 from domain.turns import Session, TurnStatus
+from store.repository import LimitReached
 
 router = APIRouter(tags=["sessions"])
 
@@ -26,19 +28,23 @@ async def create_session(
     body: CreateSessionRequest,
 ) -> CreateSessionResponse:
     session_id = str(uuid.uuid4())
-    await runtime.store.create_session(agent.agent_id, session_id, body.session_name, datetime.now(UTC))
+    most = runtime.settings.max_sessions_per_agent
+    try:
+        await runtime.store.create_session(agent.agent_id, session_id, body.session_name, datetime.now(UTC), most)
+    except LimitReached as limit:
+        raise HTTPException(409, str(limit)) from limit
     return CreateSessionResponse(session_id=session_id)
 
 
 @router.get("/agents/{agent_id}/session/{session_id}", response_model=Session)
 async def get_session(
+    agent: AgentDep,
     runtime: RuntimeDep,
-    agent_id: str,
     session_id: str,
     turn_ids: Annotated[list[str] | None, Query(description="Only these turns; comma-separated or repeated")] = None,
 ) -> Session:
     wanted = [t for value in turn_ids or [] for t in value.split(",") if t] or None
-    session = await runtime.store.get_session(agent_id, session_id, turn_ids=wanted)
+    session = await runtime.store.get_session(agent.agent_id, session_id, turn_ids=wanted)
     if session is None:
         raise not_found("Session", session_id)
     for index, turn in enumerate(session.turns):
@@ -49,13 +55,13 @@ async def get_session(
 
 @router.delete("/agents/{agent_id}/session/{session_id}", response_model=None)
 async def delete_session(
+    agent: AgentDep,
     runtime: RuntimeDep,
-    agent_id: str,
     session_id: str,
 ) -> None:
     """Delete the session and its turns; a turn still running or awaiting input is stopped first."""
-    unfinished = await runtime.store.unfinished_turn_ids(agent_id, session_id)
-    delete = partial(runtime.store.delete_session, agent_id, session_id)
+    unfinished = await runtime.store.unfinished_turn_ids(agent.agent_id, session_id)
+    delete = partial(runtime.store.delete_session, agent.agent_id, session_id)
     if not await delete_with_turns(runtime, f"Session {session_id}", unfinished, delete):
         raise not_found("Session", session_id)
 
@@ -64,10 +70,9 @@ async def delete_session(
 async def list_sessions(
     agent: AgentDep,
     runtime: RuntimeDep,
-    start_index: int | None = None,
-    limit: int | None = None,
+    window: PageDep,
 ) -> PaginatedResponse:
-    page = await runtime.store.list_sessions(agent.agent_id, start_index, limit)
+    page = await runtime.store.list_sessions(agent.agent_id, window.start_index, window.limit)
     return PaginatedResponse(
         data=[session.model_dump(mode="json") for session in page.items],
         has_more=page.has_more,

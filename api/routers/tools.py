@@ -1,93 +1,125 @@
 """Toolgroups and tools: the catalogue the official client reads, registration of MCP servers,
-and one-off tool invocations."""
+and one-off tool invocations.
+
+Every route acts within the caller's tenant: the built-in toolgroups are shared and read-only, and
+a registered toolgroup is its tenant's alone (another tenant may register the same id).
+"""
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
 from fastapi import APIRouter, HTTPException
 
 from api.errors import not_found
+from api.pagination import PageDep
+from api.provider_data import McpHeadersDep
 from api.runtime import Runtime, RuntimeDep
-from api.schemas import ListResponse
+from api.schemas import ListResponse, ToolListResponse
+from api.tenancy import TenantDep
 from domain.tools import MCP_PROVIDER, RegisterToolGroupRequest, ToolGroup, ToolInvocation, ToolInvocationResult
-from tool_runtime.catalog import BUILTIN_TOOLS, UnknownToolGroup, as_wire_tool
+from outbound.policy import OutboundRefused
+from store.repository import LimitReached
+from tool_runtime.catalog import BUILTIN_TOOLS, McpHeaders, UnknownToolGroup, as_wire_tool
+from tool_runtime.mcp import McpUnavailable
 
 router = APIRouter(tags=["tools"])
 
 
-def _unreachable(group: str, error: Exception) -> HTTPException:
-    return HTTPException(502, f"The MCP server of toolgroup {group} did not answer: {error}")
-
-
-async def _group_tools(runtime: Runtime, toolgroup_id: str) -> list[dict[str, Any]]:
+async def _group_tools(
+    runtime: Runtime, tenant: str, toolgroup_id: str, headers: McpHeaders | None
+) -> list[dict[str, Any]]:
     try:
-        tools = await runtime.tools.tools(toolgroup_id)
+        tools = await runtime.tools.tools(tenant, toolgroup_id, headers)
     except UnknownToolGroup as unknown:
         raise HTTPException(404, str(unknown)) from unknown
-    except (httpx.HTTPError, OSError, RuntimeError) as error:
-        raise _unreachable(toolgroup_id, error) from error
+    except McpUnavailable as unavailable:
+        raise HTTPException(502, f"Toolgroup {toolgroup_id}: {unavailable}") from None
     return [as_wire_tool(tool).model_dump(mode="json") for tool in tools]
 
 
-@router.get("/tools", response_model=ListResponse)
-async def list_tools(runtime: RuntimeDep, toolgroup_id: str | None = None) -> ListResponse:
-    """The tools of one toolgroup (the `group/tool` form names a group too), or of all of them."""
+@router.get("/tools", response_model=ToolListResponse)
+async def list_tools(
+    runtime: RuntimeDep,
+    tenant: TenantDep,
+    headers: McpHeadersDep,
+    window: PageDep,
+    toolgroup_id: str | None = None,
+) -> ToolListResponse:
+    """The tools of one toolgroup (the `group/tool` form names a group too), or of all of them; a
+    toolgroup whose MCP server fails is left out and named in `unavailable` with the reason.
+    `start_index` and `limit` page through the tools."""
+    page = slice(window.start_index, window.start_index + window.limit)
     if toolgroup_id is not None:
-        return ListResponse(data=await _group_tools(runtime, toolgroup_id.split("/")[0]))
-    data: list[dict[str, Any]] = []
-    for group in await runtime.tools.groups():
-        data += await _group_tools(runtime, group.identifier)
-    return ListResponse(data=data)
+        return ToolListResponse(data=(await _group_tools(runtime, tenant, toolgroup_id.split("/")[0], headers))[page])
+    listing = await runtime.tools.listing(tenant, headers)
+    data = [as_wire_tool(tool).model_dump(mode="json") for tool in listing.tools[page]]
+    return ToolListResponse(data=data, unavailable=listing.failures)
 
 
 @router.get("/toolgroups", response_model=ListResponse)
-async def list_toolgroups(runtime: RuntimeDep) -> ListResponse:
-    return ListResponse(data=[group.model_dump(mode="json") for group in await runtime.tools.groups()])
+async def list_toolgroups(runtime: RuntimeDep, tenant: TenantDep, window: PageDep) -> ListResponse:
+    groups = (await runtime.tools.groups(tenant))[window.start_index : window.start_index + window.limit]
+    return ListResponse(data=[group.model_dump(mode="json") for group in groups])
 
 
 @router.get("/toolgroups/{toolgroup_id:path}", response_model=ToolGroup)
-async def get_toolgroup(runtime: RuntimeDep, toolgroup_id: str) -> ToolGroup:
-    group = await runtime.tools.group(toolgroup_id)
+async def get_toolgroup(runtime: RuntimeDep, tenant: TenantDep, toolgroup_id: str) -> ToolGroup:
+    group = await runtime.tools.group(tenant, toolgroup_id)
     if group is None:
         raise not_found("Toolgroup", toolgroup_id)
     return group
 
 
 @router.post("/toolgroups", response_model=None)
-async def register_toolgroup(runtime: RuntimeDep, body: RegisterToolGroupRequest) -> None:
-    """Register an MCP server (streamable HTTP) as a toolgroup, e.g. `mcp::weather`."""
+async def register_toolgroup(runtime: RuntimeDep, tenant: TenantDep, body: RegisterToolGroupRequest) -> None:
+    """Register an MCP server (streamable HTTP) as one of the caller's toolgroups, e.g. `mcp::weather`."""
     if body.mcp_endpoint is None or not body.mcp_endpoint.uri.startswith(("http://", "https://")):
         raise HTTPException(400, "mcp_endpoint.uri must be the MCP server's streamable-HTTP URL (http:// or https://)")
     if body.toolgroup_id in BUILTIN_TOOLS:
-        raise HTTPException(409, f"Toolgroup {body.toolgroup_id} is built in")
+        raise HTTPException(409, f"Toolgroup {body.toolgroup_id} is built in and shared; choose another id")
+    endpoint = urlsplit(body.mcp_endpoint.uri)
+    try:
+        await runtime.tools.outbound_policy.check_url_host(
+            endpoint.hostname or "", endpoint.port or (443 if endpoint.scheme == "https" else 80)
+        )
+    except OutboundRefused as refused:
+        raise HTTPException(400, f"mcp_endpoint.uri is refused: {refused}") from None
+    except ValueError as invalid:
+        raise HTTPException(400, f"mcp_endpoint.uri is not a valid URL: {invalid}") from None
     group = ToolGroup(
         identifier=body.toolgroup_id, provider_id=MCP_PROVIDER, mcp_endpoint=body.mcp_endpoint, args=body.args
     )
-    if not await runtime.store.register_toolgroup(group):
+    try:
+        registered = await runtime.store.register_toolgroup(tenant, group, runtime.settings.max_toolgroups_per_tenant)
+    except LimitReached as limit:
+        raise HTTPException(409, str(limit)) from limit
+    if not registered:
         raise HTTPException(409, f"Toolgroup {body.toolgroup_id} is already registered; unregister it first")
 
 
 @router.delete("/toolgroups/{toolgroup_id:path}", response_model=None)
-async def unregister_toolgroup(runtime: RuntimeDep, toolgroup_id: str) -> None:
+async def unregister_toolgroup(runtime: RuntimeDep, tenant: TenantDep, toolgroup_id: str) -> None:
     if toolgroup_id in BUILTIN_TOOLS:
-        raise HTTPException(409, f"Toolgroup {toolgroup_id} is built in and cannot be unregistered")
-    if not await runtime.store.unregister_toolgroup(toolgroup_id):
+        raise HTTPException(409, f"Toolgroup {toolgroup_id} is built in and shared; it cannot be unregistered")
+    if not await runtime.store.unregister_toolgroup(tenant, toolgroup_id):
         raise not_found("Toolgroup", toolgroup_id)
 
 
 @router.post("/tool-runtime/invoke", response_model=ToolInvocationResult)
-async def invoke_tool(runtime: RuntimeDep, body: ToolInvocation) -> ToolInvocationResult:
-    """Run one server-side tool outside any turn (the Agent helper does, for toolgroup tools a
-    paused turn hands back)."""
+async def invoke_tool(
+    runtime: RuntimeDep, tenant: TenantDep, headers: McpHeadersDep, body: ToolInvocation
+) -> ToolInvocationResult:
+    """Run one server-side tool of the caller's outside any turn (the Agent helper does, for toolgroup
+    tools a paused turn hands back)."""
     try:
-        tool = await runtime.tools.find(body.tool_name)
+        tool = await runtime.tools.find(tenant, body.tool_name, headers)
         if tool is None:
             raise not_found("Tool", body.tool_name)
-        outcome = await runtime.tools.call(tool, body.kwargs)
-    except (httpx.HTTPError, OSError, RuntimeError) as error:
-        raise HTTPException(502, f"The tool {body.tool_name} could not be reached: {error}") from error
+        outcome = await runtime.tools.call(tool, body.kwargs, headers)
+    except McpUnavailable as unavailable:
+        raise HTTPException(502, f"The tool {body.tool_name} could not be run: {unavailable}") from None
     if outcome.is_error:
         return ToolInvocationResult(content=outcome.content, error_message=outcome.content, error_code=1)
     return ToolInvocationResult(content=outcome.content, error_code=0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Query
@@ -12,6 +13,7 @@ from api.errors import not_found
 from api.routers.agents import AgentDep
 from api.runtime import Runtime, RuntimeDep
 from api.schemas import CreateTurnRequest, ResumeTurnRequest, StepResponse
+from api.tenancy import Principal, PrincipalDep
 from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
 from api.turn_responses import respond, stream_events
 from api.turn_starter import reopen_turn, start_turn
@@ -30,6 +32,25 @@ CANCEL_WAIT_POLLS = 600
 RACE_RETRIES = 10
 
 
+async def _answer(
+    runtime: Runtime,
+    principal: Principal,
+    stream: bool,
+    answer: Callable[[], Awaitable[StreamingResponse | JSONResponse]],
+) -> StreamingResponse | JSONResponse:
+    """Run `answer`, holding one of the key's stream slots first when it streams: a caller with too many
+    open streams is refused before anything starts or resumes."""
+    if not stream:
+        return await answer()
+    slot = runtime.streams.take(principal.key_id)
+    try:
+        response = await answer()
+    except BaseException:
+        slot.release()
+        raise
+    return slot.hold_for(response)
+
+
 async def _session_of(
     agent: Agent,
     session_id: str,
@@ -44,6 +65,7 @@ async def _session_of(
 async def create_turn(
     agent: AgentDep,
     runtime: RuntimeDep,
+    principal: PrincipalDep,
     session_id: str,
     body: CreateTurnRequest,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
@@ -51,9 +73,13 @@ async def create_turn(
     """Start a turn. `stream: true` answers with its events as SSE; otherwise with the Turn once it
     completes or pauses for client tools. Retried with the same `Idempotency-Key`, it starts
     nothing new and answers with the same turn's events."""
-    await _session_of(agent, session_id, runtime)
-    started = await start_turn(runtime, agent, session_id, body, idempotency_key)
-    return await respond(runtime, started.turn_id, 0, bool(body.stream))
+
+    async def answer() -> StreamingResponse | JSONResponse:
+        await _session_of(agent, session_id, runtime)
+        started = await start_turn(runtime, principal.tenant, agent, session_id, body, idempotency_key)
+        return await respond(runtime, started.turn_id, 0, bool(body.stream))
+
+    return await _answer(runtime, principal, bool(body.stream), answer)
 
 
 async def _stored_turn(
@@ -73,11 +99,23 @@ async def _stored_turn(
 async def resume_turn(
     agent: AgentDep,
     runtime: RuntimeDep,
+    principal: PrincipalDep,
     session_id: str,
     turn_id: str,
     body: ResumeTurnRequest,
 ) -> StreamingResponse | JSONResponse:
     """Submit the results of the client tool calls a paused turn waits for; the turn continues."""
+    return await _answer(
+        runtime,
+        principal,
+        bool(body.stream),
+        lambda: _resume(runtime, principal.tenant, agent, session_id, turn_id, body),
+    )
+
+
+async def _resume(
+    runtime: Runtime, tenant: str, agent: Agent, session_id: str, turn_id: str, body: ResumeTurnRequest
+) -> StreamingResponse | JSONResponse:
     turn = await _stored_turn(agent, session_id, turn_id, runtime)
     call_ids = [response.call_id for response in body.tool_responses]
     if len(call_ids) != len(set(call_ids)):
@@ -90,7 +128,7 @@ async def resume_turn(
     except (ResumeRejected, TurnNotRunning) as refused:
         if isinstance(refused, ResumeRejected) and not refused.conflict:
             raise HTTPException(400, str(refused)) from refused
-        reopened_after = await _reopen_completed(runtime, agent, session_id, turn_id, responses)
+        reopened_after = await _reopen_completed(runtime, tenant, agent, session_id, turn_id, responses)
         if reopened_after is None:
             current = await runtime.store.turn_status(turn_id) or turn.status
             code = 410 if current == TurnStatus.EXPIRED else 409
@@ -120,7 +158,7 @@ async def _deliver(runtime: Runtime, turn_id: str, responses: list[ToolResponse]
 
 
 async def _reopen_completed(
-    runtime: Runtime, agent: Agent, session_id: str, turn_id: str, responses: list[ToolResponse]
+    runtime: Runtime, tenant: str, agent: Agent, session_id: str, turn_id: str, responses: list[ToolResponse]
 ) -> int | None:
     """Resume a completed turn for a ReAct-style client, unless these results were already given
     (a retried resume must not run the turn again). None when the turn cannot be reopened."""
@@ -131,7 +169,7 @@ async def _reopen_completed(
     if answered & {r.call_id for r in responses}:
         return None
     try:
-        return await reopen_turn(runtime, agent, turn, responses)
+        return await reopen_turn(runtime, tenant, agent, turn, responses)
     except TurnConflict as conflict:
         raise HTTPException(409, str(conflict)) from conflict
 
@@ -185,6 +223,7 @@ async def get_step(
 async def turn_events(
     agent: AgentDep,
     runtime: RuntimeDep,
+    principal: PrincipalDep,
     session_id: str,
     turn_id: str,
     after: Annotated[int | None, Query(ge=0, description="Replay events after this event id")] = None,
@@ -197,7 +236,13 @@ async def turn_events(
     if turn.status.is_final and await runtime.store.last_event_id(turn_id) <= start:
         # Nothing will follow the end of a finished turn's log: an empty stream, at once.
         return StreamingResponse(iter(()), media_type="text/event-stream")
-    return stream_events(runtime, turn_id, start)
+
+    async def answer() -> StreamingResponse:
+        return stream_events(runtime, turn_id, start)
+
+    response = await _answer(runtime, principal, True, answer)
+    assert isinstance(response, StreamingResponse)  # a stream keeps its type while it holds a slot
+    return response
 
 
 @router.post(TURN_PATH + "/{turn_id}/cancel", response_model=Turn)
