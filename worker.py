@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 
+import uvloop
 from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -115,6 +116,6 @@ async def main() -> None:
 
 if __name__ == "__main__":
     try:
-        asyncio.run(main())
+        uvloop.run(main())  # the event loop in C: less CPU per task, gRPC reply and HTTP call than asyncio's own
     except StoreNotUpgradable as refused:
         sys.exit(str(refused))
