@@ -81,6 +81,11 @@ class Settings:
     worker_in_api: bool = False
     """The API process also runs a worker and starts turns on it eagerly: the first workflow task
     comes back in the start call's reply. One process instead of two, but one core for both."""
+    log_format: Literal["text", "json"] = "text"
+    """`json`: one JSON object per log line, for log shippers."""
+    worker_metrics_host: str = "127.0.0.1"
+    worker_metrics_port: int = 0
+    """Where worker.py serves Prometheus metrics (Temporal SDK's and ours); 0: not served."""
 
     def model(self, model_id: str) -> ModelSpec | None:
         return self.models.get(model_id)
@@ -147,6 +152,12 @@ def _flag(raw: str, name: str) -> bool:
     raise SettingsError(f"{name} must be true or false, got {raw!r}")
 
 
+def _log_format(raw: str) -> Literal["text", "json"]:
+    if raw not in ("text", "json"):
+        raise SettingsError(f"DA_LOG_FORMAT must be text or json, got {raw!r}")
+    return "json" if raw == "json" else "text"
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     env = dict(os.environ if env is None else env)
     file = _read_file(env.get("DA_CONFIG_FILE"))
@@ -193,6 +204,9 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
             value("max_request_bytes", str(DEFAULT_MAX_REQUEST_BYTES)), "DA_MAX_REQUEST_BYTES"
         ),
         worker_in_api=_flag(value("worker_in_api", "false"), "DA_WORKER_IN_API"),
+        log_format=_log_format(value("log_format", "text").strip().lower()),
+        worker_metrics_host=value("worker_metrics_host", "127.0.0.1"),
+        worker_metrics_port=int(value("worker_metrics_port", "0")),
     )
 
 

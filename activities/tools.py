@@ -9,6 +9,7 @@ from activities.heartbeat import heartbeating
 from activities.pending_writes import write_pending
 from domain.content import ToolResponse
 from domain.events import KeyedEvent, StepProgress, StepStart, ToolCallDelta, chunk_of
+from observability import metrics
 from store.repository import Store
 from tool_runtime.catalog import ToolCatalog, ToolNameClash, UnknownToolGroup
 from tool_runtime.output_limit import truncate_text
@@ -53,7 +54,10 @@ class ToolActivities:
         )
         arguments = request.call.arguments if isinstance(request.call.arguments, dict) else {}
         async with heartbeating():
-            outcome = await self._catalog.call(request.tool, arguments)
+            with metrics.tool_call(request.call.tool_name):
+                outcome = await self._catalog.call(request.tool, arguments)
+        if outcome.is_error:
+            metrics.tool_answered_with_error(request.call.tool_name)
         return ToolResponse(
             call_id=request.call.call_id,
             tool_name=request.call.tool_name,

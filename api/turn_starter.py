@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,9 +16,13 @@ from api.toolgroup_check import require_toolgroups
 from api.turn_documents import url_documents, with_documents
 from domain.agents import Agent
 from domain.content import ToolResponse
-from domain.turns import InferenceStep, Turn
+from domain.turns import InferenceStep, Turn, TurnStatus
+from observability.logs import log_turn_state
+from observability.metrics import TURNS_STARTED
 from store.repository import TurnConflict
 from workflows.contracts import Continuation, TurnStart
+
+log = logging.getLogger(__name__)
 
 _IDEMPOTENCY_NAMESPACE = uuid.UUID("6f1b7e0e-8c57-4c1e-9a43-2f0c5d8b1a77")
 
@@ -72,8 +77,11 @@ async def start_turn(
     try:
         await runtime.turns.start(start)
     except Exception as error:
-        await runtime.store.abandon_turn(turn_id, f"Its workflow could not be started: {error}")
-        raise HTTPException(503, f"Could not start the turn's workflow: {error}") from error
+        log.exception("the workflow of turn %s could not be started", turn_id)
+        await runtime.store.abandon_turn(turn_id, "Its workflow could not be started.")
+        raise HTTPException(503, "Could not start the turn's workflow: Temporal did not take it. Retry.") from error
+    TURNS_STARTED.inc()
+    log_turn_state(turn_id, session_id, agent.agent_id, TurnStatus.RUNNING)
     return StartedTurn(turn_id, is_retry=False)
 
 
@@ -106,6 +114,8 @@ async def reopen_turn(runtime: Runtime, agent: Agent, turn: Turn, responses: lis
     try:
         await runtime.turns.start(start, reopening=True)
     except Exception as error:
-        await runtime.store.abandon_turn(turn.turn_id, f"Its workflow could not be restarted: {error}")
-        raise HTTPException(503, f"Could not restart the turn's workflow: {error}") from error
+        log.exception("the workflow of turn %s could not be restarted", turn.turn_id)
+        await runtime.store.abandon_turn(turn.turn_id, "Its workflow could not be restarted.")
+        raise HTTPException(503, "Could not restart the turn's workflow: Temporal did not take it. Retry.") from error
+    log_turn_state(turn.turn_id, turn.session_id, agent.agent_id, TurnStatus.RUNNING)
     return after

@@ -32,6 +32,14 @@ def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _create_all(connection: Connection) -> None:
+    Base.metadata.create_all(connection)
+    # create_all adds indexes only with their table; those added to a table since are created here.
+    for table in Base.metadata.sorted_tables:
+        for index in table.indexes:
+            index.create(connection, checkfirst=True)
+
+
 class Database:
     """Runs store functions as transactions; `open_database(url)` makes one."""
 
@@ -57,7 +65,7 @@ class Database:
         the other process creates a table between our check and our CREATE, look again."""
         for attempt in range(1, attempts + 1):
             try:
-                await self.write(Base.metadata.create_all)
+                await self.write(_create_all)
                 return
             except DBAPIError:
                 if attempt == attempts:

@@ -5,7 +5,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, BigInteger, DateTime, Dialect, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
@@ -53,7 +65,16 @@ class SessionRow(Base):
 
 class TurnRow(Base):
     __tablename__ = "turns"
-    __table_args__ = (Index("ix_turns_session_order", "session_id", "started_at"),)
+    __table_args__ = (
+        Index("ix_turns_session_order", "session_id", "started_at"),
+        # Only the paused turns: the metrics scrape counts them, and the index stays as small as they are few.
+        Index(
+            "ix_turns_awaiting_input",
+            "status",
+            sqlite_where=text("status = 'awaiting_input'"),
+            postgresql_where=text("status = 'awaiting_input'"),
+        ),
+    )
 
     turn_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     session_id: Mapped[str] = mapped_column(ForeignKey("sessions.session_id", ondelete="CASCADE"))
