@@ -158,6 +158,16 @@ def _log_format(raw: str) -> Literal["text", "json"]:
     return "json" if raw == "json" else "text"
 
 
+def _optional_port(raw: str, name: str) -> int:
+    try:
+        port = int(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} must be a port number, or 0 for none, got {raw!r}") from exc
+    if not 0 <= port <= 65535:
+        raise SettingsError(f"{name} must be between 0 and 65535, got {port}")
+    return port
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     env = dict(os.environ if env is None else env)
     file = _read_file(env.get("DA_CONFIG_FILE"))
@@ -206,7 +216,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         worker_in_api=_flag(value("worker_in_api", "false"), "DA_WORKER_IN_API"),
         log_format=_log_format(value("log_format", "text").strip().lower()),
         worker_metrics_host=value("worker_metrics_host", "127.0.0.1"),
-        worker_metrics_port=int(value("worker_metrics_port", "0")),
+        worker_metrics_port=_optional_port(value("worker_metrics_port", "0"), "DA_WORKER_METRICS_PORT"),
     )
 
 
