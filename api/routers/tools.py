@@ -3,6 +3,7 @@ and one-off tool invocations."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import httpx
@@ -16,9 +17,12 @@ from tool_runtime.catalog import BUILTIN_TOOLS, UnknownToolGroup, as_wire_tool
 
 router = APIRouter(tags=["tools"])
 
+log = logging.getLogger(__name__)
 
-def _unreachable(group: str, error: Exception) -> HTTPException:
-    return HTTPException(502, f"The MCP server of toolgroup {group} did not answer: {error}")
+
+def _unreachable(group: str) -> HTTPException:
+    # Why (the connection error, its host and port) is logged by the caller, not answered.
+    return HTTPException(502, f"The MCP server of toolgroup {group} did not answer; check that it runs at its URL")
 
 
 async def _group_tools(runtime: Runtime, toolgroup_id: str) -> list[dict[str, Any]]:
@@ -27,7 +31,8 @@ async def _group_tools(runtime: Runtime, toolgroup_id: str) -> list[dict[str, An
     except UnknownToolGroup as unknown:
         raise HTTPException(404, str(unknown)) from unknown
     except (httpx.HTTPError, OSError, RuntimeError) as error:
-        raise _unreachable(toolgroup_id, error) from error
+        log.warning("the MCP server of toolgroup %s did not answer", toolgroup_id, exc_info=True)
+        raise _unreachable(toolgroup_id) from error
     return [as_wire_tool(tool).model_dump(mode="json") for tool in tools]
 
 
@@ -87,7 +92,8 @@ async def invoke_tool(runtime: RuntimeDep, body: ToolInvocation) -> ToolInvocati
             raise not_found("Tool", body.tool_name)
         outcome = await runtime.tools.call(tool, body.kwargs)
     except (httpx.HTTPError, OSError, RuntimeError) as error:
-        raise HTTPException(502, f"The tool {body.tool_name} could not be reached: {error}") from error
+        log.warning("the tool %s could not be reached", body.tool_name, exc_info=True)
+        raise HTTPException(502, f"The tool {body.tool_name} could not be reached; try again later") from error
     if outcome.is_error:
         return ToolInvocationResult(content=outcome.content, error_message=outcome.content, error_code=1)
     return ToolInvocationResult(content=outcome.content, error_code=0)
