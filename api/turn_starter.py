@@ -60,6 +60,7 @@ async def start_turn(
         if await runtime.turns.is_running(conflict.turn_id):
             raise HTTPException(409, str(conflict)) from conflict
         await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
+        log_turn_state(conflict.turn_id, session_id, agent.agent_id, TurnStatus.FAILED)
         await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at)
     start = TurnStart(
         agent_id=agent.agent_id,
@@ -79,6 +80,7 @@ async def start_turn(
     except Exception as error:
         log.exception("the workflow of turn %s could not be started", turn_id)
         await runtime.store.abandon_turn(turn_id, "Its workflow could not be started.")
+        log_turn_state(turn_id, session_id, agent.agent_id, TurnStatus.FAILED)
         raise HTTPException(503, "Could not start the turn's workflow: Temporal did not take it. Retry.") from error
     TURNS_STARTED.inc()
     log_turn_state(turn_id, session_id, agent.agent_id, TurnStatus.RUNNING)
@@ -116,6 +118,7 @@ async def reopen_turn(runtime: Runtime, agent: Agent, turn: Turn, responses: lis
     except Exception as error:
         log.exception("the workflow of turn %s could not be restarted", turn.turn_id)
         await runtime.store.abandon_turn(turn.turn_id, "Its workflow could not be restarted.")
+        log_turn_state(turn.turn_id, turn.session_id, agent.agent_id, TurnStatus.FAILED)
         raise HTTPException(503, "Could not restart the turn's workflow: Temporal did not take it. Retry.") from error
     log_turn_state(turn.turn_id, turn.session_id, agent.agent_id, TurnStatus.RUNNING)
     return after
