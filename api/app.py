@@ -22,6 +22,7 @@ from observability.tracing import setup_tracing
 from settings import Settings, SettingsError, get_settings
 from store.database import open_database
 from store.repository import Store
+from store.upgrade import upgrade_store
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
 
@@ -43,8 +44,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         config = current_settings()
+        await upgrade_store(config.store_url)
         database = open_database(config.store_url)
-        await database.create_schema()
         client = await connect_temporal(config)
         await require_search_attributes(client)
         store = Store(database)

@@ -15,10 +15,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-
-from store.tables import Base
 
 T = TypeVar("T")
 
@@ -30,14 +27,6 @@ def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA busy_timeout=10000")  # writers in other processes (the API and the worker)
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
-
-
-def _create_all(connection: Connection) -> None:
-    Base.metadata.create_all(connection)
-    # create_all adds indexes only with their table; those added to a table since are created here.
-    for table in Base.metadata.sorted_tables:
-        for index in table.indexes:
-            index.create(connection, checkfirst=True)
 
 
 class Database:
@@ -59,18 +48,6 @@ class Database:
         """Run `operation` in a transaction, committed if it returns and rolled back if it raises."""
         async with self._write_turns or nullcontext(), self._engine.begin() as connection:
             return await connection.run_sync(operation)
-
-    async def create_schema(self, attempts: int = 5) -> None:
-        """Create missing tables. The worker and the API may start together and both get here: when
-        the other process creates a table between our check and our CREATE, look again."""
-        for attempt in range(1, attempts + 1):
-            try:
-                await self.write(_create_all)
-                return
-            except DBAPIError:
-                if attempt == attempts:
-                    raise
-                await asyncio.sleep(0.2 * attempt)
 
     async def dispose(self) -> None:
         await self._engine.dispose()
