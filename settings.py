@@ -44,8 +44,12 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from outbound.policy import parse_allowlist
+
 OFFLINE_MODEL_ID = "offline/echo"
 DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_DOCUMENT_BYTES = 1024 * 1024
+DEFAULT_MAX_TOOL_REPLY_BYTES = 8 * 1024 * 1024
 ENV_PREFIX = "DA_"
 FILE_SECTION = "durable_agents"
 
@@ -162,6 +166,36 @@ def _comma_list(raw: Any) -> tuple[str, ...]:
     return tuple(item.strip() for item in items if item.strip())
 
 
+def _positive_seconds(raw: Any) -> float:
+    try:
+        seconds = float(str(raw).strip())
+    except ValueError:
+        raise ValueError(f"must be a number of seconds, got {raw!r}") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"must be a number of seconds greater than 0, got {raw!r}")
+    return seconds
+
+
+def _outbound_allow(raw: Any) -> tuple[str, ...]:
+    entries = _comma_list(raw)
+    parse_allowlist(entries)  # raises ValueError naming the bad entry
+    return entries
+
+
+def _headers_by_url(raw: Any) -> dict[str, dict[str, str]]:
+    """A JSON object (environment) or a table (file) of URL → {header name: value}."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"is not valid JSON: {exc}") from None
+    if not isinstance(raw, dict) or not all(
+        isinstance(headers, dict) and all(isinstance(v, str) for v in headers.values()) for headers in raw.values()
+    ):
+        raise ValueError('must map endpoint URLs to headers: {"<url>": {"<name>": "<value>"}}')
+    return raw
+
+
 Flag = Annotated[bool, BeforeValidator(_flag)]
 PositiveInt = Annotated[int, BeforeValidator(_positive_int)]
 Port = Annotated[int, BeforeValidator(_port)]
@@ -169,6 +203,7 @@ PortOrZero = Annotated[int, BeforeValidator(_port_or_zero)]
 LogFormat = Annotated[Literal["text", "json"], BeforeValidator(_log_format)]
 Seconds = Annotated[timedelta | None, BeforeValidator(_seconds)]
 CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_comma_list)]
+PositiveSeconds = Annotated[float, BeforeValidator(_positive_seconds)]
 
 
 class Settings(BaseSettings):
@@ -220,6 +255,29 @@ class Settings(BaseSettings):
     worker_in_api: Flag = False
     """The API process also runs a worker and starts turns on it eagerly: the first workflow task
     comes back in the start call's reply. One process instead of two, but one core for both."""
+    unstarted_turn_sweep: Seconds = timedelta(seconds=30)
+    """How often each API process starts the workflows of turns a crash left recorded but unstarted
+    (turns at least this old); None (0): never."""
+    # Outbound requests a caller can steer (documents, MCP servers): see outbound/.
+    outbound_allow: Annotated[tuple[str, ...], NoDecode, BeforeValidator(_outbound_allow)] = ()
+    """Hosts, addresses or CIDR ranges (optionally `:port`) that outbound requests may reach even
+    though they are loopback, private, link-local or the like."""
+    outbound_connect_timeout: PositiveSeconds = 10.0
+    """Seconds to resolve and connect, for documents and MCP servers."""
+    outbound_read_timeout: PositiveSeconds = 30.0
+    """Seconds between bytes of a reply, for documents and MCP servers."""
+    max_document_bytes: PositiveInt = DEFAULT_MAX_DOCUMENT_BYTES
+    """A larger URL document fails its turn; the download stops at the limit."""
+    max_tool_reply_bytes: PositiveInt = DEFAULT_MAX_TOOL_REPLY_BYTES
+    """Largest reply read from an MCP server; a larger one fails the call while it streams in."""
+    tool_call_deadline: PositiveSeconds = 60.0
+    """Seconds one MCP tool call may take, connecting included."""
+    tools_listing_deadline: PositiveSeconds = 10.0
+    """Seconds one MCP server may take to list its tools (`GET /v1/tools`, resolving a turn's tools)."""
+    mcp_headers: Annotated[dict[str, dict[str, str]], NoDecode, BeforeValidator(_headers_by_url)] = Field(
+        default_factory=dict, repr=False
+    )
+    """MCP endpoint URL → headers sent with every request to it (credentials: kept out of repr)."""
     log_format: LogFormat = "text"
     """`json`: every log line is one JSON object, for log shippers."""
     worker_metrics_host: str = "127.0.0.1"

@@ -28,11 +28,12 @@ from activities.turn_progress import TurnProgressActivities
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
 from observability.worker_metrics import serve_worker_metrics
+from outbound.http import outbound_from
 from providers.registry import ModelRegistry
 from settings import Settings, get_settings
 from store.database import open_database
 from store.repository import Store
-from store.upgrade import upgrade_store
+from store.upgrade import StoreNotUpgradable, upgrade_store
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
 from workflows.turn import TurnWorkflow
@@ -65,8 +66,8 @@ def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
     inference = InferenceActivities(store, models)
     shields = ShieldActivities(store, models, settings)
     progress = TurnProgressActivities(store)
-    tools = ToolActivities(store, ToolCatalog(store))
-    documents = DocumentActivities(store)
+    tools = ToolActivities(store, ToolCatalog.from_settings(store, settings))
+    documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
     cache_workflow_bytecode()
     return Worker(
         client,
@@ -121,4 +122,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except StoreNotUpgradable as refused:
+        sys.exit(str(refused))

@@ -12,6 +12,7 @@ from domain.events import KeyedEvent, StepProgress, StepStart, ToolCallDelta, ch
 from observability import metrics
 from store.repository import Store
 from tool_runtime.catalog import ToolCatalog, ToolNameClash, UnknownToolGroup
+from tool_runtime.mcp import McpUnavailable
 from tool_runtime.output_limit import truncate_text
 from workflows.contracts import (
     RESOLVE_TOOLS_ACTIVITY,
@@ -21,6 +22,9 @@ from workflows.contracts import (
     ResolveToolsResult,
     ToolRunRequest,
 )
+
+TOOL_UNAVAILABLE = "ToolUnavailable"
+"""A call's MCP server could not be used; the turn's tool step answers the model with the reason."""
 
 
 class ToolActivities:
@@ -32,7 +36,7 @@ class ToolActivities:
     async def resolve_tools(self, request: ResolveToolsRequest) -> ResolveToolsResult:
         try:
             tools = await self._catalog.resolve(request.toolgroups, request.client_tool_names)
-        except (UnknownToolGroup, ToolNameClash) as problem:
+        except (UnknownToolGroup, ToolNameClash, McpUnavailable) as problem:
             raise ApplicationError(str(problem), type=TOOLS_UNAVAILABLE, non_retryable=True) from problem
         return ResolveToolsResult(tools=tools)
 
@@ -53,9 +57,14 @@ class ToolActivities:
             KeyedEvent(key=f"{request.step_id}:call", body=chunk_of(progress).model_dump(mode="json")),
         )
         arguments = request.call.arguments if isinstance(request.call.arguments, dict) else {}
-        async with heartbeating():
-            with metrics.tool_call(request.call.tool_name):
-                outcome = await self._catalog.call(request.tool, arguments)
+        try:
+            async with heartbeating():
+                with metrics.tool_call(request.call.tool_name):
+                    outcome = await self._catalog.call(request.tool, arguments)
+        except McpUnavailable as unavailable:
+            raise ApplicationError(
+                str(unavailable), type=TOOL_UNAVAILABLE, non_retryable=not unavailable.retryable
+            ) from None
         if outcome.is_error:
             metrics.tool_answered_with_error(request.call.tool_name)
         return ToolResponse(

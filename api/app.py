@@ -16,6 +16,7 @@ from api.openapi import install_openapi
 from api.routers import agents, health, metrics, sessions, shields, tools, turns
 from api.runtime import Runtime
 from api.turn_gateway import TurnGateway
+from api.turn_sweep import sweep_forever
 from observability.api_tracing import fastapi_native_telemetry_off, instrument_api
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
@@ -52,7 +53,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         events = EventHub(store)
         poller = asyncio.create_task(events.run())
         turns = TurnGateway(client, config.task_queue, eager_start=config.worker_in_api)
-        app.state.runtime = Runtime(config, store, turns, ToolCatalog(store), events)
+        app.state.runtime = runtime = Runtime(config, store, turns, ToolCatalog.from_settings(store, config), events)
+        background = [poller]
+        if config.unstarted_turn_sweep is not None:
+            background.append(asyncio.create_task(sweep_forever(runtime, config.unstarted_turn_sweep)))
         try:
             if config.worker_in_api:
                 # Imported here: the worker's dependencies (the OpenAI SDK among them) add ~0.8 s to
@@ -64,7 +68,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             else:
                 yield
         finally:
-            poller.cancel()
+            for task in background:
+                task.cancel()
             await database.dispose()
 
     _configure_logging(current_settings)

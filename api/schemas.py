@@ -54,5 +54,10 @@ class ListResponse(WireModel):
     data: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class ToolListResponse(ListResponse):
+    unavailable: dict[str, str] = Field(default_factory=dict)
+    """Toolgroups whose tools could not be listed (their MCP server failed), each with the reason."""
+
+
 class HealthResponse(WireModel):
     status: str

@@ -14,7 +14,7 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from domain.content import ToolResponse, content_as_text
@@ -99,6 +99,18 @@ class TurnGateway:
                 f"**Turn:** `{start.turn_id}`  \n**Model:** `{start.agent_config.model}`"
             ),
         )
+
+    async def start_once(self, start: TurnStart) -> bool:
+        """Start the turn's first workflow unless one with its id exists or existed; true if this call did.
+
+        The id is the turn's, so whoever comes second — a retried create, the sweep of turns a crash
+        left unstarted, the first request itself — finds the workflow there and starts nothing.
+        """
+        try:
+            await self.start(start)
+        except WorkflowAlreadyStartedError:
+            return False
+        return True
 
     async def submit_tool_responses(self, turn_id: str, responses: list[ToolResponse]) -> int:
         """Deliver the responses; returns the pause mark of the pause they end.

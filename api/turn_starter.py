@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from fastapi import HTTPException
 
 from api.errors import not_found
+from api.fault_points import AFTER_TURN_ROW, crash_point
 from api.runtime import Runtime
 from api.schemas import CreateTurnRequest
 from api.toolgroup_check import require_toolgroups
@@ -40,44 +41,72 @@ def _turn_id(agent_id: str, session_id: str, idempotency_key: str | None) -> str
     return str(uuid.uuid5(_IDEMPOTENCY_NAMESPACE, f"{agent_id}/{session_id}/{idempotency_key}"))
 
 
+def turn_start(runtime: Runtime, agent: Agent, turn: Turn, tools: TurnTools, document_urls: list[str]) -> TurnStart:
+    """The workflow input of a new turn: its stored row, its own tools, and its URL documents."""
+    return TurnStart(
+        agent_id=agent.agent_id,
+        session_id=turn.session_id,
+        turn_id=turn.turn_id,
+        agent_config=agent.agent_config,
+        input_messages=turn.input_messages,
+        started_at=turn.started_at,
+        tool_config=tools.tool_config,
+        toolgroups=tools.toolgroups,
+        document_urls=document_urls,
+        awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
+        continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
+    )
+
+
+def _request_tools(body: CreateTurnRequest) -> TurnTools:
+    return TurnTools(toolgroups=body.toolgroups, tool_config=body.tool_config)
+
+
+async def _finish_start(runtime: Runtime, agent: Agent, session_id: str, turn_id: str, body: CreateTurnRequest) -> None:
+    """A retried create: start the turn's workflow if the first attempt recorded the turn but died
+    before it started it (a crashed API process); a turn that has one is left alone."""
+    turn = await runtime.store.get_turn(session_id, turn_id)
+    if turn is None or turn.status != TurnStatus.RUNNING or turn.steps:
+        return
+    start = turn_start(runtime, agent, turn, _request_tools(body), url_documents(body.documents or []))
+    try:
+        if await runtime.turns.start_once(start):
+            log.warning("started turn %s's workflow, which the first attempt at creating it did not", turn_id)
+    except Exception as error:
+        # The turn stays recorded: the next retry or the sweep of unstarted turns starts it.
+        raise HTTPException(503, f"Could not start the turn's workflow: {error}; send the request again") from error
+
+
 async def start_turn(
     runtime: Runtime, agent: Agent, session_id: str, body: CreateTurnRequest, idempotency_key: str | None
 ) -> StartedTurn:
     await require_toolgroups(runtime, body.toolgroups or [])
     messages = with_documents(body.messages, body.documents or [])
-    document_urls = url_documents(body.documents or [])
     turn_id = _turn_id(agent.agent_id, session_id, idempotency_key)
     if idempotency_key is not None and await runtime.store.turn_status(turn_id) is not None:
+        await _finish_start(runtime, agent, session_id, turn_id, body)
         return StartedTurn(turn_id, is_retry=True)
     started_at = datetime.now(UTC)
-    tools = TurnTools(toolgroups=body.toolgroups, tool_config=body.tool_config)
+    tools = _request_tools(body)
     try:
         await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at, tools)
     except LookupError as gone:  # the session was deleted a moment ago
         raise not_found("Session", session_id) from gone
     except TurnConflict as conflict:
         if conflict.turn_id == turn_id:
+            await _finish_start(runtime, agent, session_id, turn_id, body)
             return StartedTurn(turn_id, is_retry=True)
         if await runtime.turns.is_running(conflict.turn_id):
             raise HTTPException(409, str(conflict)) from conflict
         await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
         log_turn_state(conflict.turn_id, session_id, agent.agent_id, TurnStatus.FAILED)
         await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at, tools)
-    start = TurnStart(
-        agent_id=agent.agent_id,
-        session_id=session_id,
-        turn_id=turn_id,
-        agent_config=agent.agent_config,
-        input_messages=messages,
-        started_at=started_at,
-        tool_config=body.tool_config,
-        toolgroups=body.toolgroups,
-        document_urls=document_urls,
-        awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
-        continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
-    )
+    crash_point(AFTER_TURN_ROW)
+    turn = Turn(turn_id=turn_id, session_id=session_id, input_messages=messages, started_at=started_at)
+    start = turn_start(runtime, agent, turn, tools, url_documents(body.documents or []))
     try:
-        await runtime.turns.start(start)
+        # Not started only if a retry or the sweep of unstarted turns was quicker: same turn, same id.
+        await runtime.turns.start_once(start)
     except Exception as error:
         log.exception("the workflow of turn %s could not be started", turn_id)
         await runtime.store.abandon_turn(turn_id, "Its workflow could not be started.")

@@ -2,12 +2,17 @@
 
     .venv/bin/python bench/chaos.py                      # 100 turns, 8 sessions, a kill every 5 s
     .venv/bin/python bench/chaos.py --quick              # 10 turns, a kill every 2 s; for the test suite
+    .venv/bin/python bench/chaos.py --apis 2 --workers 2 --kill any \
+        --store-url postgresql+asyncpg://postgres@127.0.0.1/chaos   # at scale: any process may die
 
 It starts the pieces itself, not serve.py, because only the worker may die: a Temporal dev server
 (serve.py's command line, with its SQLite file in a temp dir), bench/model_server.py, the API
-(uvicorn) and `python worker.py`. Several sessions run a mix of client-tool and plain turns
-concurrently while the worker is SIGKILLed `--kill-every` seconds after it starts polling, and
-restarted at once (on a busy 2-core box a worker can take longer than that just to start).
+(uvicorn) and `python worker.py` — or `--apis` APIs and `--workers` workers on `--store-url`.
+Several sessions run a mix of client-tool and plain turns concurrently while a worker is SIGKILLed
+`--kill-every` seconds after it starts polling, and restarted at once (on a busy 2-core box a
+worker can take longer than that just to start); with `--kill any` the victims take turns among
+the workers and the APIs. With several APIs, each session's requests go to one API and move to
+the next when it does not answer.
 
 The client recovers as a careful real one would: a broken or stalled stream is resumed with
 GET .../turn/{id}/events?after=<last id>; a create that failed is looked up in the session before
@@ -87,19 +92,28 @@ class ChaosStack:
     workdir: Path
     model_ttft_ms: float
     model_token_ms: float
-    api_port: int = field(default_factory=free_port)
+    api_count: int = 1
+    worker_count: int = 1
+    store_url: str | None = None
+    """None: a SQLite file in the data dir."""
     temporal_port: int = field(default_factory=free_port)
     ui_port: int = field(default_factory=free_port)
     model: ModelServer | None = None
     temporal: subprocess.Popen[bytes] | None = None
-    api: subprocess.Popen[bytes] | None = None
-    worker: subprocess.Popen[bytes] | None = None
+    api_ports: list[int] = field(default_factory=list)
+    apis: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    worker_started_at: list[float] = field(default_factory=list)
     worker_kills: int = 0
-    worker_started_at: float = 0.0
+    api_kills: int = 0
+
+    @property
+    def api_urls(self) -> list[str]:
+        return [f"http://127.0.0.1:{port}" for port in self.api_ports]
 
     @property
     def api_url(self) -> str:
-        return f"http://127.0.0.1:{self.api_port}"
+        return self.api_urls[0]
 
     @property
     def temporal_address(self) -> str:
@@ -117,6 +131,7 @@ class ChaosStack:
             "DA_TEMPORAL_UI_PORT": str(self.ui_port),
             "TEMPORAL_ADDRESS": self.temporal_address,
             "DA_MODELS": models_env({MODEL: self.model}),
+            **({"DA_STORE_URL": self.store_url} if self.store_url else {}),
         }
 
     def start(self) -> None:
@@ -127,41 +142,57 @@ class ChaosStack:
         command = [*serve.dev_server_command(settings), "--headless"]
         self.temporal = spawn(command, self.workdir / "temporal.log", self.env())
         wait_for_port(self.temporal_port, self.temporal, 60)
-        self.start_worker()
-        self.wait_for_worker()
-        uvicorn = [sys.executable, "-m", "uvicorn", "api.app:app", "--host", "127.0.0.1", "--port", str(self.api_port)]
-        self.api = spawn(uvicorn, self.workdir / "api.log", self.env())
-        wait_for_http(f"{self.api_url}/v1/health", [self.api, self.temporal], 90)
-        log(f"stack up: API {self.api_url}, Temporal 127.0.0.1:{self.temporal_port} (logs in {self.workdir})")
+        self.workers = [self.spawn_worker(n) for n in range(self.worker_count)]
+        self.worker_started_at = [time.monotonic()] * self.worker_count
+        self.wait_for_worker(0)
+        self.api_ports = [free_port() for _ in range(self.api_count)]
+        self.apis = [self.spawn_api(n) for n in range(self.api_count)]
+        for number in range(self.api_count):
+            self.wait_for_api(number)
+        log(f"stack up: APIs {self.api_urls}, Temporal 127.0.0.1:{self.temporal_port} (logs in {self.workdir})")
 
-    def wait_for_worker(self, seconds: float = 60) -> None:
+    def wait_for_worker(self, number: int, seconds: float = 60) -> None:
         """Until Temporal sees the worker poll. It has created the store's tables by then, so the API
         does not create them at the same moment (on a fresh SQLite file that race can fail one)."""
 
         async def wait() -> bool:
-            assert self.worker is not None
             client = await Client.connect(self.temporal_address)
-            return await wait_until_polling(client, self.task_queue, self.worker.pid, seconds)
+            return await wait_until_polling(client, self.task_queue, self.workers[number].pid, seconds)
 
         if not asyncio.run(wait()):
             raise RuntimeError(f"the worker did not poll within {seconds:.0f}s; see {self.workdir / 'worker.log'}")
 
-    def start_worker(self) -> None:
-        self.worker_started_at = time.monotonic()
-        self.worker = spawn([sys.executable, "worker.py"], self.workdir / "worker.log", self.env())
+    def wait_for_api(self, number: int) -> None:
+        assert self.temporal is not None
+        wait_for_http(f"{self.api_urls[number]}/v1/health", [self.apis[number], self.temporal], 90)
 
-    def kill_and_restart_worker(self) -> None:
+    def spawn_worker(self, number: int) -> subprocess.Popen[bytes]:
+        return spawn([sys.executable, "worker.py"], self.workdir / f"worker{number}.log", self.env())
+
+    def spawn_api(self, number: int) -> subprocess.Popen[bytes]:
+        port = str(self.api_ports[number])
+        uvicorn = [sys.executable, "-m", "uvicorn", "api.app:app", "--host", "127.0.0.1", "--port", port]
+        return spawn(uvicorn, self.workdir / f"api{number}.log", self.env())
+
+    def kill_and_restart_worker(self, number: int) -> None:
         """SIGKILL: no graceful shutdown, in-flight activities and workflow tasks just vanish."""
-        assert self.worker is not None
-        self.worker.send_signal(signal.SIGKILL)
-        self.worker.wait(timeout=10)
+        self.workers[number].send_signal(signal.SIGKILL)
+        self.workers[number].wait(timeout=10)
         self.worker_kills += 1
-        self.start_worker()
+        self.worker_started_at[number] = time.monotonic()
+        self.workers[number] = self.spawn_worker(number)
+
+    def kill_and_restart_api(self, number: int) -> None:
+        """SIGKILL mid-request: open streams break, a create may be cut between its two steps."""
+        self.apis[number].send_signal(signal.SIGKILL)
+        self.apis[number].wait(timeout=10)
+        self.api_kills += 1
+        self.apis[number] = self.spawn_api(number)
 
     def stop(self) -> None:
         for process, signum in (
-            (self.api, signal.SIGTERM),
-            (self.worker, signal.SIGINT),
+            *((api, signal.SIGTERM) for api in self.apis),
+            *((worker, signal.SIGINT) for worker in self.workers),
             (self.temporal, signal.SIGTERM),
         ):
             if process is not None:
@@ -195,30 +226,45 @@ async def wait_until_polling(
 
 @dataclass
 class Killer:
-    """Kills the worker `every` seconds after it starts polling, so each worker gets to do some work
-    (a busy 2-core box can take longer than a short interval just to start one), then restarts it."""
+    """Kills a process `every` seconds, then restarts it: the workers in turn (each once it polls, so
+    each gets to do some work: a busy 2-core box can take longer than a short interval just to start
+    one), or with `anything` the workers and the APIs in turn."""
 
     stack: ChaosStack
     client: Client
     task_queue: str
     every: float
     max_kills: int
+    anything: bool = False
     ready_seconds: list[float] = field(default_factory=list)
     """For each worker started: how long from spawn until Temporal saw it poll."""
 
+    def _victims(self) -> list[tuple[str, int]]:
+        workers = [("worker", n) for n in range(len(self.stack.workers))]
+        apis = [("api", n) for n in range(len(self.stack.apis))] if self.anything else []
+        return [victim for pair in zip(workers, apis, strict=False) for victim in pair] + (
+            workers[len(apis) :] + apis[len(workers) :]
+        )
+
     async def run(self, done: asyncio.Event) -> None:
         stack = self.stack
-        while not done.is_set() and (self.max_kills <= 0 or stack.worker_kills < self.max_kills):
-            assert stack.worker is not None
-            if await wait_until_polling(self.client, self.task_queue, stack.worker.pid, 60, done):
-                self.ready_seconds.append(time.monotonic() - stack.worker_started_at)
-            elif not done.is_set():
-                log(f"worker {stack.worker.pid} did not poll within 60 s; killing it anyway")
+        victims = self._victims()
+        kills = 0
+        while not done.is_set() and (self.max_kills <= 0 or kills < self.max_kills):
+            kind, number = victims[kills % len(victims)]
+            if kind == "worker":
+                pid = stack.workers[number].pid
+                if await wait_until_polling(self.client, self.task_queue, pid, 60, done):
+                    self.ready_seconds.append(time.monotonic() - stack.worker_started_at[number])
+                elif not done.is_set():
+                    log(f"worker {pid} did not poll within 60 s; killing it anyway")
             try:
                 await asyncio.wait_for(done.wait(), timeout=self.every)
             except TimeoutError:
-                await asyncio.to_thread(stack.kill_and_restart_worker)
-                log(f"worker killed and restarted ({stack.worker_kills})")
+                restart = stack.kill_and_restart_worker if kind == "worker" else stack.kill_and_restart_api
+                await asyncio.to_thread(restart, number)
+                kills += 1
+                log(f"{kind} {number} killed and restarted ({kills})")
 
 
 # --- One turn, followed to its end whatever happens ---------------------------------------------
@@ -283,13 +329,23 @@ class Progress:
 
 @dataclass
 class SessionContext:
-    client: httpx.AsyncClient
+    clients: list[httpx.AsyncClient]
+    """One per API; the session talks to one at a time and moves on when it does not answer."""
     agent_id: str
     session_id: str
     rng: random.Random
     cut_fraction: float
     progress: Progress
     known_turns: set[str] = field(default_factory=set)
+    api: int = 0
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        return self.clients[self.api % len(self.clients)]
+
+    def next_api(self) -> None:
+        """The API did not answer (killed, restarting): send what follows to the next one."""
+        self.api += 1
 
     @property
     def turns_url(self) -> str:
@@ -332,6 +388,8 @@ async def follow(
                 return None
     except httpx.HTTPError as error:
         record.note("stream_broken", repr(error))
+        if isinstance(error, httpx.TransportError):
+            ctx.next_api()
         return None
     record.note("stream_ended_early", url)
     return None
@@ -377,6 +435,8 @@ async def create(ctx: SessionContext, record: TurnRecord) -> dict[str, Any] | No
         if error.status != 409 and error.status < 500:
             raise
         record.note(f"create_http_{error.status}", str(error))
+        if error.status >= 500:
+            ctx.next_api()
         return None
 
 
@@ -407,6 +467,8 @@ async def resume(
             if error.status != 409 and error.status < 500:
                 raise
             record.note(f"resume_http_{error.status}", str(error))
+            if error.status >= 500:
+                ctx.next_api()
             if error.status == 409:
                 refused = True
                 final = await watch_events(ctx, record, paused["turn_id"], AFTER_409_WATCH_SECONDS)
@@ -437,6 +499,7 @@ async def recover(ctx: SessionContext, record: TurnRecord) -> dict[str, Any] | N
             record.turn_id = await find_new_turn(ctx)
         except (HttpStatusError, httpx.HTTPError) as error:
             record.note("session_read_failed", repr(error))
+            ctx.next_api()
             return None
         if record.turn_id is None:
             record.note("create_retry", "no new turn in the session")
@@ -576,23 +639,31 @@ async def read_back(
 
 async def workload(stack: ChaosStack, args: argparse.Namespace) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+    others = [httpx.AsyncClient(base_url=url, timeout=30, limits=limits) for url in stack.api_urls[1:]]
     async with httpx.AsyncClient(base_url=stack.api_url, timeout=30, limits=limits) as client:
+        clients = [client, *others]
         agent_id = await create_agent(client, MODEL)
         session_ids = [await create_session(client, agent_id, f"chaos-{i}") for i in range(args.sessions)]
         plans = plan_turns(session_ids, args.turns)
         done = asyncio.Event()
         killer = Killer(
-            stack, await Client.connect(stack.temporal_address), stack.task_queue, args.kill_every, args.max_kills
+            stack,
+            await Client.connect(stack.temporal_address),
+            stack.task_queue,
+            args.kill_every,
+            args.max_kills,
+            anything=args.kill == "any",
         )
         killing = asyncio.create_task(killer.run(done))
-        log(
-            f"{args.turns} turns over {args.sessions} sessions; each worker killed {args.kill_every:g} s after it polls"
-        )
+        victims = "a worker or an API" if args.kill == "any" else "a worker"
+        log(f"{args.turns} turns over {args.sessions} sessions; {victims} killed every {args.kill_every:g} s")
         started = time.monotonic()
         try:
             progress = Progress(args.turns)
             contexts = [
-                SessionContext(client, agent_id, session_id, random.Random(args.seed + i), args.cut_streams, progress)
+                SessionContext(
+                    clients, agent_id, session_id, random.Random(args.seed + i), args.cut_streams, progress, api=i
+                )
                 for i, session_id in enumerate(session_ids)
             ]
             runs = [
@@ -604,8 +675,12 @@ async def workload(stack: ChaosStack, args: argparse.Namespace) -> dict[str, Any
             await killing
         elapsed = time.monotonic() - started
         records = [record for plan in plans for record in plan]
+        for number in range(len(stack.apis)):  # one may have been restarted a moment ago
+            await asyncio.to_thread(stack.wait_for_api, number)
         log("reading every session back")
         checked = await read_back(client, contexts, records)
+        for other in others:
+            await other.aclose()
     return summarise(records, checked, stack, args, elapsed) | {
         "worker_start_to_poll_ms": percentiles_ms(killer.ready_seconds)
     }
@@ -630,6 +705,9 @@ def summarise(
         "duplicated_tool_requests": checked["duplicated_tool_requests"],
         "failed": outcomes["failed"],
         "worker_kills": stack.worker_kills,
+        "api_kills": stack.api_kills,
+        "apis": len(stack.apis),
+        "workers": len(stack.workers),
         "skipped_after_loss": outcomes["skipped"],
         "elapsed_seconds": round(elapsed, 1),
         "tool_turns": sum(1 for r in records if r.kind == "tool"),
@@ -658,6 +736,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--model-token-ms", type=float, default=20.0)
     parser.add_argument("--cut-streams", type=float, default=0.1, help="fraction of streams we hang up on ourselves")
     parser.add_argument("--seed", type=int, default=1, help="seeds the choice of streams to cut")
+    parser.add_argument("--apis", type=int, default=1, help="API processes; sessions are spread across them")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes")
+    parser.add_argument("--store-url", help="the store (e.g. PostgreSQL); default: a SQLite file in the temp dir")
+    parser.add_argument("--kill", choices=("worker", "any"), default="worker", help="any: workers and APIs in turn")
     parser.add_argument("--quick", action="store_true", help="10 turns, 5 sessions, a kill every 2 s, at most 4")
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, SQLite files)")
     args = parser.parse_args()
@@ -674,7 +756,9 @@ def main() -> int:
     # the processes we started; otherwise they would outlive us.
     signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     workdir = Path(tempfile.mkdtemp(prefix="da-chaos-"))
-    stack = ChaosStack(workdir, args.model_ttft_ms, args.model_token_ms)
+    stack = ChaosStack(
+        workdir, args.model_ttft_ms, args.model_token_ms, max(1, args.apis), max(1, args.workers), args.store_url
+    )
     report: dict[str, Any] | None = None
     try:
         stack.start()

@@ -45,6 +45,15 @@ class TurnTools:
 
 
 @dataclass(frozen=True)
+class UnstartedTurn:
+    """A turn recorded as running that may never have had a workflow (see `Store.unstarted_turns`)."""
+
+    agent_id: str
+    turn: Turn
+    tools: TurnTools
+
+
+@dataclass(frozen=True)
 class StoredEvent:
     event_id: int
     body: dict[str, Any]
@@ -274,12 +283,7 @@ class Store:
             ).first()
             if reopened is None:
                 raise _NotCompleted  # rolls back the claim
-            return TurnTools(
-                toolgroups=_toolgroups.validate_python(reopened.toolgroups)
-                if reopened.toolgroups is not None
-                else None,
-                tool_config=ToolConfig.model_validate(reopened.tool_config) if reopened.tool_config else None,
-            )
+            return _turn_tools(reopened)
 
         try:
             return await self.database.write(run)
@@ -299,6 +303,23 @@ class Store:
             lambda tx: tx.scalar(select(TurnRow.status).where(TurnRow.turn_id == turn_id))
         )
         return TurnStatus(status) if status else None
+
+    async def unstarted_turns(self, started_before: datetime, limit: int) -> list[UnstartedTurn]:
+        """Running turns older than `started_before` with no step stored yet, oldest first.
+
+        A crash between recording a turn and starting its workflow leaves such a row; every turn
+        whose workflow ran has at least one step once its first model call is done, so the set is
+        small: turns that were never started, and turns still in their first model call.
+        """
+        no_steps = ~select(StepRow.turn_id).where(StepRow.turn_id == TurnRow.turn_id).exists()
+        query = (
+            select(_TURNS)
+            .where(TurnRow.status == TurnStatus.RUNNING.value, TurnRow.started_at < started_before, no_steps)
+            .order_by(TurnRow.started_at)
+            .limit(limit)
+        )
+        rows = await self.database.read(lambda tx: tx.execute(query).all())
+        return [UnstartedTurn(row.agent_id, _turn(row, []), _turn_tools(row)) for row in rows]
 
     async def count_turns(self, status: TurnStatus) -> int:
         query = select(func.count()).select_from(TurnRow).where(TurnRow.status == status.value)
@@ -497,6 +518,13 @@ def _toolgroup(row: Row[Any]) -> ToolGroup:
 
 def _agent(row: Row[Any]) -> Agent:
     return Agent(agent_id=row.agent_id, agent_config=AgentConfig.model_validate(row.config), created_at=row.created_at)
+
+
+def _turn_tools(row: Row[Any]) -> TurnTools:
+    return TurnTools(
+        toolgroups=_toolgroups.validate_python(row.toolgroups) if row.toolgroups is not None else None,
+        tool_config=ToolConfig.model_validate(row.tool_config) if row.tool_config else None,
+    )
 
 
 def _turn(row: Row[Any], steps: list[Step]) -> Turn:

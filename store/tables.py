@@ -5,19 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    DateTime,
-    Dialect,
-    ForeignKey,
-    Index,
-    Integer,
-    String,
-    Text,
-    UniqueConstraint,
-    text,
-)
+from sqlalchemy import JSON, BigInteger, DateTime, Dialect, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
@@ -67,13 +55,7 @@ class TurnRow(Base):
     __tablename__ = "turns"
     __table_args__ = (
         Index("ix_turns_session_order", "session_id", "started_at"),
-        # Only the paused turns: the metrics scrape counts them, and the index stays as small as they are few.
-        Index(
-            "ix_turns_awaiting_input",
-            "status",
-            sqlite_where=text("status = 'awaiting_input'"),
-            postgresql_where=text("status = 'awaiting_input'"),
-        ),
+        Index("ix_turns_status_started", "status", "started_at"),  # the sweep of unstarted turns
     )
 
     turn_id: Mapped[str] = mapped_column(String(64), primary_key=True)

@@ -60,10 +60,12 @@ def current_revisions(connection: Connection) -> tuple[str, ...]:
 
 def upgrade_schema(connection: Connection, url: str, target: str = "head") -> None:
     """Migrate the store on `connection` to `target`, in the connection's one transaction."""
-    _lock(connection)
     config = migrations_config()
     config.attributes["connection"] = connection
     script = ScriptDirectory.from_config(config)
+    if target == "head" and current_revisions(connection) == (script.get_current_head(),):
+        return  # the usual start: nothing to do, and no lock that would hold up the store's writers
+    _lock(connection)
     current = current_revisions(connection)
     known = {revision.revision for revision in script.walk_revisions()}
     unknown = [revision for revision in current if revision not in known]
@@ -81,8 +83,9 @@ def upgrade_schema(connection: Connection, url: str, target: str = "head") -> No
         elif existing:
             raise StoreNotUpgradable(
                 f"The store at {_shown(url)} has some of the store's tables ({', '.join(sorted(existing))}) but "
-                f"not the others ({', '.join(sorted(_BASELINE_TABLES - existing))}) and no schema revision: "
-                "it was not made by durable-agents. Point DA_STORE_URL at an empty database or a store of ours."
+                f"not the others ({', '.join(sorted(_BASELINE_TABLES - existing))}) and no schema revision, so "
+                "it is not a store this version can adopt. Point DA_STORE_URL at an empty database or at a store "
+                "that durable-agents made."
             )
     command.upgrade(config, target)
 

@@ -9,12 +9,15 @@ from contextlib import contextmanager
 
 import httpx
 from mcp.server.mcpserver import MCPServer
+from starlette.types import Receive, Scope, Send
 
 from tests.scripted_model import ThreadedServer
 from tests.stack import free_port
 
 STARTED: list[str] = []
 """Names of the tools called so far, appended as each call starts (the server runs in-process)."""
+AUTHORIZATIONS: list[str] = []
+"""The Authorization header of every request the server received (for credential tests)."""
 
 
 def build() -> MCPServer:
@@ -54,7 +57,7 @@ def registered_toolgroup(http: httpx.Client, server: ThreadedServer | None = Non
     body = {
         "toolgroup_id": toolgroup_id,
         "provider_id": "model-context-protocol",
-        "mcp_endpoint": {"uri": f"{server.url}/mcp"},
+        "mcp_endpoint": {"uri": f"{server.allowed_url}/mcp"},
     }
     http.post("/v1/toolgroups", json=body).raise_for_status()
     try:
@@ -67,4 +70,13 @@ def registered_toolgroup(http: httpx.Client, server: ThreadedServer | None = Non
 
 def start() -> ThreadedServer:
     """Serve it on a free loopback port; its endpoint is `<url>/mcp`."""
-    return ThreadedServer(build().streamable_http_app(), free_port()).start()
+    app = build().streamable_http_app()
+
+    async def recording(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            if b"authorization" in headers:
+                AUTHORIZATIONS.append(headers[b"authorization"].decode())
+        await app(scope, receive, send)
+
+    return ThreadedServer(recording, free_port()).start()

@@ -14,7 +14,7 @@ import httpx
 
 from serve import dev_server_command
 from settings import load_settings
-from tests.scripted_model import ScriptedModel, ThreadedServer
+from tests.scripted_model import ALLOWED_HOST, ScriptedModel, ThreadedServer
 from tests.stack import SCRIPTED_KEY, SCRIPTED_KEY_ENV, SCRIPTED_MODEL, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +47,7 @@ class ProcessStack:
             "DA_TEMPORAL_UI_PORT": str(free_port()),
             "TEMPORAL_ADDRESS": f"127.0.0.1:{self.temporal_port}",
             "DA_TASK_QUEUE": "faults",
+            "DA_OUTBOUND_ALLOW": ALLOWED_HOST,
             SCRIPTED_KEY_ENV: SCRIPTED_KEY,
             "DA_MODELS": json.dumps(
                 {
@@ -74,13 +75,14 @@ class ProcessStack:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.api_port}"
 
-    def _spawn(self, command: list[str], log_name: str | None = None) -> subprocess.Popen[bytes]:
+    def _spawn(self, command: list[str], log_name: str | None = None, **env: str) -> subprocess.Popen[bytes]:
+        environment = {**self.env, **env}
         if self._log_dir is None or log_name is None:
             return subprocess.Popen(
-                command, cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                command, cwd=ROOT, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
             )
         with (self._log_dir / log_name).open("ab") as output:
-            return subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=output, stderr=subprocess.STDOUT)
+            return subprocess.Popen(command, cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT)
 
     def start_temporal(self) -> None:
         self.temporal = self._spawn(dev_server_command(load_settings(self.env)))
@@ -89,9 +91,10 @@ class ProcessStack:
     def start_worker(self) -> None:
         self.worker = self._spawn([sys.executable, "worker.py"], "worker.log")
 
-    def start_api(self) -> None:
+    def start_api(self, **env: str) -> None:
+        """Start the API; `env` adds variables to its environment (a fault point, a setting)."""
         self.api = self._spawn(
-            [sys.executable, "-m", "uvicorn", "api.app:app", "--port", str(self.api_port)], "api.log"
+            [sys.executable, "-m", "uvicorn", "api.app:app", "--port", str(self.api_port)], "api.log", **env
         )
         _wait_until(lambda: httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200, "API healthy")
 

@@ -152,6 +152,10 @@ async def _chunks(reply: Reply, number: int, model: str, usage: dict[str, int] |
     yield "data: [DONE]\n\n"
 
 
+ALLOWED_HOST = "localhost"
+"""What the test stacks put in DA_OUTBOUND_ALLOW."""
+
+
 class ThreadedServer:
     """uvicorn serving an ASGI app from a background thread, on a free loopback port."""
 
@@ -163,6 +167,12 @@ class ThreadedServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def allowed_url(self) -> str:
+        """The same listener by the name the test stacks' DA_OUTBOUND_ALLOW admits (`localhost`);
+        `url` (127.0.0.1) is refused to documents and MCP, as any loopback address is."""
+        return f"http://{ALLOWED_HOST}:{self.port}"
 
     def start(self) -> ThreadedServer:
         self._thread.start()

@@ -28,7 +28,7 @@ from settings import Settings, load_settings
 from store.database import open_database
 from store.repository import Store
 from store.upgrade import upgrade_store
-from tests.scripted_model import GUARD_MODEL, ScriptedModel, ThreadedServer
+from tests.scripted_model import ALLOWED_HOST, GUARD_MODEL, ScriptedModel, ThreadedServer
 from worker import build_worker
 from workflows import search_attributes
 
@@ -36,6 +36,7 @@ T = TypeVar("T")
 
 SCRIPTED_MODEL = "scripted"
 SCRIPTED_KEY = "scripted-secret-key-0123456789"
+TOOL_CALL_DEADLINE = 15
 
 
 def free_port() -> int:
@@ -97,6 +98,8 @@ class Stack:
                         "llama-guard": {"provider": "llama_guard", "model": GUARD_MODEL},
                     }
                 ),
+                "DA_OUTBOUND_ALLOW": ALLOWED_HOST,
+                "DA_TOOL_CALL_DEADLINE": str(TOOL_CALL_DEADLINE),
                 **({"DA_STORE_URL": store_url} if store_url else {}),
             }
         )

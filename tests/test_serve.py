@@ -1,22 +1,30 @@
 """`python serve.py` — the README's run command — brings up Temporal, worker and API, and Ctrl-C stops
-all three. A turn paused before a restart of the whole service resumes after it."""
+all three. A turn paused before a restart of the whole service resumes after it. A worker killed
+mid-turn is restarted by serve.py and the turn completes."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.rest import final_turn
-from tests.stack import free_port
+from store.upgrade import head_revision
+from tests.rest import create_agent, create_session, final_turn
+from tests.scripted_model import ScriptedModel, ThreadedServer, text
+from tests.stack import SCRIPTED_KEY, SCRIPTED_KEY_ENV, SCRIPTED_MODEL, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,8 +88,10 @@ def service(tmp_path: Path) -> Iterator[Service]:
         running.process.kill()
 
 
-def test_quickstart_then_ctrl_c_then_resume_after_restart(service: Service) -> None:
+def test_quickstart_then_ctrl_c_then_resume_after_restart(service: Service, tmp_path: Path) -> None:
     service.start()
+    with closing(sqlite3.connect(tmp_path / "store.db")) as store:
+        assert store.execute("SELECT version_num FROM alembic_version").fetchall() == [(head_revision(),)]
     with httpx.Client(base_url=service.url, timeout=30) as http:
         tool = {
             "name": "get_weather",
@@ -108,3 +118,68 @@ def test_quickstart_then_ctrl_c_then_resume_after_restart(service: Service) -> N
     assert done.json()["output_message"]["content"] == "Tool get_weather returned: sunny."
     assert [s["step_type"] for s in done.json()["steps"]] == ["inference", "tool_execution", "inference"]
     assert service.interrupt() == 0
+
+
+def _worker_pids(service: Service) -> list[int]:
+    """Every worker serve.py said it started, in order."""
+    return [int(pid) for pid in re.findall(r"worker started \(pid (\d+)\)", service.log.read_text(errors="replace"))]
+
+
+def _running_worker(service: Service) -> int:
+    """The pid of serve.py's `worker.py` child, read from /proc."""
+    assert service.process is not None
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == service.process.pid and b"worker.py" in command:
+            return int(stat.parent.name)
+    raise AssertionError(f"serve.py runs no worker:\n{service.tail()}")
+
+
+def test_a_worker_killed_mid_turn_is_restarted_and_the_turn_completes(service: Service) -> None:
+    model = ScriptedModel()
+    model_server = ThreadedServer(model.app(), free_port()).start()
+    try:
+        service.env[SCRIPTED_KEY_ENV] = SCRIPTED_KEY
+        service.env["DA_MODELS"] = json.dumps(
+            {
+                SCRIPTED_MODEL: {
+                    "provider": "openai",
+                    "base_url": f"{model_server.url}/v1",
+                    "api_key_env": SCRIPTED_KEY_ENV,
+                }
+            }
+        )
+        model.script(text("lost with the worker", delay_seconds=3), text("after the restart"))
+        service.start()
+        with httpx.Client(base_url=service.url, timeout=120) as http:
+            agent_id = create_agent(http)
+            turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
+            answers: list[httpx.Response] = []
+            ask = {"messages": [{"role": "user", "content": "hi"}]}
+            asking = threading.Thread(target=lambda: answers.append(http.post(turns, json=ask)))
+            asking.start()
+            deadline = time.monotonic() + 60
+            while not model.requests:
+                assert time.monotonic() < deadline, "the model was never called"
+                time.sleep(0.05)
+            first_worker = _running_worker(service)
+            os.kill(first_worker, signal.SIGKILL)
+            asking.join(timeout=120)
+
+        assert answers and answers[0].status_code == 200, answers and answers[0].text
+        turn = answers[0].json()
+        assert turn["status"] == "completed"
+        assert turn["output_message"]["content"] == "after the restart "
+        assert [s["step_type"] for s in turn["steps"]] == ["inference"]
+        assert len(model.requests) == 2
+        log = service.log.read_text(errors="replace")
+        assert f"worker (pid {first_worker}) exited with code -9" in log, service.tail()
+        assert _worker_pids(service) == [first_worker, _running_worker(service)]
+        assert service.interrupt() == 0
+        assert service.ports_open() == []
+    finally:
+        model_server.stop()

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from domain.agents import Agent, AgentConfig
+from domain.agents import Agent, AgentConfig, ToolConfig, ToolGroupWithArgs
 from domain.content import CompletionMessage, UserMessage
 from domain.events import KeyedEvent
 from domain.turns import InferenceStep, TurnStatus
 from store.database import open_database
-from store.repository import Store, StoredEvent, TurnConflict
+from store.repository import Store, StoredEvent, TurnConflict, TurnTools
 from store.upgrade import upgrade_store
 from tests.databases import store_url
 
@@ -202,3 +202,19 @@ async def test_abandoning_a_turn_fails_it_and_frees_the_session(store: Store) ->
     assert turn is not None and turn.status == TurnStatus.FAILED and turn.error == "Its workflow was terminated."
     assert "error" in (await _events(store, "t1", 0))[-1].body
     await store.begin_turn("a1", "s1", "t2", [UserMessage(content="again")], T0 + timedelta(seconds=1))
+
+
+async def test_a_reopened_turn_gets_back_the_tools_it_was_started_with(store: Store) -> None:
+    await _session(store)
+    tools = TurnTools(
+        toolgroups=["builtin::calculator", ToolGroupWithArgs(name="mcp::docs", args={"k": 1})],
+        tool_config=ToolConfig(tool_choice="required"),
+    )
+    await store.begin_turn("a1", "s1", "own", [UserMessage(content="hi")], T0, tools)
+    await store.save_turn_progress("own", status=TurnStatus.COMPLETED, completed_at=T0)
+    await store.begin_turn("a1", "s1", "agents", [UserMessage(content="hi")], T0 + timedelta(seconds=1))
+    await store.save_turn_progress("agents", status=TurnStatus.COMPLETED, completed_at=T0)
+
+    assert await store.reopen_turn("s1", "own") == tools
+    await store.save_turn_progress("own", status=TurnStatus.COMPLETED, completed_at=T0)
+    assert await store.reopen_turn("s1", "agents") == TurnTools()  # the agent's, as it was started

@@ -28,7 +28,7 @@ def documents() -> Iterator[str]:
         return Response(b"\x89PNG", media_type="image/png")
 
     server = ThreadedServer(app, free_port()).start()
-    yield server.url
+    yield server.allowed_url
     server.stop()
 
 

@@ -20,13 +20,8 @@ from tests.scripted_model import tool_call
 from tests.stack import Stack
 from tests.test_migrations import drift, on, revisions
 
-OLDER_STORES = {
-    "sqlite": "made by create_all before migrations (no alembic_version)",
-    "postgresql": f"at revision {BASELINE}",
-}
 
-
-@pytest.fixture(params=list(OLDER_STORES))
+@pytest.fixture(params=["sqlite", "postgresql"])
 def older_stack(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stack]:
     with store_url(request.param, tmp_path) as url:
         running = Stack(tmp_path / "stack", store_url=url)
@@ -57,7 +52,8 @@ def test_an_older_store_is_upgraded_at_start_and_its_paused_turn_resumes(older_s
         paused = final_turn(http.post(turns, json={"messages": [{"role": "user", "content": "two"}], "stream": True}))
     assert (completed["status"], paused["status"]) == ("completed", "awaiting_input")
 
-    # The processes stop; the store is as the older code left it.
+    # The processes stop; the store is as the older code left it: on SQLite, as made by create_all
+    # before migrations existed (no alembic_version); on PostgreSQL, at the baseline revision.
     stack.stop_worker()
     keep_version = url.startswith("postgresql")
     asyncio.run(on(url, lambda connection: make_older(connection, keep_version=keep_version)))

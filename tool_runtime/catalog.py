@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 from typing import Any
 
 from domain.agents import PARAMETER_TYPES, AgentToolGroup, ToolParameter, toolgroup_name
 from domain.tools import BUILTIN_PROVIDER, MCP_PROVIDER, Tool, ToolGroup
+from outbound.http import outbound_from
+from outbound.policy import OutboundPolicy
+from settings import Settings
 from store.repository import Store
-from tool_runtime import calculator, mcp
+from tool_runtime import calculator
+from tool_runtime.mcp import McpConnector, McpUnavailable
 from workflows.contracts import ServerTool
 
 BUILTIN_TOOLS: dict[str, list[ServerTool]] = {
@@ -30,6 +35,18 @@ class UnknownToolGroup(LookupError):
 
 class ToolNameClash(ValueError):
     pass
+
+
+McpHeaders = dict[str, dict[str, str]]
+"""MCP endpoint URI → HTTP headers sent to it (credentials); held in memory only, never stored."""
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Every toolgroup's tools, and why the groups that could not be listed were left out."""
+
+    tools: list[ServerTool]
+    failures: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -71,9 +88,29 @@ def as_wire_tool(tool: ServerTool) -> Tool:
 
 
 class ToolCatalog:
-    def __init__(self, store: Store, timeout_seconds: float = 30.0) -> None:
+    def __init__(self, store: Store, mcp: McpConnector, mcp_headers: McpHeaders | None = None) -> None:
+        """`mcp_headers`: the operator's headers per MCP endpoint; a request's own add to them."""
         self._store = store
-        self._timeout = timeout_seconds
+        self._mcp = mcp
+        self._headers = mcp_headers or {}
+
+    @classmethod
+    def from_settings(cls, store: Store, settings: Settings) -> ToolCatalog:
+        connector = McpConnector(
+            outbound=outbound_from(settings),
+            max_reply_bytes=settings.max_tool_reply_bytes,
+            call_deadline=settings.tool_call_deadline,
+            listing_deadline=settings.tools_listing_deadline,
+        )
+        return cls(store, connector, settings.mcp_headers)
+
+    @property
+    def outbound_policy(self) -> OutboundPolicy:
+        return self._mcp.outbound.policy
+
+    def _headers_for(self, uri: str, request_headers: McpHeaders | None) -> dict[str, str] | None:
+        merged = {**self._headers.get(uri, {}), **(request_headers or {}).get(uri, {})}
+        return merged or None
 
     async def groups(self) -> list[ToolGroup]:
         builtin = [ToolGroup(identifier=gid, provider_id=BUILTIN_PROVIDER) for gid in BUILTIN_TOOLS]
@@ -84,8 +121,8 @@ class ToolCatalog:
             return ToolGroup(identifier=toolgroup_id, provider_id=BUILTIN_PROVIDER)
         return await self._store.toolgroup(toolgroup_id)
 
-    async def tools(self, toolgroup_id: str) -> list[ServerTool]:
-        """The group's tools; for an MCP group, as its server lists them now (network errors propagate)."""
+    async def tools(self, toolgroup_id: str, headers: McpHeaders | None = None) -> list[ServerTool]:
+        """The group's tools; for an MCP group, as its server lists them now (raises McpUnavailable)."""
         if toolgroup_id in BUILTIN_TOOLS:
             return BUILTIN_TOOLS[toolgroup_id]
         group = await self._store.toolgroup(toolgroup_id)
@@ -93,7 +130,8 @@ class ToolCatalog:
             known = ", ".join(g.identifier for g in await self.groups())
             raise UnknownToolGroup(f"Toolgroup {toolgroup_id} not found; available toolgroups: {known}")
         assert group.provider_id == MCP_PROVIDER and group.mcp_endpoint is not None
-        listed = await mcp.list_tools(group.mcp_endpoint.uri, self._timeout)
+        uri = group.mcp_endpoint.uri
+        listed = await self._mcp.list_tools(uri, self._headers_for(uri, headers))
         return [
             ServerTool(
                 toolgroup_id=toolgroup_id,
@@ -106,6 +144,21 @@ class ToolCatalog:
             )
             for tool in listed
         ]
+
+    async def listing(self, headers: McpHeaders | None = None) -> Listing:
+        """All groups' tools, the MCP servers asked concurrently, each within its listing deadline:
+        one dead or mute server costs its own entry, not the listing."""
+        groups = [group.identifier for group in await self.groups()]
+        results = await asyncio.gather(*(self.tools(group, headers) for group in groups), return_exceptions=True)
+        listing = Listing(tools=[])
+        for group, result in zip(groups, results, strict=True):
+            if isinstance(result, McpUnavailable | UnknownToolGroup):
+                listing.failures[group] = str(result)
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                listing.tools.extend(result)
+        return listing
 
     async def resolve(self, toolgroups: list[AgentToolGroup], client_tool_names: list[str]) -> list[ServerTool]:
         """The server tools a turn offers the model, with each group's args; names must be unique."""
@@ -124,16 +177,24 @@ class ToolCatalog:
             raise ToolNameClash(f"Tool names must be unique across toolgroups and client tools; clashing: {clashes}")
         return resolved
 
-    async def find(self, tool_name: str) -> ServerTool | None:
-        """The registered tool with this name (for one-off invocations)."""
-        for group in await self.groups():
-            for tool in await self.tools(group.identifier):
-                if tool.name == tool_name:
-                    return tool
+    async def find(self, tool_name: str, headers: McpHeaders | None = None) -> ServerTool | None:
+        """The registered tool with this name (for one-off invocations). Raises McpUnavailable when it
+        is nowhere to be found and some server could not be asked."""
+        listing = await self.listing(headers)
+        for tool in listing.tools:
+            if tool.name == tool_name:
+                return tool
+        if listing.failures:
+            raise McpUnavailable(
+                f"No reachable toolgroup has a tool named {tool_name}; not listed: "
+                + "; ".join(listing.failures.values()),
+                retryable=True,
+            )
         return None
 
-    async def call(self, tool: ServerTool, arguments: dict[str, Any]) -> ToolOutcome:
-        """Run one call. The tool's own failures come back as an error outcome; transport errors raise."""
+    async def call(self, tool: ServerTool, arguments: dict[str, Any], headers: McpHeaders | None = None) -> ToolOutcome:
+        """Run one call. The tool's own failures come back as an error outcome; an MCP server that
+        cannot be used raises McpUnavailable."""
         merged = {**arguments, **tool.args}
         if tool.provider_id == BUILTIN_PROVIDER:
             try:
@@ -141,5 +202,5 @@ class ToolCatalog:
             except (calculator.CalculatorError, TypeError) as error:
                 return ToolOutcome(f"Error: {error}", is_error=True)
         assert tool.mcp_uri is not None
-        result = await mcp.call_tool(tool.mcp_uri, tool.name, merged, self._timeout)
+        result = await self._mcp.call_tool(tool.mcp_uri, tool.name, merged, self._headers_for(tool.mcp_uri, headers))
         return ToolOutcome(result.text, result.is_error)

@@ -1,28 +1,25 @@
-"""Listing and calling the tools of an MCP server over streamable HTTP (the `mcp` SDK)."""
+"""Listing and calling the tools of an MCP server over streamable HTTP (the `mcp` SDK).
+
+Every connection goes through the outbound policy (outbound/), every reply is limited in size while
+it streams in, and every operation has a deadline. Whatever goes wrong comes out as one
+`McpUnavailable` whose message says what, never as the SDK's exception groups.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
+import anyio
 import httpx2
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
+from outbound.http import Outbound
 
-class McpUnavailable(ConnectionError):
-    """The MCP server could not be reached or broke off the exchange (the SDK raises its HTTP client's
-    errors, often inside an exception group); a ConnectionError, so callers treat it as one."""
-
-
-@asynccontextmanager
-async def _connected(uri: str, timeout_seconds: float) -> AsyncIterator[Client]:
-    try:
-        async with Client(uri, read_timeout_seconds=timeout_seconds) as client:
-            yield client
-    except (httpx2.HTTPError, ExceptionGroup) as error:
-        raise McpUnavailable(f"The MCP server at {uri} did not answer") from error
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -38,14 +35,83 @@ class McpResult:
     is_error: bool
 
 
-async def list_tools(uri: str, timeout_seconds: float) -> list[McpTool]:
-    async with _connected(uri, timeout_seconds) as client:
-        listing = await client.list_tools()
-    return [McpTool(t.name, t.description or "", dict(t.input_schema or {})) for t in listing.tools]
+class McpUnavailable(Exception):
+    """The MCP server could not be used; the message says why. `retryable`: trying again may help
+    (the server was unreachable), as opposed to a refusal, an oversized reply or a missed deadline."""
+
+    def __init__(self, message: str, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
-async def call_tool(uri: str, name: str, arguments: dict[str, Any], timeout_seconds: float) -> McpResult:
-    async with _connected(uri, timeout_seconds) as client:
-        result = await client.call_tool(name, arguments)
-    text = "\n".join(getattr(item, "text", "") for item in result.content if getattr(item, "type", "") == "text")
-    return McpResult(text=text, is_error=bool(result.is_error))
+def shown_uri(uri: str) -> str:
+    """The endpoint as messages show it: without user info, query or fragment, which may hold secrets."""
+    parts = urlsplit(uri)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _innermost(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
+@dataclass(frozen=True)
+class McpConnector:
+    outbound: Outbound
+    max_reply_bytes: int
+    call_deadline: float
+    listing_deadline: float
+
+    async def list_tools(self, uri: str, headers: dict[str, str] | None = None) -> list[McpTool]:
+        async def listed(client: Client) -> list[McpTool]:
+            listing = await client.list_tools()
+            return [McpTool(t.name, t.description or "", dict(t.input_schema or {})) for t in listing.tools]
+
+        return await self._session(uri, headers, self.listing_deadline, "list its tools", listed)
+
+    async def call_tool(
+        self, uri: str, name: str, arguments: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> McpResult:
+        async def called(client: Client) -> McpResult:
+            result = await client.call_tool(name, arguments)
+            items = result.content
+            text = "\n".join(getattr(item, "text", "") for item in items if getattr(item, "type", "") == "text")
+            return McpResult(text=text, is_error=bool(result.is_error))
+
+        return await self._session(uri, headers, self.call_deadline, f"run {name}", called)
+
+    async def _session(
+        self,
+        uri: str,
+        headers: dict[str, str] | None,
+        deadline: float,
+        purpose: str,
+        operation: Callable[[Client], Awaitable[T]],
+    ) -> T:
+        incidents: list[Exception] = []
+        where = shown_uri(uri)
+        try:
+            with anyio.fail_after(deadline):
+                async with self.outbound.client(self.max_reply_bytes, headers, incidents) as http:
+                    transport = streamable_http_client(
+                        uri, http_client=http, terminate_on_close=False, max_sse_event_size=self.max_reply_bytes
+                    )
+                    async with Client(transport, read_timeout_seconds=deadline) as client:
+                        return await operation(client)
+        except Exception as error:
+            if incidents:
+                raise McpUnavailable(f"The MCP server at {where} could not {purpose}: {incidents[0]}", False) from None
+            if isinstance(error, TimeoutError):
+                raise McpUnavailable(
+                    f"The MCP server at {where} did not {purpose} within {deadline:g} s", retryable=False
+                ) from None
+            cause = _innermost(error)
+            raise McpUnavailable(
+                f"The MCP server at {where} could not {purpose}: {type(cause).__name__}: {cause}",
+                retryable=isinstance(cause, httpx2.TransportError | OSError),
+            ) from None

@@ -33,6 +33,9 @@ PROVIDER_REJECTED = "ProviderRejected"
 NOT_AWAITING_INPUT = "NotAwaitingInput"
 TOOL_RESPONSES_MISMATCH = "ToolResponsesMismatch"
 """Why the submit_tool_responses update can be rejected."""
+TOOL_RESPONSES_SIGNAL = "submit_tool_responses_signal"
+"""The signal an operator sends (Temporal UI, `temporal workflow signal`) to resume a paused turn
+with the same JSON as the update; one that does not fit is ignored and the reason shown."""
 
 
 def turn_workflow_id(turn_id: str) -> str:

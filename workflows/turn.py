@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Literal, NoReturn
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 from temporalio.workflow import ActivityCancellationType
 
@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         SAVE_PROGRESS_ACTIVITY,
         TOOL_HEARTBEAT_TIMEOUT,
         TOOL_RESPONSES_MISMATCH,
+        TOOL_RESPONSES_SIGNAL,
         TOOLS_UNAVAILABLE,
         Continuation,
         FetchDocumentsRequest,
@@ -104,6 +105,8 @@ class TurnWorkflow:
         self._saving: asyncio.Future[None] | None = None
         self._server_tools: list[ServerTool] = []
         self._input_messages = start.input_messages
+        self._ignored_signal: str | None = None
+        """Why the last tool-results signal changed nothing, shown in the current details."""
 
     @workflow.run
     async def run(self, start: TurnStart) -> Turn:
@@ -198,6 +201,32 @@ class TurnWorkflow:
         self._submitted = submission.tool_responses
         return self._pause_mark
 
+    @workflow.signal(name=TOOL_RESPONSES_SIGNAL)
+    def submit_tool_responses_signal(self, raw: RawValue) -> None:
+        """The update's results, sent as a signal: what an operator sends from the Temporal UI or CLI.
+
+        A signal cannot answer, so one that does not fit the pause changes nothing but the current
+        details, which say why. Its input is read here rather than by the SDK, which would drop
+        an undecodable signal with only a worker log line to show for it.
+        """
+        try:
+            submission = workflow.payload_converter().from_payload(raw.payload, ToolResponsesSubmission)
+            self._check_tool_responses(submission)
+        except ApplicationError as refused:
+            self._ignore_signal(refused.message)
+            return
+        except (ValueError, TypeError) as unreadable:  # not JSON, or not the submission's shape
+            shape = '{"tool_responses": [{"call_id": …, "tool_name": …, "content": …}]}'
+            self._ignore_signal(f"its input is not {shape}: {' '.join(str(unreadable).split())[:300]}")
+            return
+        self._ignored_signal = None
+        self._submitted = submission.tool_responses
+
+    def _ignore_signal(self, reason: str) -> None:
+        self._ignored_signal = reason
+        workflow.logger.warning("tool results signal ignored: %s", reason)
+        self._describe()
+
     @submit_tool_responses.validator
     def _check_tool_responses(self, submission: ToolResponsesSubmission) -> None:
         if self._status != TurnStatus.AWAITING_INPUT or self._submitted is not None:
@@ -226,6 +255,8 @@ class TurnWorkflow:
             lines += [f"- `{call.tool_name}` (call_id `{call.call_id}`)" for call in self._pending_calls]
         if self._error:
             lines += ["", f"**Error:** {self._error}"]
+        if self._ignored_signal:
+            lines += ["", f"**Last signal ignored:** {self._ignored_signal}"]
         workflow.set_current_details("\n".join(lines))
 
     def _now(self) -> datetime:
@@ -490,6 +521,7 @@ class TurnWorkflow:
         responses = [by_call[call.call_id] for call in calls]
         self._submitted = None
         self._pending_calls = []
+        self._ignored_signal = None
         self._set_status(TurnStatus.RUNNING)
         self._output = None
         self._add_step(

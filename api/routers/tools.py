@@ -3,48 +3,42 @@ and one-off tool invocations."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
 from fastapi import APIRouter, HTTPException
 
 from api.errors import not_found
+from api.provider_data import McpHeadersDep
 from api.runtime import Runtime, RuntimeDep
-from api.schemas import ListResponse
+from api.schemas import ListResponse, ToolListResponse
 from domain.tools import MCP_PROVIDER, RegisterToolGroupRequest, ToolGroup, ToolInvocation, ToolInvocationResult
-from tool_runtime.catalog import BUILTIN_TOOLS, UnknownToolGroup, as_wire_tool
+from outbound.policy import OutboundRefused
+from tool_runtime.catalog import BUILTIN_TOOLS, McpHeaders, UnknownToolGroup, as_wire_tool
+from tool_runtime.mcp import McpUnavailable
 
 router = APIRouter(tags=["tools"])
 
-log = logging.getLogger(__name__)
 
-
-def _unreachable(group: str) -> HTTPException:
-    # Why (the connection error, its host and port) is logged by the caller, not answered.
-    return HTTPException(502, f"The MCP server of toolgroup {group} did not answer; check that it runs at its URL")
-
-
-async def _group_tools(runtime: Runtime, toolgroup_id: str) -> list[dict[str, Any]]:
+async def _group_tools(runtime: Runtime, toolgroup_id: str, headers: McpHeaders | None) -> list[dict[str, Any]]:
     try:
-        tools = await runtime.tools.tools(toolgroup_id)
+        tools = await runtime.tools.tools(toolgroup_id, headers)
     except UnknownToolGroup as unknown:
         raise HTTPException(404, str(unknown)) from unknown
-    except (httpx.HTTPError, OSError, RuntimeError) as error:
-        log.warning("the MCP server of toolgroup %s did not answer", toolgroup_id, exc_info=True)
-        raise _unreachable(toolgroup_id) from error
+    except McpUnavailable as unavailable:
+        raise HTTPException(502, f"Toolgroup {toolgroup_id}: {unavailable}") from None
     return [as_wire_tool(tool).model_dump(mode="json") for tool in tools]
 
 
-@router.get("/tools", response_model=ListResponse)
-async def list_tools(runtime: RuntimeDep, toolgroup_id: str | None = None) -> ListResponse:
-    """The tools of one toolgroup (the `group/tool` form names a group too), or of all of them."""
+@router.get("/tools", response_model=ToolListResponse)
+async def list_tools(runtime: RuntimeDep, headers: McpHeadersDep, toolgroup_id: str | None = None) -> ToolListResponse:
+    """The tools of one toolgroup (the `group/tool` form names a group too), or of all of them; a
+    toolgroup whose MCP server fails is left out and named in `unavailable` with the reason."""
     if toolgroup_id is not None:
-        return ListResponse(data=await _group_tools(runtime, toolgroup_id.split("/")[0]))
-    data: list[dict[str, Any]] = []
-    for group in await runtime.tools.groups():
-        data += await _group_tools(runtime, group.identifier)
-    return ListResponse(data=data)
+        return ToolListResponse(data=await _group_tools(runtime, toolgroup_id.split("/")[0], headers))
+    listing = await runtime.tools.listing(headers)
+    data = [as_wire_tool(tool).model_dump(mode="json") for tool in listing.tools]
+    return ToolListResponse(data=data, unavailable=listing.failures)
 
 
 @router.get("/toolgroups", response_model=ListResponse)
@@ -67,6 +61,15 @@ async def register_toolgroup(runtime: RuntimeDep, body: RegisterToolGroupRequest
         raise HTTPException(400, "mcp_endpoint.uri must be the MCP server's streamable-HTTP URL (http:// or https://)")
     if body.toolgroup_id in BUILTIN_TOOLS:
         raise HTTPException(409, f"Toolgroup {body.toolgroup_id} is built in")
+    endpoint = urlsplit(body.mcp_endpoint.uri)
+    try:
+        await runtime.tools.outbound_policy.check_url_host(
+            endpoint.hostname or "", endpoint.port or (443 if endpoint.scheme == "https" else 80)
+        )
+    except OutboundRefused as refused:
+        raise HTTPException(400, f"mcp_endpoint.uri is refused: {refused}") from None
+    except ValueError as invalid:
+        raise HTTPException(400, f"mcp_endpoint.uri is not a valid URL: {invalid}") from None
     group = ToolGroup(
         identifier=body.toolgroup_id, provider_id=MCP_PROVIDER, mcp_endpoint=body.mcp_endpoint, args=body.args
     )
@@ -83,17 +86,16 @@ async def unregister_toolgroup(runtime: RuntimeDep, toolgroup_id: str) -> None:
 
 
 @router.post("/tool-runtime/invoke", response_model=ToolInvocationResult)
-async def invoke_tool(runtime: RuntimeDep, body: ToolInvocation) -> ToolInvocationResult:
+async def invoke_tool(runtime: RuntimeDep, headers: McpHeadersDep, body: ToolInvocation) -> ToolInvocationResult:
     """Run one server-side tool outside any turn (the Agent helper does, for toolgroup tools a
     paused turn hands back)."""
     try:
-        tool = await runtime.tools.find(body.tool_name)
+        tool = await runtime.tools.find(body.tool_name, headers)
         if tool is None:
             raise not_found("Tool", body.tool_name)
-        outcome = await runtime.tools.call(tool, body.kwargs)
-    except (httpx.HTTPError, OSError, RuntimeError) as error:
-        log.warning("the tool %s could not be reached", body.tool_name, exc_info=True)
-        raise HTTPException(502, f"The tool {body.tool_name} could not be reached; try again later") from error
+        outcome = await runtime.tools.call(tool, body.kwargs, headers)
+    except McpUnavailable as unavailable:
+        raise HTTPException(502, f"The tool {body.tool_name} could not be run: {unavailable}") from None
     if outcome.is_error:
         return ToolInvocationResult(content=outcome.content, error_message=outcome.content, error_code=1)
     return ToolInvocationResult(content=outcome.content, error_code=0)
