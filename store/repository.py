@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
-from sqlalchemy import Connection, Row, delete, func, insert, select, update
+from sqlalchemy import Connection, Row, delete, func, insert, literal, select, union_all, update
 
 from domain.agents import Agent, AgentConfig
 from domain.content import URL, CompletionMessage, InputMessage
@@ -20,6 +20,8 @@ from store.database import Database
 from store.tables import AgentRow, EventRow, SessionRow, StepRow, ToolGroupRow, TurnRow
 
 _steps = TypeAdapter(Step)
+_CURSORS_PER_QUERY = 100
+"""Windows per UNION ALL statement; SQLite allows at most 500 terms in one compound select."""
 _inputs = TypeAdapter(list[InputMessage])
 
 
@@ -363,20 +365,36 @@ class Store:
             error=reason,
         )
 
-    async def events_of_turns(self, cursors: dict[str, int], limit: int = 1000) -> list[tuple[str, StoredEvent]]:
-        """New events of several turns at once: each turn's events after its cursor, in id order."""
-        if not cursors:
-            return []
-        query = (
-            select(EventRow.turn_id, EventRow.event_id, EventRow.body)
-            .where(EventRow.turn_id.in_(list(cursors)), EventRow.event_id > min(cursors.values()))
-            .order_by(EventRow.event_id)
-            .limit(limit)
-        )
-        rows = await self.database.read(lambda tx: tx.execute(query).all())
-        return [
-            (turn_id, StoredEvent(event_id, body)) for turn_id, event_id, body in rows if event_id > cursors[turn_id]
-        ]
+    async def events_after(
+        self, cursors: Sequence[tuple[str, int]], limit: int = 500
+    ) -> dict[tuple[str, int], list[StoredEvent]]:
+        """For each (turn, cursor): up to `limit` of the turn's events after the cursor, in id order.
+
+        Each cursor gets its own window on the (turn_id, event_id) index, so a turn with a long
+        backlog, or a cursor that does not move, never holds back another's events.
+        """
+        cursors = list(dict.fromkeys(cursors))
+
+        def run(tx: Connection) -> dict[tuple[str, int], list[StoredEvent]]:
+            found: dict[tuple[str, int], list[StoredEvent]] = {cursor: [] for cursor in cursors}
+            for start in range(0, len(cursors), _CURSORS_PER_QUERY):
+                windows = []
+                for index, (turn_id, after) in enumerate(cursors[start : start + _CURSORS_PER_QUERY], start):
+                    window = (
+                        select(literal(index).label("cursor"), EventRow.event_id, EventRow.body)
+                        .where(EventRow.turn_id == turn_id, EventRow.event_id > after)
+                        .order_by(EventRow.event_id)
+                        .limit(limit)
+                        .subquery()
+                    )
+                    windows.append(select(window.c.cursor, window.c.event_id, window.c.body))
+                for index, event_id, body in tx.execute(union_all(*windows)):
+                    found[cursors[index]].append(StoredEvent(event_id, body))
+            for events in found.values():
+                events.sort(key=lambda event: event.event_id)
+            return found
+
+        return await self.database.read(run) if cursors else {}
 
     async def events_with_key_prefix(self, turn_id: str, prefix: str) -> list[StoredEvent]:
         query = (
