@@ -21,7 +21,12 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 OFFLINE_MODEL_ID = "offline/echo"
-DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
+DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024
+DEFAULT_MAX_HISTORY_BYTES = 1024 * 1024
+DEFAULT_MAX_TOOL_OUTPUT_CHARS = 256 * 1024
+MESSAGE_BYTES_CEILING = 1_400_000
+"""Tool results travel in a Temporal update (2 MB payload limit): a turn's input may not exceed this."""
 
 
 class ModelSpec(BaseModel):
@@ -78,6 +83,12 @@ class Settings:
     """Bearer tokens the API accepts; empty: the API needs none. Kept out of repr so logs never show them."""
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     """Larger request bodies are refused with 413 before they are read."""
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    """The most text one turn takes in: a create's messages, or a resume's tool results, in total (413)."""
+    max_history_bytes: int = DEFAULT_MAX_HISTORY_BYTES
+    """How much of a session's earlier turns (stored JSON, newest first) a model call is given."""
+    max_tool_output_chars: int = DEFAULT_MAX_TOOL_OUTPUT_CHARS
+    """Tool results (server or client) longer than this are cut, with a marker."""
     worker_in_api: bool = False
     """The API process also runs a worker and starts turns on it eagerly: the first workflow task
     comes back in the start call's reply. One process instead of two, but one core for both."""
@@ -138,6 +149,16 @@ def _positive_int(raw: str, name: str) -> int:
     return number
 
 
+def _message_bytes(raw: str) -> int:
+    number = _positive_int(raw, "DA_MAX_MESSAGE_BYTES")
+    if number > MESSAGE_BYTES_CEILING:
+        raise SettingsError(
+            f"DA_MAX_MESSAGE_BYTES must be at most {MESSAGE_BYTES_CEILING} (client tool results travel in one "
+            f"Temporal payload, limited to 2 MB), got {number}"
+        )
+    return number
+
+
 def _flag(raw: str, name: str) -> bool:
     lowered = raw.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -193,6 +214,13 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
             value("max_request_bytes", str(DEFAULT_MAX_REQUEST_BYTES)), "DA_MAX_REQUEST_BYTES"
         ),
         worker_in_api=_flag(value("worker_in_api", "false"), "DA_WORKER_IN_API"),
+        max_message_bytes=_message_bytes(value("max_message_bytes", str(DEFAULT_MAX_MESSAGE_BYTES))),
+        max_history_bytes=_positive_int(
+            value("max_history_bytes", str(DEFAULT_MAX_HISTORY_BYTES)), "DA_MAX_HISTORY_BYTES"
+        ),
+        max_tool_output_chars=_positive_int(
+            value("max_tool_output_chars", str(DEFAULT_MAX_TOOL_OUTPUT_CHARS)), "DA_MAX_TOOL_OUTPUT_CHARS"
+        ),
     )
 
 

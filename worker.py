@@ -57,10 +57,10 @@ def workflow_runner() -> SandboxedWorkflowRunner:
 
 def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
     models = ModelRegistry(settings)
-    inference = InferenceActivities(store, models)
+    inference = InferenceActivities(store, models, settings.max_history_bytes)
     shields = ShieldActivities(store, models, settings)
     progress = TurnProgressActivities(store)
-    tools = ToolActivities(store, ToolCatalog(store))
+    tools = ToolActivities(store, ToolCatalog(store), settings.max_tool_output_chars)
     documents = DocumentActivities(store)
     cache_workflow_bytecode()
     return Worker(

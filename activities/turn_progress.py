@@ -44,7 +44,7 @@ class TurnProgressActivities:
         try:
             await self._store.save_turn_progress(
                 progress.turn_id,
-                events=pending.events,
+                events=pending.all_events(),
                 new_steps=list(enumerate(pending.new_steps, start=pending.first_new_step)),
                 status=progress.status,
                 output_message=progress.output_message,

@@ -17,7 +17,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from domain.content import ToolResponse, content_as_text
+from domain.content import ToolResponse
 from domain.turns import Turn, TurnStatus
 from workflows.contracts import NOT_AWAITING_INPUT, ToolResponsesSubmission, TurnStart, turn_workflow_id
 from workflows.search_attributes import AGENT_ID, SESSION_ID, TURN_STATUS
@@ -61,8 +61,9 @@ class TurnGateway:
         """A worker runs on this client: the server may hand it the turn's first task in the start
         call's reply, saving a round trip through the task queue."""
 
-    async def start(self, start: TurnStart, reopening: bool = False) -> None:
-        """Start the turn's workflow; `reopening` starts a new run of a turn whose workflow has closed."""
+    async def start(self, start: TurnStart, summary: str, reopening: bool = False) -> None:
+        """Start the turn's workflow; `summary` (the user's message) labels it in Temporal's UI.
+        `reopening` starts a new run of a turn whose workflow has closed."""
         await self._client.start_workflow(
             TurnWorkflow.run,
             start,
@@ -82,10 +83,10 @@ class TurnGateway:
                     SearchAttributePair(TURN_STATUS, TurnStatus.RUNNING.value),
                 ]
             ),
-            static_summary=_shorten(" ".join(content_as_text(m.content) for m in start.input_messages)),
+            static_summary=_shorten(summary),
             static_details=(
                 f"**Agent:** `{start.agent_id}`  \n**Session:** `{start.session_id}`  \n"
-                f"**Turn:** `{start.turn_id}`  \n**Model:** `{start.agent_config.model}`"
+                f"**Turn:** `{start.turn_id}`  \n**Model:** `{start.outline().model}`"
             ),
         )
 
@@ -128,18 +129,20 @@ class TurnGateway:
             if error.status != RPCStatusCode.NOT_FOUND:
                 raise
 
-    async def live_turn(self, turn_id: str) -> Turn | None:
-        """The running workflow's view of the turn, or None if no worker can answer for it now.
+    async def live_turn(self, stored: Turn) -> Turn:
+        """The running workflow's view of the stored turn, or the stored turn if no worker can answer now.
 
-        A query needs a worker; when none is polling (all stopped, or restarting) callers fall
-        back to the store, which holds the turn as of its last saved step.
+        A query needs a worker; when none is polling (all stopped, or restarting) the store holds
+        the turn as of its last saved step. The workflow does not hold the user's messages (they
+        can be megabytes): those always come from the store.
         """
-        handle = self._client.get_workflow_handle_for(TurnWorkflow.run, turn_workflow_id(turn_id))
+        handle = self._client.get_workflow_handle_for(TurnWorkflow.run, turn_workflow_id(stored.turn_id))
         try:
-            return await handle.query(TurnWorkflow.turn, rpc_timeout=QUERY_TIMEOUT)
+            live = await handle.query(TurnWorkflow.turn, rpc_timeout=QUERY_TIMEOUT)
         except RPCError as error:
-            log.warning("live view of turn %s unavailable (%s); serving the stored turn", turn_id, error.message)
-            return None
+            log.warning("live view of turn %s unavailable (%s); serving the stored turn", stored.turn_id, error.message)
+            return stored
+        return live.model_copy(update={"input_messages": stored.input_messages})
 
     async def is_running(self, turn_id: str) -> bool:
         try:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
-from sqlalchemy import Connection, Row, delete, func, insert, literal, select, union_all, update
+from sqlalchemy import Connection, Row, Text, cast, delete, func, insert, literal, select, union_all, update
 
 from domain.agents import Agent, AgentConfig
 from domain.content import URL, CompletionMessage, InputMessage
@@ -20,6 +20,8 @@ from store.database import Database
 from store.tables import AgentRow, EventRow, SessionRow, StepRow, ToolGroupRow, TurnRow
 
 _steps = TypeAdapter(Step)
+_HISTORY_BATCH = 32
+"""Earlier turns sized per query when a model call's history window is assembled."""
 _CURSORS_PER_QUERY = 100
 """Windows per UNION ALL statement; SQLite allows at most 500 terms in one compound select."""
 _inputs = TypeAdapter(list[InputMessage])
@@ -276,18 +278,59 @@ class Store:
         )
         return TurnStatus(status) if status else None
 
-    async def turn_with_history(self, session_id: str, turn_id: str) -> tuple[Turn, list[Turn]] | None:
-        """The turn, and the session's completed turns that started before it, oldest first: what a
-        model call in the turn sees. None if the turn is gone."""
-        started = select(TurnRow.started_at).where(TurnRow.turn_id == turn_id).scalar_subquery()
-        earlier = (TurnRow.status == TurnStatus.COMPLETED.value) & (TurnRow.started_at < started)
-        turns = await self.database.read(
-            lambda tx: _load_turns(tx, session_id, extra=((TurnRow.turn_id == turn_id) | earlier,))
-        )
-        current = next((turn for turn in turns if turn.turn_id == turn_id), None)
-        if current is None:
-            return None
-        return current, [turn for turn in turns if turn is not current]
+    async def conversation_window(
+        self, session_id: str, turn_id: str, max_history_bytes: int
+    ) -> tuple[Turn, list[Turn], AgentConfig | None] | None:
+        """What one model call in the turn sees, in one transaction: the turn; the session's completed
+        turns that started before it, newest first back to `max_history_bytes` of stored JSON, then
+        put oldest first; and the turn's agent config. None if the turn is gone.
+
+        Earlier turns are read in batches from the newest, and only their sizes until they are
+        kept, so a model call costs the same in a session of ten turns or ten thousand.
+        """
+
+        def run(tx: Connection) -> tuple[Turn, list[Turn], AgentConfig | None] | None:
+            row = tx.execute(select(_TURNS).where(TurnRow.turn_id == turn_id, TurnRow.session_id == session_id)).first()
+            if row is None:
+                return None
+            config = tx.scalar(select(AgentRow.config).where(AgentRow.agent_id == row.agent_id))
+            kept: list[Row[Any]] = []
+            budget = max_history_bytes
+            earlier = (
+                select(TurnRow.turn_id, func.length(cast(TurnRow.input_messages, Text)).label("size"))
+                .where(
+                    TurnRow.session_id == session_id,
+                    TurnRow.status == TurnStatus.COMPLETED.value,
+                    TurnRow.started_at < row.started_at,
+                )
+                .order_by(TurnRow.started_at.desc(), TurnRow.turn_id.desc())
+                .limit(_HISTORY_BATCH)
+            )
+            offset, full = 0, False
+            while not full:
+                batch = tx.execute(earlier.offset(offset)).all()
+                offset += len(batch)
+                step_sizes = dict(
+                    tx.execute(
+                        select(StepRow.turn_id, func.sum(func.length(cast(StepRow.body, Text))))
+                        .where(StepRow.turn_id.in_([turn.turn_id for turn in batch]))
+                        .group_by(StepRow.turn_id)
+                    ).all()
+                )
+                for turn in batch:
+                    size = (turn.size or 0) + (step_sizes.get(turn.turn_id) or 0)
+                    if size > budget:
+                        full = True
+                        break
+                    budget -= size
+                    kept.append(turn)
+                full = full or len(batch) < _HISTORY_BATCH
+            ids = [turn.turn_id for turn in kept]
+            history = _load_turns(tx, session_id, turn_ids=ids) if ids else []
+            current = _load_turns(tx, session_id, turn_ids=[turn_id])[0]
+            return current, history, AgentConfig.model_validate(config) if config is not None else None
+
+        return await self.database.read(run)
 
     async def save_turn_progress(
         self,
