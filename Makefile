@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint
+.PHONY: run test lint revision
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,3 +28,15 @@ lint: $(VENV)/.test-deps
 
 test: lint
 	$(BIN)/pytest
+
+# A new revision of the store's schema from the change made to store/tables.py: `make revision m="what changes"`.
+# Autogenerate compares the tables with a scratch store at the newest revision; read what it wrote before committing.
+REVISION_DB := .revision-scratch.db
+NEXT_REVISION = $(shell printf '%04d' $$(( $$(ls store/migrations/versions/[0-9]*.py | wc -l) + 1 )))
+
+revision: $(VENV)/.test-deps
+	@test -n "$(m)" || { echo 'usage: make revision m="what the revision changes"'; exit 1; }
+	rm -f $(REVISION_DB)
+	DA_STORE_URL=sqlite+aiosqlite:///$(REVISION_DB) $(BIN)/python -m store.upgrade
+	DA_STORE_URL=sqlite+aiosqlite:///$(REVISION_DB) $(BIN)/alembic revision --autogenerate --rev-id $(NEXT_REVISION) -m "$(m)"
+	rm -f $(REVISION_DB)*

@@ -1,32 +1,59 @@
-"""All configuration in one place: environment variables, optionally a TOML file.
+"""All configuration in one place: environment variables, optionally a TOML file (pydantic-settings).
+
+Each setting is one field of `Settings`. Its environment variable is `DA_` + the field name in upper
+case unless the field names another (`validation_alias`); in the TOML file named by `DA_CONFIG_FILE`
+the same setting is that variable's name without `DA_`, in lower case, under `[durable_agents]`.
+Models and shields also come as `[models."<id>"]` / `[shields."<id>"]` tables. The environment wins
+over the file; for models and shields it wins per id.
 
 Temporal's connection follows temporalio's envconfig conventions (TEMPORAL_ADDRESS,
 TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE),
-so a profile that works with the `temporal` CLI works here. Everything of ours is prefixed
-`DA_`. Provider API keys are never values here: a model names the *environment variable*
-holding its key, which only the worker reads.
+so a profile that works with the `temporal` CLI works here. Provider API keys are never values
+here: a model names the *environment variable* holding its key, which only the worker reads.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 OFFLINE_MODEL_ID = "offline/echo"
 DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
-DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024
-DEFAULT_MAX_HISTORY_BYTES = 1024 * 1024
-DEFAULT_MAX_TOOL_OUTPUT_CHARS = 256 * 1024
 MESSAGE_BYTES_CEILING = 1_400_000
-"""Tool results travel in a Temporal update (2 MB payload limit): a turn's input may not exceed this."""
+"""Client tool results travel in a Temporal update (payloads up to 2 MB): one turn's input stays under this."""
+ENV_PREFIX = "DA_"
+FILE_SECTION = "durable_agents"
+
+
+class SettingsError(ValueError):
+    """A configuration value is wrong; the message says which and how to fix it."""
 
 
 class ModelSpec(BaseModel):
@@ -43,6 +70,12 @@ class ModelSpec(BaseModel):
     """The model name the provider knows, when it differs from the id agents use."""
     timeout_seconds: float = Field(default=120.0, gt=0)
 
+    @model_validator(mode="after")
+    def _openai_needs_an_endpoint(self) -> ModelSpec:
+        if self.provider == "openai" and not self.base_url:
+            raise ValueError("needs a base_url (the OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1)")
+        return self
+
 
 class ShieldSpec(BaseModel):
     """A shield agents may name in input_shields / output_shields (see providers/shields.py)."""
@@ -57,171 +90,311 @@ class ShieldSpec(BaseModel):
     violation_message: str = "I can't answer that. Can I help with something else?"
 
 
-class SettingsError(ValueError):
-    """A configuration value is wrong; the message says which and how to fix it."""
+# Parsers shared by fields of one kind. Each takes what the environment (always a string) or the
+# TOML file (typed) gives and raises ValueError saying what is expected; `load_settings` puts the
+# variable's name in front.
 
 
-@dataclass(frozen=True)
-class Settings:
-    data_dir: Path
-    store_url: str
-    task_queue: str
-    temporal_address: str | None
-    temporal_profile: str | None
-    temporal_config_file: str | None
-    models: dict[str, ModelSpec] = field(default_factory=dict)
-    shields: dict[str, ShieldSpec] = field(default_factory=dict)
-    awaiting_input_timeout: timedelta | None = None
+def _flag(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    lowered = str(raw).strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"must be true or false, got {raw!r}")
+
+
+def _whole_number(raw: Any) -> int:
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        raise ValueError(f"must be a whole number, got {raw!r}") from None
+
+
+def _positive_int(raw: Any) -> int:
+    number = _whole_number(raw)
+    if number <= 0:
+        raise ValueError(f"must be greater than 0, got {number}")
+    return number
+
+
+def _port(raw: Any) -> int:
+    number = _whole_number(raw)
+    if not 1 <= number <= 65535:
+        raise ValueError(f"must be a port number from 1 to 65535, got {number}")
+    return number
+
+
+def _seconds(raw: Any) -> timedelta | None:
+    """A number of seconds; 0 or less means no limit."""
+    if raw is None or isinstance(raw, timedelta):
+        return raw
+    try:
+        seconds = float(str(raw).strip())
+    except ValueError:
+        raise ValueError(f"must be a number of seconds, got {raw!r}") from None
+    if not math.isfinite(seconds) or seconds > timedelta.max.total_seconds():
+        raise ValueError(f"must be a finite number of seconds (0 for no limit), got {raw!r}")
+    return timedelta(seconds=seconds) if seconds > 0 else None
+
+
+def _comma_list(raw: Any) -> tuple[str, ...]:
+    """`a, b` from the environment, or a list from the TOML file; blanks dropped."""
+    items = raw.split(",") if isinstance(raw, str) else raw
+    if not isinstance(items, list | tuple) or not all(isinstance(item, str) for item in items):
+        raise ValueError(f"must be comma-separated text (or a list of strings in the file), got {raw!r}")
+    return tuple(item.strip() for item in items if item.strip())
+
+
+Flag = Annotated[bool, BeforeValidator(_flag)]
+PositiveInt = Annotated[int, BeforeValidator(_positive_int)]
+Port = Annotated[int, BeforeValidator(_port)]
+Seconds = Annotated[timedelta | None, BeforeValidator(_seconds)]
+CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_comma_list)]
+
+
+class Settings(BaseSettings):
+    """The validated configuration. Build it with `load_settings`, which gathers the sources."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_ignore_empty=True,  # `DA_X=` means the default, as an unset variable does
+        frozen=True,
+        extra="forbid",
+        validate_by_name=True,
+        use_attribute_docstrings=True,
+    )
+
+    config_file: Path | None = None
+    """A TOML file with a [durable_agents] section and [models.*] / [shields.*] tables."""
+    data_dir: Path = Path(".data")
+    """Where `make run` keeps the dev server's and the store's SQLite files."""
+    store_url: str = Field(default="", validate_default=True)
+    """SQLAlchemy async URL of the store; default: a SQLite file in the data dir."""
+    task_queue: str = "durable-agents"
+    """Temporal task queue of the worker."""
+    temporal_address: str | None = Field(default=None, validation_alias="TEMPORAL_ADDRESS")
+    """Temporal frontend host:port; unset: the profile's, else the local dev server."""
+    temporal_profile: str | None = Field(default=None, validation_alias="TEMPORAL_PROFILE")
+    """Profile of temporalio's envconfig file to connect with."""
+    temporal_config_file: str | None = Field(default=None, validation_alias="TEMPORAL_CONFIG_FILE")
+    """temporalio's envconfig TOML file."""
+    models: Annotated[dict[str, ModelSpec], NoDecode] = Field(default_factory=dict, validate_default=True)
+    """Model id → how to reach it; `offline/echo` is always there."""
+    shields: Annotated[dict[str, ShieldSpec], NoDecode] = Field(default_factory=dict)
+    """Shield id → its spec, for agents' input_shields / output_shields."""
+    awaiting_input_timeout: Seconds = None
     """How long a paused turn waits for client tool results before it expires; None: forever."""
-    continue_as_new_after_events: int = 4000
+    continue_as_new_after_events: PositiveInt = Field(default=4000, validation_alias="DA_CONTINUE_AS_NEW_EVENTS")
     """History length at which a long turn continues as a new workflow run."""
     api_host: str = "127.0.0.1"
-    api_port: int = 8321
-    temporal_port: int = 7233
-    temporal_ui_port: int = 8233
-    api_keys: tuple[str, ...] = field(default=(), repr=False)
+    """Interface `make run` serves the API on."""
+    api_port: Port = 8321
+    """Port `make run` serves the API on."""
+    temporal_port: Port = 7233
+    """The embedded dev server's frontend port (and the default address's)."""
+    temporal_ui_port: Port = 8233
+    """The embedded dev server's web UI port."""
+    api_keys: CommaList = Field(default=(), repr=False)
     """Bearer tokens the API accepts; empty: the API needs none. Kept out of repr so logs never show them."""
-    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    max_request_bytes: PositiveInt = DEFAULT_MAX_REQUEST_BYTES
     """Larger request bodies are refused with 413 before they are read."""
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    """The most text one turn takes in: a create's messages, or a resume's tool results, in total (413)."""
-    max_history_bytes: int = DEFAULT_MAX_HISTORY_BYTES
-    """How much of a session's earlier turns (stored JSON, newest first) a model call is given."""
-    max_tool_output_chars: int = DEFAULT_MAX_TOOL_OUTPUT_CHARS
-    """Tool results (server or client) longer than this are cut, with a marker."""
-    worker_in_api: bool = False
+    max_message_bytes: PositiveInt = Field(default=1024 * 1024, le=MESSAGE_BYTES_CEILING)
+    """The most one turn takes in: a create's messages, or a resume's tool results, in total (else 413)."""
+    max_history_bytes: PositiveInt = 1024 * 1024
+    """How much of a session's earlier turns (stored JSON, newest first) one model call is given."""
+    max_tool_output_chars: PositiveInt = 256 * 1024
+    """Tool results (server or client) longer than this are cut, with a marker saying how much."""
+    worker_in_api: Flag = False
     """The API process also runs a worker and starts turns on it eagerly: the first workflow task
     comes back in the start call's reply. One process instead of two, but one core for both."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Only what `load_settings` gathered: an explicit environment must not mix with os.environ."""
+        return (init_settings,)
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, data_dir: Path) -> Path:
+        return data_dir.resolve()
+
+    @field_validator("store_url")
+    @classmethod
+    def _store_in_data_dir(cls, store_url: str, info: ValidationInfo) -> str:
+        if store_url or "data_dir" not in info.data:
+            return store_url
+        return f"sqlite+aiosqlite:///{info.data['data_dir'] / 'store.db'}"
+
+    @field_validator("models")
+    @classmethod
+    def _with_offline_model(cls, models: dict[str, ModelSpec]) -> dict[str, ModelSpec]:
+        return {OFFLINE_MODEL_ID: ModelSpec(provider="offline"), **models}
+
+    @model_validator(mode="after")
+    def _guard_models_exist(self) -> Settings:
+        for shield_id, shield in self.shields.items():
+            if shield.provider == "llama_guard" and shield.model not in self.models:
+                raise ValueError(
+                    f"shield {shield_id!r} names model {shield.model!r}, which is not configured; "
+                    f"add it to DA_MODELS or the config file's [models] (configured: {sorted(self.models)})"
+                )
+        return self
 
     def model(self, model_id: str) -> ModelSpec | None:
         return self.models.get(model_id)
 
 
-def _read_file(path: str | None) -> dict[str, Any]:
-    if not path:
-        return {}
+def env_name(field_name: str) -> str:
+    """The environment variable a field is read from."""
+    alias = Settings.model_fields[field_name].validation_alias
+    return alias if isinstance(alias, str) else f"{ENV_PREFIX}{field_name.upper()}"
+
+
+SPEC_TABLES = ("models", "shields")
+# Settings of the [durable_agents] section, by their key there: the variable's name without DA_ in
+# lower case. Not the file itself, nor Temporal's connection, which temporalio's own config file
+# (TEMPORAL_CONFIG_FILE) holds; models and shields are tables of their own.
+FILE_KEYS = {
+    env_name(name).removeprefix(ENV_PREFIX).lower(): name
+    for name in Settings.model_fields
+    if env_name(name).startswith(ENV_PREFIX) and name not in ("config_file", *SPEC_TABLES)
+}
+
+
+class MappingEnvSource(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping instead of os.environ."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        # The hook pydantic-settings' own dotenv source overrides; a test proves os.environ stays out.
+        return {
+            name.lower(): value for name, value in self._environ.items() if value != "" or not self.env_ignore_empty
+        }
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(Path(path).read_text())
-    except FileNotFoundError as exc:
-        raise SettingsError(f"DA_CONFIG_FILE points to {path}, which does not exist") from exc
+        return tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise SettingsError(f"DA_CONFIG_FILE points to {path}, which does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"DA_CONFIG_FILE points to {path}, which cannot be read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{path} is not valid TOML: {exc}") from exc
+        raise SettingsError(f"{path} (DA_CONFIG_FILE) is not valid TOML: {exc}") from None
 
 
-Spec = TypeVar("Spec", ModelSpec, ShieldSpec)
+class TomlFileSource(InitSettingsSource):
+    """The TOML file: the [durable_agents] section's keys plus the [models] and [shields] tables.
 
+    Unknown keys are refused rather than ignored, so a misspelt setting does not silently keep its default.
+    """
 
-def _parse_specs(kind: type[Spec], raw: dict[str, Any], origin: str) -> dict[str, Spec]:
-    """Validate a table of model or shield specs, naming the bad entry and where it came from."""
-    specs: dict[str, Spec] = {}
-    noun = "model" if kind is ModelSpec else "shield"
-    for spec_id, spec in raw.items():
-        try:
-            specs[spec_id] = kind.model_validate(spec)
-        except ValidationError as exc:
-            raise SettingsError(f"{noun} {spec_id!r} in {origin} is invalid: {exc}") from exc
-    return specs
-
-
-def _parse_models(raw: dict[str, Any], origin: str) -> dict[str, ModelSpec]:
-    models = _parse_specs(ModelSpec, raw, origin)
-    for model_id, model in models.items():
-        if model.provider == "openai" and not model.base_url:
-            raise SettingsError(f"model {model_id!r} in {origin} needs a base_url")
-    return models
-
-
-def _seconds(raw: str, name: str) -> timedelta | None:
-    try:
-        seconds = float(raw)
-    except ValueError as exc:
-        raise SettingsError(f"{name} must be a number of seconds, got {raw!r}") from exc
-    return timedelta(seconds=seconds) if seconds > 0 else None
-
-
-def _positive_int(raw: str, name: str) -> int:
-    try:
-        number = int(raw)
-    except ValueError as exc:
-        raise SettingsError(f"{name} must be a whole number, got {raw!r}") from exc
-    if number <= 0:
-        raise SettingsError(f"{name} must be greater than 0, got {number}")
-    return number
-
-
-def _message_bytes(raw: str) -> int:
-    number = _positive_int(raw, "DA_MAX_MESSAGE_BYTES")
-    if number > MESSAGE_BYTES_CEILING:
-        raise SettingsError(
-            f"DA_MAX_MESSAGE_BYTES must be at most {MESSAGE_BYTES_CEILING} (client tool results travel in one "
-            f"Temporal payload, limited to 2 MB), got {number}"
+    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
+        data = _read_toml(path)
+        section = data.get(FILE_SECTION, {})
+        if not isinstance(section, dict):
+            raise SettingsError(
+                f"{path} (DA_CONFIG_FILE): {FILE_SECTION} must be a table: [{FILE_SECTION}] above its keys"
+            )
+        unknown = sorted(set(data) - {FILE_SECTION, *SPEC_TABLES}) + sorted(
+            f"{FILE_SECTION}.{key}" for key in set(section) - set(FILE_KEYS)
         )
-    return number
+        if unknown:
+            raise SettingsError(
+                f"{path} (DA_CONFIG_FILE) has unknown keys {unknown}; it takes the tables [{FILE_SECTION}], "
+                f"[models] and [shields], and in [{FILE_SECTION}] the keys {sorted(FILE_KEYS)}"
+            )
+        values = {FILE_KEYS[key]: value for key, value in section.items()}
+        values.update({table: data[table] for table in SPEC_TABLES if table in data})
+        super().__init__(settings_cls, values)
 
 
-def _flag(raw: str, name: str) -> bool:
-    lowered = raw.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise SettingsError(f"{name} must be true or false, got {raw!r}")
+def _spec_table(raw: str, variable: str) -> dict[str, Any]:
+    """DA_MODELS / DA_SHIELDS: a JSON object of id → spec."""
+    try:
+        table = json.loads(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{variable} is not valid JSON: {exc}") from None
+    if not isinstance(table, dict):
+        raise SettingsError(f"{variable} must be a JSON object of id → spec, got {raw!r}")
+    return table
 
 
-def load_settings(env: dict[str, str] | None = None) -> Settings:
-    env = dict(os.environ if env is None else env)
-    file = _read_file(env.get("DA_CONFIG_FILE"))
-    section: dict[str, Any] = file.get("durable_agents", {})
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Settings from `env` (os.environ when None, and only `env` when given) and the TOML file it names.
 
-    def value(name: str, default: str) -> str:
-        return env.get(f"DA_{name.upper()}") or str(section.get(name, default))
+    Raises SettingsError naming the variable (or the file's key), what was wrong, and what it takes.
+    """
+    from_env = MappingEnvSource(Settings, os.environ if env is None else env)()
+    for table in SPEC_TABLES:
+        if table in from_env:
+            from_env[table] = _spec_table(from_env[table], env_name(table))
+    config_file = from_env.get("config_file")
+    from_file = TomlFileSource(Settings, Path(config_file))() if config_file else {}
+    values = {**from_file, **from_env}
+    for table in SPEC_TABLES:
+        if isinstance(from_file.get(table), dict) and table in from_env:
+            values[table] = {**from_file[table], **from_env[table]}  # the environment wins per id
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        origin = _Origin(from_env, config_file)
+        raise SettingsError("\n".join(origin.explain(error) for error in exc.errors())) from None
 
-    data_dir = Path(value("data_dir", ".data")).resolve()
-    models: dict[str, ModelSpec] = {OFFLINE_MODEL_ID: ModelSpec(provider="offline")}
-    models.update(_parse_models(file.get("models", {}), env.get("DA_CONFIG_FILE", "the config file")))
-    if env.get("DA_MODELS"):
-        try:
-            raw = json.loads(env["DA_MODELS"])
-        except ValueError as exc:
-            raise SettingsError(f"DA_MODELS is not valid JSON: {exc}") from exc
-        models.update(_parse_models(raw, "DA_MODELS"))
-    shields = _parse_specs(ShieldSpec, file.get("shields", {}), "the config file")
-    if env.get("DA_SHIELDS"):
-        try:
-            shields.update(_parse_specs(ShieldSpec, json.loads(env["DA_SHIELDS"]), "DA_SHIELDS"))
-        except ValueError as exc:
-            raise SettingsError(f"DA_SHIELDS is not valid: {exc}") from exc
-    for shield_id, shield in shields.items():
-        if shield.provider == "llama_guard" and shield.model not in models:
-            raise SettingsError(f"shield {shield_id!r} names model {shield.model!r}, which is not configured")
-    return Settings(
-        data_dir=data_dir,
-        store_url=value("store_url", f"sqlite+aiosqlite:///{data_dir / 'store.db'}"),
-        task_queue=value("task_queue", "durable-agents"),
-        temporal_address=env.get("TEMPORAL_ADDRESS"),
-        temporal_profile=env.get("TEMPORAL_PROFILE"),
-        temporal_config_file=env.get("TEMPORAL_CONFIG_FILE"),
-        models=models,
-        shields=shields,
-        awaiting_input_timeout=_seconds(value("awaiting_input_timeout", "0"), "DA_AWAITING_INPUT_TIMEOUT"),
-        continue_as_new_after_events=int(value("continue_as_new_events", "4000")),
-        api_host=value("api_host", "127.0.0.1"),
-        api_port=int(value("api_port", "8321")),
-        temporal_port=int(value("temporal_port", "7233")),
-        temporal_ui_port=int(value("temporal_ui_port", "8233")),
-        api_keys=tuple(key.strip() for key in value("api_keys", "").split(",") if key.strip()),
-        max_request_bytes=_positive_int(
-            value("max_request_bytes", str(DEFAULT_MAX_REQUEST_BYTES)), "DA_MAX_REQUEST_BYTES"
-        ),
-        worker_in_api=_flag(value("worker_in_api", "false"), "DA_WORKER_IN_API"),
-        max_message_bytes=_message_bytes(value("max_message_bytes", str(DEFAULT_MAX_MESSAGE_BYTES))),
-        max_history_bytes=_positive_int(
-            value("max_history_bytes", str(DEFAULT_MAX_HISTORY_BYTES)), "DA_MAX_HISTORY_BYTES"
-        ),
-        max_tool_output_chars=_positive_int(
-            value("max_tool_output_chars", str(DEFAULT_MAX_TOOL_OUTPUT_CHARS)), "DA_MAX_TOOL_OUTPUT_CHARS"
-        ),
-    )
+
+class _Origin:
+    """Turns pydantic's errors into sentences naming where the bad value came from."""
+
+    def __init__(self, from_env: Mapping[str, Any], config_file: str | None) -> None:
+        self.from_env = from_env
+        self.config_file = config_file
+        fields = Settings.model_fields
+        self.field_by_key = {name: name for name in fields} | {
+            alias: name for name, field in fields.items() if isinstance(alias := field.validation_alias, str)
+        }
+
+    def where(self, loc: tuple[int | str, ...]) -> str | None:
+        name = self.field_by_key.get(str(loc[0])) if loc else None
+        if name is None:
+            return None
+        if name in SPEC_TABLES and len(loc) > 1:
+            came_from = env_name(name) if loc[1] in self.from_env.get(name, {}) else f"{self.config_file} [{name}]"
+            return f"{name.removesuffix('s')} {loc[1]!r} in {came_from}"
+        if str(loc[0]) in self.from_env:
+            return env_name(name)
+        if name in SPEC_TABLES:
+            return f"[{name}] of {self.config_file}"
+        key = env_name(name).removeprefix(ENV_PREFIX).lower()
+        return f"{key} in [{FILE_SECTION}] of {self.config_file} ({env_name(name)})"
+
+    def explain(self, error: ErrorDetails) -> str:
+        loc = error["loc"]
+        if error["type"] == "value_error" and "error" in error.get("ctx", {}):
+            what, separator = str(error["ctx"]["error"]), " "
+        else:
+            what, separator = error["msg"], ": "
+            if error["type"] != "missing":
+                what += f", got {error['input']!r}"
+        where = self.where(loc)
+        if where is None:
+            return what
+        inner = ".".join(str(part) for part in loc[2 if loc[0] in SPEC_TABLES else 1 :])
+        return f"{where}: {inner}: {what}" if inner else f"{where}{separator}{what}"
 
 
 @cache

@@ -28,6 +28,7 @@ from providers.registry import ModelRegistry
 from settings import Settings, get_settings
 from store.database import open_database
 from store.repository import Store
+from store.upgrade import upgrade_store
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
 from workflows.turn import TurnWorkflow
@@ -87,8 +88,8 @@ def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
 @asynccontextmanager
 async def running_worker(settings: Settings) -> AsyncIterator[Worker]:
     """A connected, running worker with its own store engine; shut down on exit."""
+    await upgrade_store(settings.store_url)
     database = open_database(settings.store_url)
-    await database.create_schema()
     client = await connect_temporal(settings)
     await require_search_attributes(client)
     worker = build_worker(client, settings, Store(database))

@@ -19,6 +19,7 @@ from api.turn_gateway import TurnGateway
 from settings import Settings, get_settings
 from store.database import open_database
 from store.repository import Store
+from store.upgrade import upgrade_store
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
 
@@ -30,8 +31,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         config = current_settings()
+        await upgrade_store(config.store_url)
         database = open_database(config.store_url)
-        await database.create_schema()
         client = await connect_temporal(config)
         await require_search_attributes(client)
         store = Store(database)

@@ -19,7 +19,7 @@ from domain.agents import Agent
 from domain.content import InputMessage, ToolResponse, content_as_text
 from domain.turns import InferenceStep, Turn
 from settings import Settings
-from store.repository import TurnConflict
+from store.repository import TurnConflict, TurnTools
 from workflows.contracts import PAYLOAD_BUDGET_BYTES, AgentOutline, Continuation, TurnStart
 
 _IDEMPOTENCY_NAMESPACE = uuid.UUID("6f1b7e0e-8c57-4c1e-9a43-2f0c5d8b1a77")
@@ -84,8 +84,9 @@ async def start_turn(
     if idempotency_key is not None and await runtime.store.turn_status(turn_id) is not None:
         return StartedTurn(turn_id, is_retry=True)
     started_at = datetime.now(UTC)
+    tools = TurnTools(toolgroups=body.toolgroups, tool_config=body.tool_config)
     try:
-        await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at)
+        await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at, tools)
     except LookupError as gone:  # the session was deleted a moment ago
         raise not_found("Session", session_id) from gone
     except TurnConflict as conflict:
@@ -94,7 +95,7 @@ async def start_turn(
         if await runtime.turns.is_running(conflict.turn_id):
             raise HTTPException(409, str(conflict)) from conflict
         await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
-        await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at)
+        await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at, tools)
     start = TurnStart(
         agent_id=agent.agent_id,
         session_id=session_id,
@@ -117,7 +118,8 @@ async def reopen_turn(runtime: Runtime, agent: Agent, turn: Turn, responses: lis
     Returns the id of the turn's last event so far (the resumed stream follows it), or None when
     the turn is no longer completed. Raises TurnConflict if another turn of the session is active.
     """
-    if not await runtime.store.reopen_turn(turn.session_id, turn.turn_id):
+    tools = await runtime.store.reopen_turn(turn.session_id, turn.turn_id)
+    if tools is None:
         return None
     after = await runtime.store.last_event_id(turn.turn_id)
     times = [step.completed_at for step in turn.steps if step.completed_at] or [turn.started_at]
@@ -127,6 +129,8 @@ async def reopen_turn(runtime: Runtime, agent: Agent, turn: Turn, responses: lis
         turn_id=turn.turn_id,
         agent=AgentOutline.of(agent.agent_config),
         started_at=turn.started_at,
+        tool_config=tools.tool_config,
+        toolgroups=tools.toolgroups,
         awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
         continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
         continuation=Continuation(

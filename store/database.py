@@ -15,10 +15,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-
-from store.tables import Base
 
 T = TypeVar("T")
 
@@ -51,18 +48,6 @@ class Database:
         """Run `operation` in a transaction, committed if it returns and rolled back if it raises."""
         async with self._write_turns or nullcontext(), self._engine.begin() as connection:
             return await connection.run_sync(operation)
-
-    async def create_schema(self, attempts: int = 5) -> None:
-        """Create missing tables. The worker and the API may start together and both get here: when
-        the other process creates a table between our check and our CREATE, look again."""
-        for attempt in range(1, attempts + 1):
-            try:
-                await self.write(Base.metadata.create_all)
-                return
-            except DBAPIError:
-                if attempt == attempts:
-                    raise
-                await asyncio.sleep(0.2 * attempt)
 
     async def dispose(self) -> None:
         await self._engine.dispose()

@@ -11,7 +11,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import TypeAdapter
 from sqlalchemy import Connection, Row, Text, cast, delete, func, insert, literal, select, union_all, update
 
-from domain.agents import Agent, AgentConfig
+from domain.agents import Agent, AgentConfig, AgentToolGroup, ToolConfig
 from domain.content import URL, CompletionMessage, InputMessage
 from domain.events import ErrorChunk, KeyedEvent, StreamError
 from domain.tools import ToolGroup
@@ -25,6 +25,7 @@ _HISTORY_BATCH = 32
 _CURSORS_PER_QUERY = 100
 """Windows per UNION ALL statement; SQLite allows at most 500 terms in one compound select."""
 _inputs = TypeAdapter(list[InputMessage])
+_toolgroups = TypeAdapter(list[AgentToolGroup])
 
 
 class TurnConflict(Exception):
@@ -37,6 +38,14 @@ class TurnConflict(Exception):
         )
         self.turn_id = turn_id
         self.status = status
+
+
+@dataclass(frozen=True)
+class TurnTools:
+    """A turn's own toolgroups and tool configuration; None where the turn uses the agent's."""
+
+    toolgroups: list[AgentToolGroup] | None = None
+    tool_config: ToolConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -218,7 +227,13 @@ class Store:
     # Turns
 
     async def begin_turn(
-        self, agent_id: str, session_id: str, turn_id: str, input_messages: list[Any], started_at: datetime
+        self,
+        agent_id: str,
+        session_id: str,
+        turn_id: str,
+        input_messages: list[Any],
+        started_at: datetime,
+        tools: TurnTools = TurnTools(),
     ) -> None:
         """Record a new running turn and make it the session's active turn, or raise TurnConflict."""
         row = {
@@ -228,6 +243,10 @@ class Store:
             "status": TurnStatus.RUNNING.value,
             "input_messages": _inputs.dump_python(input_messages, mode="json"),
             "started_at": started_at,
+            "toolgroups": _toolgroups.dump_python(tools.toolgroups, mode="json")
+            if tools.toolgroups is not None
+            else None,
+            "tool_config": tools.tool_config.model_dump(mode="json") if tools.tool_config else None,
         }
 
         def run(tx: Connection) -> None:
@@ -242,27 +261,34 @@ class Store:
             lambda tx: tx.execute(update(TurnRow).where(TurnRow.turn_id == turn_id).values(input_messages=stored))
         )
 
-    async def reopen_turn(self, session_id: str, turn_id: str) -> bool:
-        """Make a completed turn the session's running turn again; false if it is not completed.
+    async def reopen_turn(self, session_id: str, turn_id: str) -> TurnTools | None:
+        """Make a completed turn the session's running turn again, returning the tools it was started
+        with; None if it is not completed.
 
         Raises TurnConflict when another turn of the session is running or awaiting input.
         """
 
-        def run(tx: Connection) -> None:
+        def run(tx: Connection) -> TurnTools:
             _claim_session(tx, session_id, turn_id)
             reopened = tx.execute(
                 update(TurnRow)
                 .where(TurnRow.turn_id == turn_id, TurnRow.status == TurnStatus.COMPLETED.value)
                 .values(status=TurnStatus.RUNNING.value, output_message=None, completed_at=None)
-            )
-            if reopened.rowcount == 0:
+                .returning(TurnRow.toolgroups, TurnRow.tool_config)
+            ).first()
+            if reopened is None:
                 raise _NotCompleted  # rolls back the claim
+            return TurnTools(
+                toolgroups=_toolgroups.validate_python(reopened.toolgroups)
+                if reopened.toolgroups is not None
+                else None,
+                tool_config=ToolConfig.model_validate(reopened.tool_config) if reopened.tool_config else None,
+            )
 
         try:
-            await self.database.write(run)
+            return await self.database.write(run)
         except _NotCompleted:
-            return False
-        return True
+            return None
 
     async def last_event_id(self, turn_id: str) -> int:
         query = select(func.max(EventRow.event_id)).where(EventRow.turn_id == turn_id)

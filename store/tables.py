@@ -64,6 +64,10 @@ class TurnRow(Base):
     started_at: Mapped[datetime]
     completed_at: Mapped[datetime | None]
     error: Mapped[str | None] = mapped_column(Text)
+    toolgroups: Mapped[list | None] = mapped_column(JSON)
+    """The turn's own toolgroups, replacing the agent's; kept so a reopened turn has them again."""
+    tool_config: Mapped[dict | None] = mapped_column(JSON)
+    """The turn's own tool configuration, replacing the agent's; kept for the same reason."""
 
 
 class StepRow(Base):

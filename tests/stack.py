@@ -27,6 +27,7 @@ from serve import DEV_SERVER_TUNING, temporal_binary
 from settings import Settings, load_settings
 from store.database import open_database
 from store.repository import Store
+from store.upgrade import upgrade_store
 from tests.scripted_model import GUARD_MODEL, ScriptedModel, ThreadedServer
 from worker import build_worker
 from workflows import search_attributes
@@ -99,8 +100,8 @@ class Stack:
                 **({"DA_STORE_URL": store_url} if store_url else {}),
             }
         )
+        self.background.run(upgrade_store(self.settings.store_url))
         self._database = open_database(self.settings.store_url)
-        self.background.run(self._database.create_schema())
         self.store = Store(self._database)
         self._worker: Worker | None = None
         self._worker_task: asyncio.Task[None] | None = None
@@ -138,6 +139,10 @@ class Stack:
             await self._worker_task
 
         self.background.run(stop())
+
+    def reconnect_store(self) -> None:
+        """Close the store connections the stack's own worker holds, as restarting its process would."""
+        self.background.run(self._database.dispose())
 
     def close(self) -> None:
         self.api.stop()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 
 import httpx
 import llama_stack_client
@@ -19,7 +18,7 @@ JSON = {"content-type": "application/json"}
 
 @pytest.fixture(scope="module")
 def keyed_api(stack: Stack) -> Iterator[str]:
-    with stack.other_api(replace(stack.settings, api_keys=KEYS)) as url:
+    with stack.other_api(stack.settings.model_copy(update={"api_keys": KEYS})) as url:
         yield url
 
 
@@ -78,7 +77,7 @@ def test_without_api_keys_no_credentials_are_needed(stack: Stack) -> None:
 
 @pytest.fixture(scope="module")
 def small_api(stack: Stack) -> Iterator[str]:
-    with stack.other_api(replace(stack.settings, max_request_bytes=1000)) as url:
+    with stack.other_api(stack.settings.model_copy(update={"max_request_bytes": 1000})) as url:
         yield url
 
 

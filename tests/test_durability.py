@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import httpx
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
@@ -61,7 +59,7 @@ def test_finished_turn_is_served_after_temporal_forgets_it(
             dev_server_existing_path=temporal_binary(), search_attributes=search_attributes.ALL
         )
     )
-    settings = replace(stack.settings, temporal_address=amnesiac.client.service_client.config.target_host)
+    settings = stack.settings.model_copy(update={"temporal_address": amnesiac.client.service_client.config.target_host})
     try:
         with pytest.raises(RPCError) as unknown:
             stack.background.run(amnesiac.client.get_workflow_handle(turn_workflow_id(turn["turn_id"])).describe())

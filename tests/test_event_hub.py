@@ -20,6 +20,7 @@ from domain.events import KeyedEvent
 from domain.turns import TurnStatus
 from store.database import open_database
 from store.repository import Store
+from store.upgrade import upgrade_store
 from tests.rest import create_agent, create_session, final_turn, sse_events
 from tests.scripted_model import ScriptedModel, text, tool_call
 from tests.stack import Stack
@@ -82,8 +83,9 @@ def test_a_store_error_in_the_hub_does_not_silence_streams(
 
 
 async def test_the_hub_reports_failing_polls_until_they_work_again(tmp_path: Path) -> None:
-    database = open_database(f"sqlite+aiosqlite:///{tmp_path / 'store.db'}")
-    await database.create_schema()
+    url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
+    await upgrade_store(url)
+    database = open_database(url)
     store = Store(database)
     hub = EventHub(store)
     assert hub.problem() == "the event hub is not running"

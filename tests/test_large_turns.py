@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -28,7 +27,7 @@ def _largest_payload(stack: Stack, workflow_id: str) -> int:
 
 def test_a_turn_with_200_tool_steps_continues_as_new_and_completes(stack: Stack, model: ScriptedModel) -> None:
     model.script(*[tool_call("calculate", {"expression": f"{i} + 1"}) for i in range(200)], text("All done."))
-    settings = replace(stack.settings, continue_as_new_after_events=400)
+    settings = stack.settings.model_copy(update={"continue_as_new_after_events": 400})
     with stack.other_api(settings) as url, httpx.Client(base_url=url, timeout=300) as http:
         agent_id = create_agent(http, toolgroups=["builtin::calculator"], client_tools=[], max_infer_iters=250)
         turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -151,7 +150,8 @@ def test_many_large_tool_results_at_once_are_carried(stack: Stack, http: httpx.C
 
 def test_a_turn_input_over_the_message_limit_is_413_naming_it(stack: Stack, model: ScriptedModel) -> None:
     model.script(Reply(tool_calls=[("get_boiling_point", {"liquid_name": "water"})]))
-    with stack.other_api(replace(stack.settings, max_message_bytes=5000)) as url, httpx.Client(base_url=url) as http:
+    small = stack.settings.model_copy(update={"max_message_bytes": 5000})
+    with stack.other_api(small) as url, httpx.Client(base_url=url) as http:
         agent_id = create_agent(http)
         turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
 

@@ -54,3 +54,23 @@ def test_a_repeated_react_resume_or_one_in_a_busy_session_is_409(stack: Stack, m
         other = {"tool_responses": [{"call_id": "react-2", "tool_name": "t", "content": "y"}]}
         blocked = http.post(f"{turns}/{first['turn_id']}/resume", json=other)
         assert blocked.status_code == 409 and "awaiting_input" in blocked.json()["detail"]
+
+
+def test_a_reopened_turn_keeps_the_toolgroups_and_tool_config_it_was_created_with(
+    http: httpx.Client, model: ScriptedModel
+) -> None:
+    model.script(text("I will compute it"), text("done"))
+    agent_id = create_agent(http)  # the agent's own: the client tool, tool_choice auto, no toolgroups
+    turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
+    per_turn = {"toolgroups": ["builtin::calculator"], "tool_config": {"tool_choice": "required"}}
+    first = http.post(turns, json={"messages": [{"role": "user", "content": "6*7?"}], **per_turn}).json()
+    result = {"tool_responses": [{"call_id": "react-1", "tool_name": "calculator", "content": "42"}], "stream": True}
+
+    resumed = final_turn(http.post(f"{turns}/{first['turn_id']}/resume", json=result))
+
+    assert resumed["status"] == "completed"
+    created, reopened = model.requests
+    assert created["tool_choice"] == reopened["tool_choice"] == "required"
+    offered = {tool["function"]["name"] for tool in reopened["tools"]}
+    assert offered == {tool["function"]["name"] for tool in created["tools"]}
+    assert "calculate" in offered

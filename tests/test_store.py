@@ -15,6 +15,7 @@ from domain.events import KeyedEvent
 from domain.turns import InferenceStep, TurnStatus
 from store.database import open_database
 from store.repository import Store, StoredEvent, TurnConflict
+from store.upgrade import upgrade_store
 from tests.databases import store_url
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -23,8 +24,8 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 @pytest.fixture(params=["sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     with store_url(request.param, tmp_path) as url:
+        await upgrade_store(url)
         database = open_database(url)
-        await database.create_schema()
         try:
             yield Store(database)
         finally:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
 from datetime import timedelta
 
 import httpx
@@ -78,7 +77,7 @@ def test_cancel_a_paused_turn_then_a_late_resume_is_409(http: httpx.Client, mode
 
 def test_a_paused_turn_expires_and_a_late_resume_is_410(stack: Stack, model: ScriptedModel) -> None:
     model.script(tool_call("get_boiling_point", {"liquid_name": "x"}))
-    expiring = replace(stack.settings, awaiting_input_timeout=timedelta(seconds=1))
+    expiring = stack.settings.model_copy(update={"awaiting_input_timeout": timedelta(seconds=1)})
     with stack.other_api(expiring) as url, httpx.Client(base_url=url, timeout=30) as http:
         turns = _turns(http)
         paused = final_turn(http.post(turns, json=_ask("go")))
@@ -99,7 +98,7 @@ def test_a_paused_turn_resumes_after_a_wait_short_of_its_expiry(stack: Stack, mo
     """The days-long wait, shortened: a timer is armed while the turn waits, and a resume before it
     fires continues the turn (the timer then never fires)."""
     model.script(tool_call("get_boiling_point", {"liquid_name": "x"}), text("worth the wait"))
-    patient = replace(stack.settings, awaiting_input_timeout=timedelta(seconds=4))
+    patient = stack.settings.model_copy(update={"awaiting_input_timeout": timedelta(seconds=4)})
     with stack.other_api(patient) as url, httpx.Client(base_url=url, timeout=30) as http:
         turns = _turns(http)
         paused = final_turn(http.post(turns, json=_ask("go")))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import httpx
 
 from tests.rest import create_agent, create_session, final_turn, sse_events
@@ -14,7 +12,9 @@ from tests.stack import Stack
 def test_an_api_with_its_own_worker_runs_a_client_tool_turn_alone(stack: Stack, model: ScriptedModel) -> None:
     model.script(tool_call("get_boiling_point", {"liquid_name": "water"}), text("Water boils at 100 degrees."))
     # A task queue no other worker polls: the turn can only run on the API process's own worker.
-    alone = replace(stack.settings, worker_in_api=True, task_queue=f"{stack.settings.task_queue}-in-api")
+    alone = stack.settings.model_copy(
+        update={"worker_in_api": True, "task_queue": f"{stack.settings.task_queue}-in-api"}
+    )
     with stack.other_api(alone) as url, httpx.Client(base_url=url, timeout=30) as http:
         agent_id = create_agent(http)
         turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
