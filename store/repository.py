@@ -6,10 +6,11 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
-from sqlalchemy import Connection, Row, Text, cast, delete, func, insert, literal, select, union_all, update
+from sqlalchemy import Connection, Row, Text, bindparam, cast, delete, func, insert, literal, select, union_all, update
 
 from domain.agents import Agent, AgentConfig, AgentToolGroup, ToolConfig
 from domain.content import URL, CompletionMessage, InputMessage
@@ -447,18 +448,12 @@ class Store:
         def run(tx: Connection) -> dict[tuple[str, int], list[StoredEvent]]:
             found: dict[tuple[str, int], list[StoredEvent]] = {cursor: [] for cursor in cursors}
             for start in range(0, len(cursors), _CURSORS_PER_QUERY):
-                windows = []
-                for index, (turn_id, after) in enumerate(cursors[start : start + _CURSORS_PER_QUERY], start):
-                    window = (
-                        select(literal(index).label("cursor"), EventRow.event_id, EventRow.body)
-                        .where(EventRow.turn_id == turn_id, EventRow.event_id > after)
-                        .order_by(EventRow.event_id)
-                        .limit(limit)
-                        .subquery()
-                    )
-                    windows.append(select(window.c.cursor, window.c.event_id, window.c.body))
-                for index, event_id, body in tx.execute(union_all(*windows)):
-                    found[cursors[index]].append(StoredEvent(event_id, body))
+                chunk = cursors[start : start + _CURSORS_PER_QUERY]
+                params = {"limit": limit}
+                for index, (turn_id, after) in enumerate(chunk):
+                    params |= {f"turn{index}": turn_id, f"after{index}": after}
+                for index, event_id, body in tx.execute(_event_windows(len(chunk)), params):
+                    found[chunk[index]].append(StoredEvent(event_id, body))
             for events in found.values():
                 events.sort(key=lambda event: event.event_id)
             return found
@@ -477,6 +472,22 @@ class Store:
     async def event_id(self, turn_id: str, key: str) -> int | None:
         query = select(EventRow.event_id).where(EventRow.turn_id == turn_id, EventRow.key == key)
         return await self.database.read(lambda tx: tx.scalar(query))
+
+
+@cache
+def _event_windows(count: int) -> Any:
+    """One statement for `count` cursors' windows, built once per count: polls run it hundreds of
+    times a second, and building it anew cost more than running it."""
+    windows = []
+    for index in range(count):
+        window = (
+            select(literal(index).label("cursor"), EventRow.event_id, EventRow.body)
+            .where(EventRow.turn_id == bindparam(f"turn{index}"), EventRow.event_id > bindparam(f"after{index}"))
+            .order_by(EventRow.event_id)
+            .limit(bindparam("limit"))
+        )
+        windows.append(window if count == 1 else select(window.subquery()))
+    return windows[0] if count == 1 else union_all(*windows)
 
 
 def _unfinished_turn_ids(tx: Connection, sessions_where: Any) -> list[str]:
