@@ -134,7 +134,7 @@ class TurnGateway:
 
         A query needs a worker; when none is polling (all stopped, or restarting) the store holds
         the turn as of its last saved step. The workflow does not hold the user's messages (they
-        can be megabytes): those always come from the store.
+        can be megabytes): those, and the steps already saved, come from the store.
         """
         handle = self._client.get_workflow_handle_for(TurnWorkflow.run, turn_workflow_id(stored.turn_id))
         try:
@@ -142,7 +142,10 @@ class TurnGateway:
         except RPCError as error:
             log.warning("live view of turn %s unavailable (%s); serving the stored turn", stored.turn_id, error.message)
             return stored
-        return live.model_copy(update={"input_messages": stored.input_messages})
+        # Stored steps are the workflow's, written in order; after a continue-as-new the workflow
+        # may hold them without their contents (they were too large to carry).
+        steps = [*stored.steps, *live.steps[len(stored.steps) :]]
+        return live.model_copy(update={"input_messages": stored.input_messages, "steps": steps})
 
     async def is_running(self, turn_id: str) -> bool:
         try:

@@ -167,3 +167,27 @@ def test_a_turn_input_over_the_message_limit_is_413_naming_it(stack: Stack, mode
         assert "tool results" in resumed.json()["detail"]
         answer["content"] = "100 C"
         assert http.post(f"{turns}/{paused['turn_id']}/resume", json={"tool_responses": [answer]}).status_code == 200
+
+
+def test_large_steps_are_not_carried_into_a_continued_run(stack: Stack, model: ScriptedModel) -> None:
+    """A turn that continues as new reloads its steps: 2.3 MB of them must not become one payload."""
+    soon = stack.settings.model_copy(update={"continue_as_new_after_events": 30})
+    with stack.other_api(soon) as url, httpx.Client(base_url=url, timeout=90) as http:
+        with mcp_server.registered_toolgroup(http) as toolgroup:
+            model.script(Reply(tool_calls=[("big_output", {"characters": 300_000})] * 9), text("Read them all."))
+            agent_id = create_agent(http, toolgroups=[toolgroup], client_tools=[])
+            session_id = create_session(http, agent_id)
+            turns = f"/v1/agents/{agent_id}/session/{session_id}/turn"
+
+            response = http.post(turns, json={"messages": [{"role": "user", "content": "read"}]})
+
+        assert response.status_code == 200, response.text[:500]
+        turn = response.json()
+        assert turn["status"] == "completed" and turn["output_message"]["content"] == "Read them all. "
+        handle = stack.client.get_workflow_handle(turn_workflow_id(turn["turn_id"]))
+        description = stack.background.run(handle.describe())
+        assert description.run_id != description.raw_description.workflow_execution_info.first_run_id
+        assert _largest_payload(stack, turn["turn_id"]) < 1_500_000
+        # Read back whole, from the store: nothing was lost by leaving contents out of the new run.
+        stored = http.get(f"{turns}/{turn['turn_id']}").json()
+        assert [len(s["tool_responses"][0]["content"]) > 262_144 for s in stored["steps"][1:10]] == [True] * 9

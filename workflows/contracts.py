@@ -200,6 +200,9 @@ class LoadStepsRequest(BaseModel):
 
 class LoadStepsResult(BaseModel):
     steps: list[Step]
+    contents_left_out: bool = False
+    """True when the steps were too large to carry whole: texts and results are empty (they are in
+    the store). The workflow needs only their kinds and calls."""
 
 
 class ResolveToolsRequest(BaseModel):

@@ -82,6 +82,9 @@ class _TooLarge(Exception):
     """Something the turn would have to carry does not fit in a Temporal payload: the turn fails."""
 
 
+CONTINUE_AS_NEW_HISTORY_BYTES = 10_000_000
+"""A turn whose history reaches this size continues as new, as at DA_CONTINUE_AS_NEW_EVENTS events:
+large model replies (up to 1.5 MB each) would reach Temporal's 50 MB history limit long before."""
 CARRY_STEPS_PATCH = "pending-steps-within-payload-budget"
 """Pending steps too large to ride along with an activity's input are first written by a local activity."""
 
@@ -158,7 +161,11 @@ class TurnWorkflow:
         server_tools = {tool.name: tool for tool in self._server_tools}
         max_inferences = self._agent.max_infer_iters or 10
         while True:
-            if workflow.info().get_current_history_length() >= start.continue_as_new_after_events:
+            history = workflow.info()
+            if (
+                history.get_current_history_length() >= start.continue_as_new_after_events
+                or history.get_current_history_size() >= CONTINUE_AS_NEW_HISTORY_BYTES
+            ):
                 await self._continue_as_new()
             message = await self._infer()
             done = not message.tool_calls or message.stop_reason == "out_of_tokens"
