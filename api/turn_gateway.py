@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 
+from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import (
     Client,
     RPCTimeoutOrCancelledError,
@@ -28,12 +30,20 @@ log = logging.getLogger(__name__)
 QUERY_TIMEOUT = timedelta(seconds=2)
 WORKFLOW_TASK_TIMEOUT = timedelta(seconds=4)
 UPDATE_ATTEMPTS = 5
+STUCK_AFTER_ATTEMPTS = 3
 _REOPEN_POLICY = WorkflowIDReusePolicy.ALLOW_DUPLICATE
 
 
 def _shorten(text: str, limit: int = 120) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class WorkflowState:
+    running: bool
+    failing: str | None = None
+    """Why the running workflow's task keeps failing; None if it does not."""
 
 
 class TurnNotRunning(Exception):
@@ -148,13 +158,36 @@ class TurnGateway:
         return live.model_copy(update={"input_messages": stored.input_messages, "steps": steps})
 
     async def is_running(self, turn_id: str) -> bool:
+        return (await self.state(turn_id)).running
+
+    async def state(self, turn_id: str) -> WorkflowState:
+        """Whether the turn's workflow runs, and whether its workflow task keeps failing.
+
+        A workflow task that fails (a payload over Temporal's limit, a bug) is retried forever:
+        the turn would stay running and its session busy. The first failure is recorded in the
+        history; the SDK lets the following attempts time out. A task past STUCK_AFTER_ATTEMPTS
+        attempts with a failure since the last completed one is reported with that failure's message.
+        Attempts that only timed out (a worker killed mid-task) are not: the next worker resumes them.
+        """
+        handle = self._client.get_workflow_handle(turn_workflow_id(turn_id))
         try:
-            description = await self._client.get_workflow_handle(turn_workflow_id(turn_id)).describe()
+            description = await handle.describe()
         except RPCError as error:
             if error.status == RPCStatusCode.NOT_FOUND:
-                return False
+                return WorkflowState(running=False)
             raise
-        return description.status == WorkflowExecutionStatus.RUNNING
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            return WorkflowState(running=False)
+        if description.raw_description.pending_workflow_task.attempt < STUCK_AFTER_ATTEMPTS:
+            return WorkflowState(running=True)
+        failure = None
+        async for event in handle.fetch_history_events():
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                failure = None
+            elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                attributes = event.workflow_task_failed_event_attributes
+                failure = attributes.failure.message or WorkflowTaskFailedCause.Name(attributes.cause)
+        return WorkflowState(running=True, failing=failure)
 
     async def check_connection(self) -> None:
         await self._client.service_client.check_health()

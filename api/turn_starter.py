@@ -13,11 +13,12 @@ from pydantic import BaseModel
 from api.errors import not_found
 from api.runtime import Runtime
 from api.schemas import CreateTurnRequest
+from api.stuck_turns import still_running
 from api.toolgroup_check import require_toolgroups
 from api.turn_documents import url_documents, with_documents
 from domain.agents import Agent
 from domain.content import InputMessage, ToolResponse, content_as_text
-from domain.turns import InferenceStep, Turn
+from domain.turns import InferenceStep, Turn, TurnStatus
 from settings import Settings
 from store.repository import TurnConflict, TurnTools
 from workflows.contracts import PAYLOAD_BUDGET_BYTES, AgentOutline, Continuation, TurnStart
@@ -92,9 +93,10 @@ async def start_turn(
     except TurnConflict as conflict:
         if conflict.turn_id == turn_id:
             return StartedTurn(turn_id, is_retry=True)
-        if await runtime.turns.is_running(conflict.turn_id):
+        if await still_running(runtime, conflict.turn_id):
             raise HTTPException(409, str(conflict)) from conflict
-        await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
+        if await runtime.store.turn_status(conflict.turn_id) in (TurnStatus.RUNNING, TurnStatus.AWAITING_INPUT):
+            await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
         await runtime.store.begin_turn(agent.agent_id, session_id, turn_id, messages, started_at, tools)
     start = TurnStart(
         agent_id=agent.agent_id,

@@ -191,3 +191,36 @@ def test_large_steps_are_not_carried_into_a_continued_run(stack: Stack, model: S
         # Read back whole, from the store: nothing was lost by leaving contents out of the new run.
         stored = http.get(f"{turns}/{turn['turn_id']}").json()
         assert [len(s["tool_responses"][0]["content"]) > 262_144 for s in stored["steps"][1:10]] == [True] * 9
+
+
+def test_a_turn_whose_workflow_task_keeps_failing_is_failed_and_frees_its_session(
+    stack: Stack, http: httpx.Client
+) -> None:
+    """Whatever makes a workflow task fail (here: an input the worker cannot read), Temporal retries it
+    forever. The turn must not stay running with its session refusing every new turn."""
+    agent_id = create_agent(http, model=ECHO, client_tools=[])
+    session_id = create_session(http, agent_id)
+    stuck = str(uuid.uuid4())
+
+    async def start_stuck_turn() -> None:
+        await stack.store.begin_turn(agent_id, session_id, stuck, [UserMessage(content="hi")], datetime.now(UTC))
+        await stack.client.start_workflow(
+            "AgentTurn", {"not": "a TurnStart"}, id=turn_workflow_id(stuck), task_queue=stack.settings.task_queue
+        )
+
+    stack.background.run(start_stuck_turn())
+    turns = f"/v1/agents/{agent_id}/session/{session_id}/turn"
+    deadline = time.monotonic() + 60
+    while True:
+        response = http.post(turns, json={"messages": [{"role": "user", "content": "next"}]})
+        if response.status_code != 409 or time.monotonic() > deadline:
+            break
+        assert stuck in response.json()["detail"]
+        time.sleep(2)
+
+    assert response.status_code == 200, response.text
+    assert response.json()["output_message"]["content"] == "You said: next"
+    failed = http.get(f"{turns}/{stuck}").json()
+    assert failed["status"] == "failed"
+    assert "workflow task kept failing" in failed["error"]
+    assert _workflow_closes(stack, stuck) == WorkflowExecutionStatus.TERMINATED
