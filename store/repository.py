@@ -317,10 +317,14 @@ class Store:
         """
 
         def run(tx: Connection) -> tuple[Turn, list[Turn], AgentConfig | None] | None:
-            row = tx.execute(select(_TURNS).where(TurnRow.turn_id == turn_id, TurnRow.session_id == session_id)).first()
+            row = tx.execute(
+                select(TurnRow.started_at, AgentRow.config)
+                .outerjoin(AgentRow, AgentRow.agent_id == TurnRow.agent_id)
+                .where(TurnRow.turn_id == turn_id, TurnRow.session_id == session_id)
+            ).first()
             if row is None:
                 return None
-            config = tx.scalar(select(AgentRow.config).where(AgentRow.agent_id == row.agent_id))
+            config = row.config
             kept: list[Row[Any]] = []
             budget = max_history_bytes
             earlier = (
@@ -337,6 +341,9 @@ class Store:
             while not full:
                 batch = tx.execute(earlier.offset(offset)).all()
                 offset += len(batch)
+                full = len(batch) < _HISTORY_BATCH
+                if not batch:
+                    break
                 step_sizes = dict(
                     tx.execute(
                         select(StepRow.turn_id, func.sum(func.length(cast(StepRow.body, Text))))
@@ -351,10 +358,10 @@ class Store:
                         break
                     budget -= size
                     kept.append(turn)
-                full = full or len(batch) < _HISTORY_BATCH
-            ids = [turn.turn_id for turn in kept]
-            history = _load_turns(tx, session_id, turn_ids=ids) if ids else []
-            current = _load_turns(tx, session_id, turn_ids=[turn_id])[0]
+            # One read for the kept turns and this one; in time order, this one last.
+            turns = _load_turns(tx, session_id, turn_ids=[*(turn.turn_id for turn in kept), turn_id])
+            current = next(turn for turn in turns if turn.turn_id == turn_id)
+            history = [turn for turn in turns if turn is not current]
             return current, history, AgentConfig.model_validate(config) if config is not None else None
 
         return await self.database.read(run)
