@@ -317,42 +317,20 @@ class Store:
         """
 
         def run(tx: Connection) -> tuple[Turn, list[Turn], AgentConfig | None] | None:
-            row = tx.execute(
-                select(TurnRow.started_at, AgentRow.config)
-                .outerjoin(AgentRow, AgentRow.agent_id == TurnRow.agent_id)
-                .where(TurnRow.turn_id == turn_id, TurnRow.session_id == session_id)
-            ).first()
+            row = tx.execute(_TURN_START_AND_AGENT, {"turn_id": turn_id, "session_id": session_id}).first()
             if row is None:
                 return None
             config = row.config
             kept: list[Row[Any]] = []
             budget = max_history_bytes
-            earlier = (
-                select(TurnRow.turn_id, func.length(cast(TurnRow.input_messages, Text)).label("size"))
-                .where(
-                    TurnRow.session_id == session_id,
-                    TurnRow.status == TurnStatus.COMPLETED.value,
-                    TurnRow.started_at < row.started_at,
-                )
-                .order_by(TurnRow.started_at.desc(), TurnRow.turn_id.desc())
-                .limit(_HISTORY_BATCH)
-            )
             offset, full = 0, False
             while not full:
-                batch = tx.execute(earlier.offset(offset)).all()
+                window = {"session_id": session_id, "before": row.started_at, "offset": offset}
+                batch = tx.execute(_EARLIER_TURN_SIZES, window).all()
                 offset += len(batch)
                 full = len(batch) < _HISTORY_BATCH
-                if not batch:
-                    break
-                step_sizes = dict(
-                    tx.execute(
-                        select(StepRow.turn_id, func.sum(func.length(cast(StepRow.body, Text))))
-                        .where(StepRow.turn_id.in_([turn.turn_id for turn in batch]))
-                        .group_by(StepRow.turn_id)
-                    ).all()
-                )
                 for turn in batch:
-                    size = (turn.size or 0) + (step_sizes.get(turn.turn_id) or 0)
+                    size = turn.size or 0
                     if size > budget:
                         full = True
                         break
@@ -479,6 +457,30 @@ class Store:
     async def event_id(self, turn_id: str, key: str) -> int | None:
         query = select(EventRow.event_id).where(EventRow.turn_id == turn_id, EventRow.key == key)
         return await self.database.read(lambda tx: tx.scalar(query))
+
+
+# A model call's history window, statements built once (bound parameters): each call runs them.
+_TURN_START_AND_AGENT = (
+    select(TurnRow.started_at, AgentRow.config)
+    .outerjoin(AgentRow, AgentRow.agent_id == TurnRow.agent_id)
+    .where(TurnRow.turn_id == bindparam("turn_id"), TurnRow.session_id == bindparam("session_id"))
+)
+_STEPS_SIZE = (
+    select(func.coalesce(func.sum(func.length(cast(StepRow.body, Text))), 0))
+    .where(StepRow.turn_id == TurnRow.turn_id)
+    .scalar_subquery()
+)
+_EARLIER_TURN_SIZES = (
+    select(TurnRow.turn_id, (func.length(cast(TurnRow.input_messages, Text)) + _STEPS_SIZE).label("size"))
+    .where(
+        TurnRow.session_id == bindparam("session_id"),
+        TurnRow.status == TurnStatus.COMPLETED.value,
+        TurnRow.started_at < bindparam("before"),
+    )
+    .order_by(TurnRow.started_at.desc(), TurnRow.turn_id.desc())
+    .limit(_HISTORY_BATCH)
+    .offset(bindparam("offset"))
+)
 
 
 @cache
