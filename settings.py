@@ -47,9 +47,11 @@ from pydantic_settings import (
 from outbound.policy import parse_allowlist
 
 OFFLINE_MODEL_ID = "offline/echo"
-DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_DOCUMENT_BYTES = 1024 * 1024
 DEFAULT_MAX_TOOL_REPLY_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
+MESSAGE_BYTES_CEILING = 1_400_000
+"""Client tool results travel in a Temporal update (payloads up to 2 MB): one turn's input stays under this."""
 ENV_PREFIX = "DA_"
 FILE_SECTION = "durable_agents"
 
@@ -265,6 +267,12 @@ class Settings(BaseSettings):
     """Bearer tokens the API accepts; empty: the API needs none. Kept out of repr so logs never show them."""
     max_request_bytes: PositiveInt = DEFAULT_MAX_REQUEST_BYTES
     """Larger request bodies are refused with 413 before they are read."""
+    max_message_bytes: PositiveInt = Field(default=1024 * 1024, le=MESSAGE_BYTES_CEILING)
+    """The most one turn takes in: a create's messages, or a resume's tool results, in total (else 413)."""
+    max_history_bytes: PositiveInt = 1024 * 1024
+    """How much of a session's earlier turns (stored JSON, newest first) one model call is given."""
+    max_tool_output_chars: PositiveInt = 256 * 1024
+    """Tool results (server or client) longer than this are cut, with a marker saying how much."""
     worker_in_api: Flag = False
     """The API process also runs a worker and starts turns on it eagerly: the first workflow task
     comes back in the start call's reply. One process instead of two, but one core for both."""

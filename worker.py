@@ -64,10 +64,10 @@ def workflow_runner() -> SandboxedWorkflowRunner:
 
 def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
     models = ModelRegistry(settings)
-    inference = InferenceActivities(store, models)
+    inference = InferenceActivities(store, models, settings.max_history_bytes)
     shields = ShieldActivities(store, models, settings)
     progress = TurnProgressActivities(store)
-    tools = ToolActivities(store, ToolCatalog.from_settings(store, settings))
+    tools = ToolActivities(store, ToolCatalog.from_settings(store, settings), settings.max_tool_output_chars)
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
     cache_workflow_bytecode()
     return Worker(

@@ -1,23 +1,42 @@
-"""The conversation a model (or a guard model) sees: instructions, the session's earlier turns in
-chronological order, then this turn so far — in the chat-completions format.
+"""The conversation a model (or a guard model) sees: instructions, a window of the session's earlier
+turns in chronological order, then this turn so far — in the chat-completions format.
 
 Read from the store, not passed in: a turn's inputs stay small however long its history grows.
+Earlier turns are kept from the newest back while they fit in `max_history_bytes` (of stored
+JSON), so neither the read nor the model's context grows with the session; this turn is always
+whole (its tool calls and results must stay paired).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from domain.agents import AgentConfig
 from providers import openai_format
 from store.repository import Store
 
 
-async def conversation(store: Store, session_id: str, turn_id: str, instructions: str) -> list[dict[str, Any]]:
-    found = await store.turn_with_history(session_id, turn_id)
+@dataclass(frozen=True)
+class Conversation:
+    messages: list[dict[str, Any]]
+    agent_config: AgentConfig
+    """The config of the turn's agent, as stored (or as the request carried it)."""
+
+
+async def conversation(
+    store: Store, session_id: str, turn_id: str, max_history_bytes: int, agent_config: AgentConfig | None = None
+) -> Conversation:
+    """`agent_config`: the config a request from an earlier release carried; otherwise the stored one."""
+    found = await store.conversation_window(session_id, turn_id, max_history_bytes)
     if found is None:
         raise LookupError(f"Turn {turn_id} not found in the store (was its session deleted?)")
-    current, history = found
-    messages = openai_format.system_message(instructions)
+    current, history, stored_config = found
+    config = agent_config or stored_config
+    if config is None:
+        raise LookupError(f"Turn {turn_id}'s agent is not in the store (was it deleted?)")
+    messages = openai_format.system_message(config.instructions)
     for turn in history:
         messages += openai_format.turn_messages(turn.input_messages, turn.steps)
-    return messages + openai_format.turn_messages(current.input_messages, current.steps)
+    messages += openai_format.turn_messages(current.input_messages, current.steps)
+    return Conversation(messages, config)

@@ -54,4 +54,4 @@ class DocumentActivities:
             texts = [await self._fetch(client, url) for url in request.urls]
         messages = with_appended_text(list(turn.input_messages), "\n".join(texts))
         await self._store.set_input_messages(request.turn_id, messages)
-        return FetchDocumentsResult(input_messages=messages)
+        return FetchDocumentsResult()  # the messages stay in the turn's row: they can be megabytes

@@ -14,10 +14,26 @@ from domain.content import CompletionMessage, StopReason, ToolCall
 from domain.events import KeyedEvent, StepProgress, StepStart, TextDelta, ToolCallDelta, chunk_of
 from observability import metrics
 from providers import openai_format
-from providers.base import ChatRequest, FinishPart, ProviderRejected, TextPart, ToolCallPart
+from providers.base import ChatModel, ChatRequest, FinishPart, ProviderRejected, TextPart, ToolCallPart
 from providers.registry import ModelRegistry
 from store.repository import Store
-from workflows.contracts import INFER_ACTIVITY, PROVIDER_REJECTED, InferenceRequest, InferenceResult
+from workflows.contracts import (
+    INFER_ACTIVITY,
+    PAYLOAD_BUDGET_BYTES,
+    PROVIDER_REJECTED,
+    REPLY_TOO_LARGE,
+    InferenceRequest,
+    InferenceResult,
+)
+
+
+def _too_large(size: int) -> ApplicationError:
+    return ApplicationError(
+        f"The model's reply is larger than {PAYLOAD_BUDGET_BYTES:,} bytes ({size:,} so far), more than a turn "
+        "can carry; ask for a shorter answer (e.g. sampling_params.max_tokens).",
+        type=REPLY_TOO_LARGE,
+        non_retryable=True,
+    )
 
 
 class _DeltaWriter:
@@ -62,9 +78,12 @@ class _DeltaWriter:
 
 
 class InferenceActivities:
-    def __init__(self, store: Store, models: ModelRegistry, delta_interval: float = 0.02) -> None:
+    def __init__(
+        self, store: Store, models: ModelRegistry, max_history_bytes: int, delta_interval: float = 0.02
+    ) -> None:
         self._store = store
         self._models = models
+        self._max_history_bytes = max_history_bytes
         self._delta_interval = delta_interval
 
     async def _streamed_before(self, request: InferenceRequest) -> str:
@@ -73,15 +92,20 @@ class InferenceActivities:
         deltas = (event.body["event"]["payload"]["delta"] for event in events)
         return "".join(delta.get("text", "") for delta in deltas if delta.get("type") == "text")
 
-    async def _chat_request(self, request: InferenceRequest, model_name: str) -> ChatRequest:
-        config = request.agent_config
-        messages = await conversation(self._store, request.session_id, request.turn_id, config.instructions)
+    async def _chat_request(self, request: InferenceRequest) -> tuple[ChatRequest, ChatModel, str]:
+        """The request to send, the model to send it to, and the configured model id (a metrics label)."""
+        found = await conversation(
+            self._store, request.session_id, request.turn_id, self._max_history_bytes, request.agent_config
+        )
+        config = found.agent_config
+        messages = found.messages
+        model, model_name = self._models.resolve(config.model)
         choice = openai_format.tool_choice(request.tool_config)
         tools = [openai_format.tool_schema(t) for t in config.client_tools or []]
         tools += [openai_format.server_tool_schema(t) for t in request.server_tools]
         if choice == "none":
             tools = []
-        return ChatRequest(
+        chat = ChatRequest(
             model=model_name,
             messages=messages,
             tools=tools,
@@ -89,6 +113,7 @@ class InferenceActivities:
             response_format=openai_format.response_format(config),
             **openai_format.sampling(config),
         )
+        return chat, model, config.model
 
     @activity.defn(name=INFER_ACTIVITY)
     async def infer(self, request: InferenceRequest) -> InferenceResult:
@@ -96,19 +121,22 @@ class InferenceActivities:
         own = KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json"))
         await write_pending(self._store, request.turn_id, request.pending, own)
         try:
-            model, model_name = self._models.resolve(request.agent_config.model)
-            chat = await self._chat_request(request, model_name)
+            chat, model, model_id = await self._chat_request(request)
             attempt = activity.info().attempt
             already = await self._streamed_before(request) if attempt > 1 else ""
             writer = _DeltaWriter(self._store, request, attempt, self._delta_interval, already)
             text: list[str] = []
             calls: list[ToolCall] = []
             stop_reason: StopReason = "end_of_turn"
+            size = 0
             async with heartbeating():
-                with metrics.model_call(request.agent_config.model) as measured:
+                with metrics.model_call(model_id) as measured:
                     async for part in model.stream(chat):
                         if isinstance(part, TextPart):
                             measured.first_token()
+                            size += len(part.text.encode())
+                            if size > PAYLOAD_BUDGET_BYTES:
+                                raise _too_large(size)
                             text.append(part.text)
                             await writer.add_text(part.text)
                         elif isinstance(part, ToolCallPart):
@@ -121,6 +149,9 @@ class InferenceActivities:
             await writer.flush()
         except ProviderRejected as rejected:
             raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected
-        return InferenceResult(
+        result = InferenceResult(
             message=CompletionMessage(content="".join(text), stop_reason=stop_reason, tool_calls=calls)
         )
+        if (size := len(result.model_dump_json())) > PAYLOAD_BUDGET_BYTES:
+            raise _too_large(size)
+        return result

@@ -7,6 +7,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.conversation import conversation
 from activities.pending_writes import write_pending
+from domain.content import content_as_text
 from domain.events import KeyedEvent, StepStart, chunk_of
 from domain.turns import SafetyViolation
 from providers.base import ProviderRejected
@@ -29,6 +30,11 @@ class ShieldActivities:
         start = StepStart(step_type="shield_call", step_id=request.step_id, metadata={"touchpoint": request.touchpoint})
         own = KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json"))
         await write_pending(self._store, request.turn_id, request.pending, own)
+        if request.texts_are_input:
+            turn = await self._store.get_turn(request.session_id, request.turn_id)
+            if turn is None:
+                raise ApplicationError(f"Turn {request.turn_id} not found in the store", non_retryable=True)
+            request = request.model_copy(update={"texts": [content_as_text(m.content) for m in turn.input_messages]})
         for shield_id in request.shield_ids:
             violation = await self._check(shield_id, request)
             if violation is not None:
@@ -43,8 +49,8 @@ class ShieldActivities:
             raise ApplicationError(message, type=PROVIDER_REJECTED, non_retryable=True)
         if spec.provider == "regex":
             return regex_violation(spec, request.texts)
-        messages = await conversation(self._store, request.session_id, request.turn_id, request.instructions)
+        found = await conversation(self._store, request.session_id, request.turn_id, self._settings.max_history_bytes)
         try:
-            return await llama_guard_violation(spec, self._models, messages, request.touchpoint)
+            return await llama_guard_violation(spec, self._models, found.messages, request.touchpoint)
         except ProviderRejected as rejected:
             raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected

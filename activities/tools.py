@@ -13,7 +13,7 @@ from observability import metrics
 from store.repository import Store
 from tool_runtime.catalog import ToolCatalog, ToolNameClash, UnknownToolGroup
 from tool_runtime.mcp import McpUnavailable
-from tool_runtime.output_limit import truncate_text
+from tool_runtime.output_limit import MAX_TOOL_OUTPUT_CHARS, truncate_text
 from workflows.contracts import (
     RESOLVE_TOOLS_ACTIVITY,
     RUN_TOOL_ACTIVITY,
@@ -29,9 +29,10 @@ TOOL_UNAVAILABLE = "ToolUnavailable"
 
 
 class ToolActivities:
-    def __init__(self, store: Store, catalog: ToolCatalog) -> None:
+    def __init__(self, store: Store, catalog: ToolCatalog, max_output_chars: int = MAX_TOOL_OUTPUT_CHARS) -> None:
         self._store = store
         self._catalog = catalog
+        self._max_output_chars = max_output_chars
 
     @activity.defn(name=RESOLVE_TOOLS_ACTIVITY)
     async def resolve_tools(self, request: ResolveToolsRequest) -> ResolveToolsResult:
@@ -78,6 +79,6 @@ class ToolActivities:
         return ToolResponse(
             call_id=request.call.call_id,
             tool_name=request.call.tool_name,
-            content=truncate_text(outcome.content),
+            content=truncate_text(outcome.content, self._max_output_chars),
             metadata={"is_error": True} if outcome.is_error else None,
         )

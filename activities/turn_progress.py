@@ -8,12 +8,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from domain.events import ErrorChunk, KeyedEvent, StreamError, TurnAwaitingInput, TurnComplete, chunk_of
-from domain.turns import Turn
+from domain.turns import InferenceStep, Step, ToolExecutionStep, Turn
 from observability.logs import log_turn_state
 from observability.metrics import TURNS_ENDED
 from store.repository import Store
 from workflows.contracts import (
     LOAD_STEPS_ACTIVITY,
+    PAYLOAD_BUDGET_BYTES,
     SAVE_PROGRESS_ACTIVITY,
     LoadStepsRequest,
     LoadStepsResult,
@@ -46,7 +47,7 @@ class TurnProgressActivities:
         try:
             await self._store.save_turn_progress(
                 progress.turn_id,
-                events=pending.events,
+                events=pending.all_events(),
                 new_steps=list(enumerate(pending.new_steps, start=pending.first_new_step)),
                 status=progress.status,
                 output_message=progress.output_message,
@@ -69,4 +70,18 @@ class TurnProgressActivities:
             raise ApplicationError(
                 f"Turn {request.turn_id} not found in the store", type="TurnMissing", non_retryable=True
             )
-        return LoadStepsResult(steps=turn.steps)
+        result = LoadStepsResult(steps=turn.steps)
+        if len(result.model_dump_json()) > PAYLOAD_BUDGET_BYTES:
+            return LoadStepsResult(steps=[_without_contents(step) for step in turn.steps], contents_left_out=True)
+        return result
+
+
+def _without_contents(step: Step) -> Step:
+    """The step as the workflow needs it after continue-as-new (its kind, calls and tools' names):
+    texts and results are left out, to be read from the store (the API does so for live views)."""
+    if isinstance(step, InferenceStep):
+        return step.model_copy(update={"model_response": step.model_response.model_copy(update={"content": ""})})
+    if isinstance(step, ToolExecutionStep):
+        responses = [response.model_copy(update={"content": ""}) for response in step.tool_responses]
+        return step.model_copy(update={"tool_responses": responses})
+    return step

@@ -4,11 +4,19 @@ Streams do not each poll the store: they subscribe here, and a single loop asks 
 the new events of all followed turns at once, then hands each subscriber its own. Fifty open
 streams cost one small query per tick, not fifty. Writes made through this process's Store (a
 worker running inside the API) wake the loop at once; other processes' writes are found by polling.
+
+Each distinct cursor (turn, last event delivered) gets its own window of events, so a stream
+replaying a long turn from the start, or one whose turn writes nothing yet, never holds back
+another. The loop is supervised: a poll that fails (the store is unreachable, a statement
+times out) is logged and retried with backoff, and `problem()` says so until a poll succeeds
+again — streams resume where they were instead of going silent for good.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -16,8 +24,14 @@ from dataclasses import dataclass, field
 
 from store.repository import Store, StoredEvent
 
+log = logging.getLogger(__name__)
+
 POLL_MIN_SECONDS = 0.002
 POLL_MAX_SECONDS = 0.02
+RETRY_MIN_SECONDS = 0.05
+RETRY_MAX_SECONDS = 2.0
+EVENTS_PER_CURSOR = 500
+"""Events handed to one cursor per poll; a longer backlog takes further polls, 2 ms apart."""
 
 
 @dataclass(eq=False)
@@ -34,11 +48,23 @@ class EventHub:
         self._news = asyncio.Event()
         """Set by a new subscription or a write in this process: poll now."""
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._running = False
+        self._failing_since: float | None = None
+        self._last_error = ""
         store.on_events_written(self._written)
 
     def _written(self) -> None:
         if self._loop is not None:  # the writer may be a worker on another thread's loop
             self._loop.call_soon_threadsafe(self._news.set)
+
+    def problem(self) -> str | None:
+        """Why streams may not be getting their events right now; None when the hub is polling fine."""
+        if not self._running:
+            return "the event hub is not running"
+        if self._failing_since is not None:
+            seconds = time.monotonic() - self._failing_since
+            return f"the event hub's store polls have failed for {seconds:.1f} s: {self._last_error}"
+        return None
 
     @asynccontextmanager
     async def subscribe(self, turn_id: str, after: int) -> AsyncIterator[Subscription]:
@@ -53,22 +79,59 @@ class EventHub:
                 del self._subscriptions[turn_id]
 
     async def run(self) -> None:
-        """Poll while anyone follows a turn: on news, else every 2 ms after events, backing off to 20 ms."""
+        """Poll while anyone follows a turn: on news, else every 2 ms after events, backing off to 20 ms;
+        after a failed poll, retry from 50 ms backing off to 2 s."""
         self._loop = asyncio.get_running_loop()
+        self._running = True
         delay = POLL_MIN_SECONDS
-        while True:
-            self._news.clear()  # a write from here on brings another poll
-            if not self._subscriptions:
-                await self._news.wait()
-                delay = POLL_MIN_SECONDS
-                continue
-            cursors = {turn_id: min(s.after for s in subs) for turn_id, subs in self._subscriptions.items()}
-            events = await self._store.events_of_turns(cursors)
-            for turn_id, event in events:
-                for subscription in self._subscriptions.get(turn_id, ()):
+        retry = RETRY_MIN_SECONDS
+        try:
+            while True:
+                self._news.clear()  # a write from here on brings another poll
+                if not self._subscriptions:
+                    await self._news.wait()
+                    delay = POLL_MIN_SECONDS
+                    continue
+                try:
+                    delivered = await self._poll()
+                except Exception as error:  # any failure of one poll is logged and retried
+                    self._failed(error)
+                    await asyncio.sleep(retry)
+                    retry = min(retry * 2, RETRY_MAX_SECONDS)
+                    continue
+                if self._failing_since is not None:
+                    failed_for = time.monotonic() - self._failing_since
+                    log.warning("event hub: store polls work again after %.1f s", failed_for)
+                    self._failing_since = None
+                retry = RETRY_MIN_SECONDS
+                delay = POLL_MIN_SECONDS if delivered else min(delay * 2, POLL_MAX_SECONDS)
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self._news.wait(), delay)
+        finally:
+            self._running = False
+
+    async def _poll(self) -> bool:
+        """One query for every followed cursor; true if any subscriber got events."""
+        followers: dict[tuple[str, int], list[Subscription]] = defaultdict(list)
+        for turn_id, subscriptions in self._subscriptions.items():
+            for subscription in subscriptions:
+                followers[(turn_id, subscription.after)].append(subscription)
+        found = await self._store.events_after(list(followers), limit=EVENTS_PER_CURSOR)
+        delivered = False
+        for cursor, events in found.items():
+            for subscription in followers[cursor]:
+                for event in events:
+                    # Subscriptions that shared a cursor share its events; none gets one twice.
                     if event.event_id > subscription.after:
                         subscription.after = event.event_id
                         subscription.events.put_nowait(event)
-            delay = POLL_MIN_SECONDS if events else min(delay * 2, POLL_MAX_SECONDS)
-            with suppress(TimeoutError):
-                await asyncio.wait_for(self._news.wait(), delay)
+                        delivered = True
+        return delivered
+
+    def _failed(self, error: Exception) -> None:
+        self._last_error = f"{type(error).__name__}: {error}"
+        if self._failing_since is None:
+            self._failing_since = time.monotonic()
+            log.error("event hub: a store poll failed; retrying with backoff: %s", self._last_error)
+        else:
+            log.debug("event hub: store poll failed again: %s", self._last_error)

@@ -54,7 +54,11 @@ def _document_errors(schema: dict[str, Any]) -> None:
         if responses.pop("422", None) is not None:
             responses["400"] = {"description": "Invalid request: `detail` says what to change", "content": _ERROR}
         if "requestBody" in operation:
-            responses["413"] = {"description": "The body is larger than DA_MAX_REQUEST_BYTES", "content": _ERROR}
+            responses["413"] = {
+                "description": "The body is larger than DA_MAX_REQUEST_BYTES, or a turn's messages or tool results "
+                "larger than DA_MAX_MESSAGE_BYTES",
+                "content": _ERROR,
+            }
         responses["default"] = {
             "description": "Any other error: 401 without an accepted API key (when the server has DA_API_KEYS), "
             "404 for an unknown id, 409 for a conflict with the current state, 5xx when the runtime failed",

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 
+from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import (
     Client,
     RPCTimeoutOrCancelledError,
@@ -17,7 +19,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from domain.content import ToolResponse, content_as_text
+from domain.content import ToolResponse
 from domain.turns import Turn, TurnStatus
 from observability.tracing import current_trace_carrier, turn_context
 from workflows.contracts import NOT_AWAITING_INPUT, ToolResponsesSubmission, TurnStart, turn_workflow_id
@@ -29,6 +31,7 @@ log = logging.getLogger(__name__)
 QUERY_TIMEOUT = timedelta(seconds=2)
 WORKFLOW_TASK_TIMEOUT = timedelta(seconds=4)
 UPDATE_ATTEMPTS = 5
+STUCK_AFTER_ATTEMPTS = 3
 _REOPEN_POLICY = WorkflowIDReusePolicy.ALLOW_DUPLICATE
 TRACE_MEMO = "trace"
 
@@ -36,6 +39,13 @@ TRACE_MEMO = "trace"
 def _shorten(text: str, limit: int = 120) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class WorkflowState:
+    running: bool
+    failing: str | None = None
+    """Why the running workflow's task keeps failing; None if it does not."""
 
 
 class TurnNotRunning(Exception):
@@ -63,17 +73,18 @@ class TurnGateway:
         """A worker runs on this client: the server may hand it the turn's first task in the start
         call's reply, saving a round trip through the task queue."""
 
-    async def start(self, start: TurnStart, tenant: str, reopening: bool = False) -> None:
-        """Start the turn's workflow; `reopening` starts a new run of a turn whose workflow has closed.
+    async def start(self, start: TurnStart, tenant: str, summary: str, reopening: bool = False) -> None:
+        """Start the turn's workflow; `summary` (the user's message) labels it in Temporal's UI, and
+        `reopening` starts a new run of a turn whose workflow has closed.
 
         The tenant is only a search attribute (operators filter by it): the worker reads a turn's tenant
         from the store, so workflow inputs recorded before tenancy existed still run. With tracing on, the
         workflow carries the request's trace, and its memo the trace context that later requests of the
         turn (resumes) join."""
         with turn_context(start.turn_id, start.session_id, start.agent_id):
-            await self._start(start, tenant, reopening)
+            await self._start(start, tenant, summary, reopening)
 
-    async def _start(self, start: TurnStart, tenant: str, reopening: bool) -> None:
+    async def _start(self, start: TurnStart, tenant: str, summary: str, reopening: bool) -> None:
         trace = current_trace_carrier()
         await self._client.start_workflow(
             TurnWorkflow.run,
@@ -96,21 +107,21 @@ class TurnGateway:
                 ]
             ),
             memo={TRACE_MEMO: trace} if trace else None,
-            static_summary=_shorten(" ".join(content_as_text(m.content) for m in start.input_messages)),
+            static_summary=_shorten(summary),
             static_details=(
                 f"**Agent:** `{start.agent_id}`  \n**Session:** `{start.session_id}`  \n"
-                f"**Turn:** `{start.turn_id}`  \n**Model:** `{start.agent_config.model}`"
+                f"**Turn:** `{start.turn_id}`  \n**Model:** `{start.outline().model}`"
             ),
         )
 
-    async def start_once(self, start: TurnStart, tenant: str) -> bool:
+    async def start_once(self, start: TurnStart, tenant: str, summary: str) -> bool:
         """Start the turn's first workflow unless one with its id exists or existed; true if this call did.
 
         The id is the turn's, so whoever comes second — a retried create, the sweep of turns a crash
         left unstarted, the first request itself — finds the workflow there and starts nothing.
         """
         try:
-            await self.start(start, tenant)
+            await self.start(start, tenant, summary)
         except WorkflowAlreadyStartedError:
             return False
         return True
@@ -159,27 +170,55 @@ class TurnGateway:
             if error.status != RPCStatusCode.NOT_FOUND:
                 raise
 
-    async def live_turn(self, turn_id: str) -> Turn | None:
-        """The running workflow's view of the turn, or None if no worker can answer for it now.
+    async def live_turn(self, stored: Turn) -> Turn:
+        """The running workflow's view of the stored turn, or the stored turn if no worker can answer now.
 
-        A query needs a worker; when none is polling (all stopped, or restarting) callers fall
-        back to the store, which holds the turn as of its last saved step.
+        A query needs a worker; when none is polling (all stopped, or restarting) the store holds
+        the turn as of its last saved step. The workflow does not hold the user's messages (they
+        can be megabytes): those, and the steps already saved, come from the store.
         """
-        handle = self._client.get_workflow_handle_for(TurnWorkflow.run, turn_workflow_id(turn_id))
+        handle = self._client.get_workflow_handle_for(TurnWorkflow.run, turn_workflow_id(stored.turn_id))
         try:
-            return await handle.query(TurnWorkflow.turn, rpc_timeout=QUERY_TIMEOUT)
+            live = await handle.query(TurnWorkflow.turn, rpc_timeout=QUERY_TIMEOUT)
         except RPCError as error:
-            log.warning("live view of turn %s unavailable (%s); serving the stored turn", turn_id, error.message)
-            return None
+            log.warning("live view of turn %s unavailable (%s); serving the stored turn", stored.turn_id, error.message)
+            return stored
+        # Stored steps are the workflow's, written in order; after a continue-as-new the workflow
+        # may hold them without their contents (they were too large to carry).
+        steps = [*stored.steps, *live.steps[len(stored.steps) :]]
+        return live.model_copy(update={"input_messages": stored.input_messages, "steps": steps})
 
     async def is_running(self, turn_id: str) -> bool:
+        return (await self.state(turn_id)).running
+
+    async def state(self, turn_id: str) -> WorkflowState:
+        """Whether the turn's workflow runs, and whether its workflow task keeps failing.
+
+        A workflow task that fails (a payload over Temporal's limit, a bug) is retried forever:
+        the turn would stay running and its session busy. The first failure is recorded in the
+        history; the SDK lets the following attempts time out. A task past STUCK_AFTER_ATTEMPTS
+        attempts with a failure since the last completed one is reported with that failure's message.
+        Attempts that only timed out (a worker killed mid-task) are not: the next worker resumes them.
+        """
+        handle = self._client.get_workflow_handle(turn_workflow_id(turn_id))
         try:
-            description = await self._client.get_workflow_handle(turn_workflow_id(turn_id)).describe()
+            description = await handle.describe()
         except RPCError as error:
             if error.status == RPCStatusCode.NOT_FOUND:
-                return False
+                return WorkflowState(running=False)
             raise
-        return description.status == WorkflowExecutionStatus.RUNNING
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            return WorkflowState(running=False)
+        if description.raw_description.pending_workflow_task.attempt < STUCK_AFTER_ATTEMPTS:
+            return WorkflowState(running=True)
+        failure = None
+        async for event in handle.fetch_history_events():
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                failure = None
+            elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                attributes = event.workflow_task_failed_event_attributes
+                failure = attributes.failure.message or WorkflowTaskFailedCause.Name(attributes.cause)
+        return WorkflowState(running=True, failing=failure)
 
     async def check_connection(self) -> None:
         await self._client.service_client.check_health()

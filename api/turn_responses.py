@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from api.event_stream import is_final, sse_frame, tail_events
 from api.runtime import Runtime
+from api.stuck_turns import still_running
 from domain.events import ErrorChunk, StreamError
 from domain.turns import TurnStatus
 from store.repository import StoredEvent
@@ -20,7 +21,7 @@ _ENDED_WITHOUT_ANSWER = {TurnStatus.FAILED: 502, TurnStatus.CANCELLED: 409, Turn
 
 
 def _events(runtime: Runtime, turn_id: str, after: int) -> AsyncIterator[StoredEvent | None]:
-    return tail_events(runtime.events, turn_id, after, lambda: runtime.turns.is_running(turn_id))
+    return tail_events(runtime.events, turn_id, after, lambda: still_running(runtime, turn_id))
 
 
 def _ended_unexpectedly(turn_id: str) -> StoredEvent:

@@ -4,26 +4,29 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 
 from fastapi import HTTPException
+from pydantic import BaseModel
 
 from api.errors import not_found
 from api.fault_points import AFTER_TURN_ROW, crash_point
 from api.runtime import Runtime
 from api.schemas import CreateTurnRequest
+from api.stuck_turns import still_running
 from api.toolgroup_check import require_toolgroups
 from api.turn_documents import url_documents, with_documents
 from domain.agents import Agent
-from domain.content import ToolResponse
+from domain.content import InputMessage, ToolResponse, content_as_text
 from domain.turns import InferenceStep, Turn, TurnStatus
 from observability.logs import log_turn_state
 from observability.metrics import TURNS_STARTED
+from settings import Settings
 from store.repository import LimitReached, TurnConflict, TurnTools
-from workflows.contracts import Continuation, TurnStart
+from workflows.contracts import PAYLOAD_BUDGET_BYTES, AgentOutline, Continuation, TurnStart
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +38,36 @@ class StartedTurn:
     turn_id: str
     is_retry: bool
     """True when an earlier request with the same Idempotency-Key already started this turn."""
+
+
+def require_input_within_limit(settings: Settings, what: str, items: Sequence[BaseModel]) -> None:
+    """Refuse (413) a turn's input larger than DA_MAX_MESSAGE_BYTES: a model cannot take it, and
+    tool results travel in a Temporal update, whose payloads are limited to 2 MB."""
+    size = sum(len(item.model_dump_json()) for item in items)
+    if size > settings.max_message_bytes:
+        raise HTTPException(
+            413,
+            f"The {what} are {size:,} bytes, more than this server's limit of {settings.max_message_bytes:,} "
+            "bytes for one turn (DA_MAX_MESSAGE_BYTES); send less, or a document by URL.",
+        )
+
+
+def workflow_summary(messages: Sequence[InputMessage]) -> str:
+    """What labels the turn's workflow in Temporal's UI: the user's message (the gateway shortens it)."""
+    return " ".join(content_as_text(m.content) for m in messages)[:1000]
+
+
+async def _refuse_oversized(runtime: Runtime, start: TurnStart) -> None:
+    """A start too large to carry (the agent's tool names and toolgroups with this turn's options)
+    fails the turn with a 413 instead of reaching Temporal."""
+    size = len(start.model_dump_json())
+    if size > PAYLOAD_BUDGET_BYTES:
+        reason = (
+            f"Its start ({size:,} bytes: the agent's toolgroups and tool names with this turn's options) is larger "
+            f"than a workflow can carry ({PAYLOAD_BUDGET_BYTES:,} bytes)."
+        )
+        await runtime.store.abandon_turn(start.turn_id, reason)
+        raise HTTPException(413, f"Turn {start.turn_id} could not start. {reason} Use fewer or smaller toolgroups.")
 
 
 def _turn_id(agent_id: str, session_id: str, idempotency_key: str | None) -> str:
@@ -54,13 +87,12 @@ async def _begun(beginning: Awaitable[None], session_id: str) -> None:
 
 
 def turn_start(runtime: Runtime, agent: Agent, turn: Turn, tools: TurnTools, document_urls: list[str]) -> TurnStart:
-    """The workflow input of a new turn: its stored row, its own tools, and its URL documents."""
+    """The workflow input of a new turn: references to its stored rows, its own tools, its URL documents."""
     return TurnStart(
         agent_id=agent.agent_id,
         session_id=turn.session_id,
         turn_id=turn.turn_id,
-        agent_config=agent.agent_config,
-        input_messages=turn.input_messages,
+        agent=AgentOutline.of(agent.agent_config),
         started_at=turn.started_at,
         tool_config=tools.tool_config,
         toolgroups=tools.toolgroups,
@@ -84,7 +116,7 @@ async def _finish_start(
         return
     start = turn_start(runtime, agent, turn, _request_tools(body), url_documents(body.documents or []))
     try:
-        if await runtime.turns.start_once(start, tenant):
+        if await runtime.turns.start_once(start, tenant, workflow_summary(turn.input_messages)):
             log.warning("started turn %s's workflow, which the first attempt at creating it did not", turn_id)
     except Exception as error:
         # The turn stays recorded: the next retry or the sweep of unstarted turns starts it.
@@ -104,6 +136,7 @@ async def start_turn(
 ) -> StartedTurn:
     await require_toolgroups(runtime, tenant, body.toolgroups or [])
     messages = with_documents(body.messages, body.documents or [])
+    require_input_within_limit(runtime.settings, "turn's messages", messages)
     turn_id = _turn_id(agent.agent_id, session_id, idempotency_key)
     if idempotency_key is not None and await runtime.store.turn_status(turn_id) is not None:
         await _finish_start(runtime, tenant, agent, session_id, turn_id, body)
@@ -126,17 +159,19 @@ async def start_turn(
         if conflict.turn_id == turn_id:
             await _finish_start(runtime, tenant, agent, session_id, turn_id, body)
             return StartedTurn(turn_id, is_retry=True)
-        if await runtime.turns.is_running(conflict.turn_id):
+        if await still_running(runtime, conflict.turn_id):
             raise HTTPException(409, str(conflict)) from conflict
-        await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
-        log_turn_state(conflict.turn_id, session_id, agent.agent_id, TurnStatus.FAILED)
+        if await runtime.store.turn_status(conflict.turn_id) in (TurnStatus.RUNNING, TurnStatus.AWAITING_INPUT):
+            await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
+            log_turn_state(conflict.turn_id, session_id, agent.agent_id, TurnStatus.FAILED)
         await _begun(begin(), session_id)
     crash_point(AFTER_TURN_ROW)
     turn = Turn(turn_id=turn_id, session_id=session_id, input_messages=messages, started_at=started_at)
     start = turn_start(runtime, agent, turn, tools, url_documents(body.documents or []))
+    await _refuse_oversized(runtime, start)
     try:
         # Not started only if a retry or the sweep of unstarted turns was quicker: same turn, same id.
-        await runtime.turns.start_once(start, tenant)
+        await runtime.turns.start_once(start, tenant, workflow_summary(messages))
     except Exception as error:
         # What went wrong inside Temporal is for the operator's log; the turn and the caller get what they can act on.
         log.exception("starting the workflow of turn %s failed", turn_id)
@@ -165,8 +200,7 @@ async def reopen_turn(
         agent_id=agent.agent_id,
         session_id=turn.session_id,
         turn_id=turn.turn_id,
-        agent_config=agent.agent_config,
-        input_messages=turn.input_messages,
+        agent=AgentOutline.of(agent.agent_config),
         started_at=turn.started_at,
         tool_config=tools.tool_config,
         toolgroups=tools.toolgroups,
@@ -179,8 +213,9 @@ async def reopen_turn(
         ),
         reopened_with=responses,
     )
+    await _refuse_oversized(runtime, start)
     try:
-        await runtime.turns.start(start, tenant, reopening=True)
+        await runtime.turns.start(start, tenant, workflow_summary(turn.input_messages), reopening=True)
     except Exception as error:
         log.exception("restarting the workflow of turn %s failed", turn.turn_id)
         await runtime.store.abandon_turn(turn.turn_id, "Its workflow could not be restarted.")

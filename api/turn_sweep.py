@@ -12,7 +12,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from api.runtime import Runtime
-from api.turn_starter import turn_start
+from api.turn_starter import turn_start, workflow_summary
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,8 @@ async def start_unstarted_turns(runtime: Runtime, older_than: timedelta) -> list
             continue
         turn = candidate.turn
         # URL documents are not stored: a swept turn goes without them (a retried create has them).
-        if await runtime.turns.start_once(turn_start(runtime, agent, turn, candidate.tools, []), candidate.tenant):
+        start = turn_start(runtime, agent, turn, candidate.tools, [])
+        if await runtime.turns.start_once(start, candidate.tenant, workflow_summary(turn.input_messages)):
             log.warning("started turn %s's workflow: the process that recorded the turn died first", turn.turn_id)
             started.append(turn.turn_id)
     return started

@@ -38,6 +38,7 @@ from store.upgrade import upgrade_store
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TENANT = "default"
+HISTORY_BYTES = 1024 * 1024
 
 
 def open_way(way: str, url: str) -> database.Database:
@@ -61,11 +62,11 @@ async def one_turn(store: Store, agent_id: str, index: int) -> None:
     await store.session_exists(agent_id, session_id)
     await store.begin_turn(agent_id, session_id, turn_id, [UserMessage(content="Say something short.")], started)
     cursor = await store.last_event_id(turn_id)
-    await store.turn_with_history(session_id, turn_id)
+    await store.conversation_window(session_id, turn_id, HISTORY_BYTES)
     await store.events_with_key_prefix(turn_id, "step-1:attempt")
     await store.save_turn_progress(turn_id, events=[_event(turn_id, "step-1:start", "step_start")])
     for batch in range(2):
-        await store.events_of_turns({turn_id: cursor})
+        await store.events_after([(turn_id, cursor)])
         await store.save_turn_progress(turn_id, events=[_event(turn_id, f"step-1:d{batch}", "step_progress", "hi")])
     step = InferenceStep(
         turn_id=turn_id,
@@ -84,8 +85,8 @@ async def one_turn(store: Store, agent_id: str, index: int) -> None:
         closing_event=lambda turn: _event(turn.turn_id, "complete", "turn_complete"),
     )
     for _ in range(2):
-        found = await store.events_of_turns({turn_id: cursor})
-        cursor = max([cursor, *(e.event_id for _, e in found)])
+        found = await store.events_after([(turn_id, cursor)])
+        cursor = max([cursor, *(e.event_id for e in found.get((turn_id, cursor), []))])
 
 
 async def cpu_per_turn(way: str, workdir: Path, turns: int) -> float:

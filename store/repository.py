@@ -6,10 +6,11 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
-from sqlalchemy import Connection, Row, delete, func, insert, select, update
+from sqlalchemy import Connection, Row, Text, bindparam, cast, delete, func, insert, literal, select, union_all, update
 
 from domain.agents import Agent, AgentConfig, AgentToolGroup, ToolConfig
 from domain.content import URL, CompletionMessage, InputMessage
@@ -20,6 +21,10 @@ from store.database import Database
 from store.tables import AgentRow, EventRow, SessionRow, StepRow, ToolGroupRow, TurnRow
 
 _steps = TypeAdapter(Step)
+_HISTORY_BATCH = 32
+"""Earlier turns sized per query when a model call's history window is assembled."""
+_CURSORS_PER_QUERY = 100
+"""Windows per UNION ALL statement; SQLite allows at most 500 terms in one compound select."""
 _inputs = TypeAdapter(list[InputMessage])
 _toolgroups = TypeAdapter(list[AgentToolGroup])
 
@@ -373,18 +378,44 @@ class Store:
         query = select(func.count()).select_from(TurnRow).where(TurnRow.status == status.value)
         return await self.database.read(lambda tx: tx.scalar(query)) or 0
 
-    async def turn_with_history(self, session_id: str, turn_id: str) -> tuple[Turn, list[Turn]] | None:
-        """The turn, and the session's completed turns that started before it, oldest first: what a
-        model call in the turn sees. None if the turn is gone."""
-        started = select(TurnRow.started_at).where(TurnRow.turn_id == turn_id).scalar_subquery()
-        earlier = (TurnRow.status == TurnStatus.COMPLETED.value) & (TurnRow.started_at < started)
-        turns = await self.database.read(
-            lambda tx: _load_turns(tx, session_id, extra=((TurnRow.turn_id == turn_id) | earlier,))
-        )
-        current = next((turn for turn in turns if turn.turn_id == turn_id), None)
-        if current is None:
-            return None
-        return current, [turn for turn in turns if turn is not current]
+    async def conversation_window(
+        self, session_id: str, turn_id: str, max_history_bytes: int
+    ) -> tuple[Turn, list[Turn], AgentConfig | None] | None:
+        """What one model call in the turn sees, in one transaction: the turn; the session's completed
+        turns that started before it, newest first back to `max_history_bytes` of stored JSON, then
+        put oldest first; and the turn's agent config. None if the turn is gone.
+
+        Earlier turns are read in batches from the newest, and only their sizes until they are
+        kept, so a model call costs the same in a session of ten turns or ten thousand.
+        """
+
+        def run(tx: Connection) -> tuple[Turn, list[Turn], AgentConfig | None] | None:
+            row = tx.execute(_TURN_START_AND_AGENT, {"turn_id": turn_id, "session_id": session_id}).first()
+            if row is None:
+                return None
+            config = row.config
+            kept: list[Row[Any]] = []
+            budget = max_history_bytes
+            offset, full = 0, False
+            while not full:
+                window = {"session_id": session_id, "before": row.started_at, "offset": offset}
+                batch = tx.execute(_EARLIER_TURN_SIZES, window).all()
+                offset += len(batch)
+                full = len(batch) < _HISTORY_BATCH
+                for turn in batch:
+                    size = turn.size or 0
+                    if size > budget:
+                        full = True
+                        break
+                    budget -= size
+                    kept.append(turn)
+            # One read for the kept turns and this one; in time order, this one last.
+            turns = _load_turns(tx, session_id, turn_ids=[*(turn.turn_id for turn in kept), turn_id])
+            current = next(turn for turn in turns if turn.turn_id == turn_id)
+            history = [turn for turn in turns if turn is not current]
+            return current, history, AgentConfig.model_validate(config) if config is not None else None
+
+        return await self.database.read(run)
 
     async def save_turn_progress(
         self,
@@ -462,20 +493,30 @@ class Store:
             error=reason,
         )
 
-    async def events_of_turns(self, cursors: dict[str, int], limit: int = 1000) -> list[tuple[str, StoredEvent]]:
-        """New events of several turns at once: each turn's events after its cursor, in id order."""
-        if not cursors:
-            return []
-        query = (
-            select(EventRow.turn_id, EventRow.event_id, EventRow.body)
-            .where(EventRow.turn_id.in_(list(cursors)), EventRow.event_id > min(cursors.values()))
-            .order_by(EventRow.event_id)
-            .limit(limit)
-        )
-        rows = await self.database.read(lambda tx: tx.execute(query).all())
-        return [
-            (turn_id, StoredEvent(event_id, body)) for turn_id, event_id, body in rows if event_id > cursors[turn_id]
-        ]
+    async def events_after(
+        self, cursors: Sequence[tuple[str, int]], limit: int = 500
+    ) -> dict[tuple[str, int], list[StoredEvent]]:
+        """For each (turn, cursor): up to `limit` of the turn's events after the cursor, in id order.
+
+        Each cursor gets its own window on the (turn_id, event_id) index, so a turn with a long
+        backlog, or a cursor that does not move, never holds back another's events.
+        """
+        cursors = list(dict.fromkeys(cursors))
+
+        def run(tx: Connection) -> dict[tuple[str, int], list[StoredEvent]]:
+            found: dict[tuple[str, int], list[StoredEvent]] = {cursor: [] for cursor in cursors}
+            for start in range(0, len(cursors), _CURSORS_PER_QUERY):
+                chunk = cursors[start : start + _CURSORS_PER_QUERY]
+                params = {"limit": limit}
+                for index, (turn_id, after) in enumerate(chunk):
+                    params |= {f"turn{index}": turn_id, f"after{index}": after}
+                for index, event_id, body in tx.execute(_event_windows(len(chunk)), params):
+                    found[chunk[index]].append(StoredEvent(event_id, body))
+            for events in found.values():
+                events.sort(key=lambda event: event.event_id)
+            return found
+
+        return await self.database.read(run) if cursors else {}
 
     async def events_with_key_prefix(self, turn_id: str, prefix: str) -> list[StoredEvent]:
         query = (
@@ -489,6 +530,46 @@ class Store:
     async def event_id(self, turn_id: str, key: str) -> int | None:
         query = select(EventRow.event_id).where(EventRow.turn_id == turn_id, EventRow.key == key)
         return await self.database.read(lambda tx: tx.scalar(query))
+
+
+# A model call's history window, statements built once (bound parameters): each call runs them.
+_TURN_START_AND_AGENT = (
+    select(TurnRow.started_at, AgentRow.config)
+    .outerjoin(AgentRow, AgentRow.agent_id == TurnRow.agent_id)
+    .where(TurnRow.turn_id == bindparam("turn_id"), TurnRow.session_id == bindparam("session_id"))
+)
+_STEPS_SIZE = (
+    select(func.coalesce(func.sum(func.length(cast(StepRow.body, Text))), 0))
+    .where(StepRow.turn_id == TurnRow.turn_id)
+    .scalar_subquery()
+)
+_EARLIER_TURN_SIZES = (
+    select(TurnRow.turn_id, (func.length(cast(TurnRow.input_messages, Text)) + _STEPS_SIZE).label("size"))
+    .where(
+        TurnRow.session_id == bindparam("session_id"),
+        TurnRow.status == TurnStatus.COMPLETED.value,
+        TurnRow.started_at < bindparam("before"),
+    )
+    .order_by(TurnRow.started_at.desc(), TurnRow.turn_id.desc())
+    .limit(_HISTORY_BATCH)
+    .offset(bindparam("offset"))
+)
+
+
+@cache
+def _event_windows(count: int) -> Any:
+    """One statement for `count` cursors' windows, built once per count: polls run it hundreds of
+    times a second, and building it anew cost more than running it."""
+    windows = []
+    for index in range(count):
+        window = (
+            select(literal(index).label("cursor"), EventRow.event_id, EventRow.body)
+            .where(EventRow.turn_id == bindparam(f"turn{index}"), EventRow.event_id > bindparam(f"after{index}"))
+            .order_by(EventRow.event_id)
+            .limit(bindparam("limit"))
+        )
+        windows.append(window if count == 1 else select(window.subquery()))
+    return windows[0] if count == 1 else union_all(*windows)
 
 
 def _unfinished_turn_ids(tx: Connection, sessions_where: Any) -> list[str]:

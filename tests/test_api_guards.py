@@ -103,8 +103,8 @@ def test_a_body_over_the_limit_is_413_naming_the_limit(small_api: str) -> None:
         assert http.post("/v1/agents", content=small_chunks, headers=JSON).status_code == 200
 
 
-def test_the_default_limit_is_4_mib(stack: Stack) -> None:
+def test_the_default_limit_is_1_mib_well_under_what_a_workflow_can_carry(stack: Stack) -> None:
     with httpx.Client(base_url=stack.base_url, timeout=30) as http:
-        big = http.post("/v1/agents", json=_agent_body(4 * 1024 * 1024))
+        big = http.post("/v1/agents", json=_agent_body(1024 * 1024))
         assert big.status_code == 413
-        assert f"limit of {4 * 1024 * 1024} bytes" in big.json()["detail"]
+        assert f"limit of {1024 * 1024} bytes" in big.json()["detail"]

@@ -39,3 +39,11 @@ def test_the_recordings_cover_a_pause_and_resume() -> None:
     events = " ".join(path.read_text() for path in HISTORIES)
     assert "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED" in events  # a client tool's results arrived
     assert "EVENT_TYPE_MARKER_RECORDED" in events  # a store write as a local activity
+
+
+def test_the_recordings_cover_both_start_shapes() -> None:
+    """Turns started before references (inline agent config and messages) and after (an outline)."""
+    starts = [WorkflowHistory.from_json(p.stem, p.read_text()).events[0] for p in HISTORIES]
+    inputs = [e.workflow_execution_started_event_attributes.input.payloads[0].data for e in starts]
+    assert any(b'"agent_config":{' in data for data in inputs)
+    assert any(b'"agent":{' in data and b'"agent_config":null' in data for data in inputs)

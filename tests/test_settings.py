@@ -36,7 +36,9 @@ def test_defaults_without_any_variable() -> None:
     assert (settings.api_host, settings.api_port) == ("127.0.0.1", 8321)
     assert (settings.temporal_port, settings.temporal_ui_port) == (7233, 8233)
     assert settings.api_keys == ()
-    assert settings.max_request_bytes == 4 * 1024 * 1024
+    assert settings.max_request_bytes == 1024 * 1024
+    assert (settings.max_message_bytes, settings.max_history_bytes) == (1024 * 1024, 1024 * 1024)
+    assert settings.max_tool_output_chars == 256 * 1024
     assert settings.worker_in_api is False
 
 

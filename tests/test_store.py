@@ -36,7 +36,7 @@ TENANT = "tenant-a"
 
 
 async def _events(store: Store, turn_id: str, after: int) -> list[StoredEvent]:
-    return [event for _, event in await store.events_of_turns({turn_id: after})]
+    return (await store.events_after([(turn_id, after)]))[(turn_id, after)]
 
 
 async def _session(store: Store, agent_id: str = "a1", session_id: str = "s1") -> None:
@@ -106,12 +106,15 @@ async def test_history_is_the_completed_turns_before_in_time_order(store: Store)
         await store.begin_turn("a1", "s1", turn_id, [UserMessage(content=turn_id)], T0 + timedelta(minutes=index))
         await _finish(store, turn_id, f"answer {index}")
 
-    found = await store.turn_with_history("s1", "a-third")
+    found = await store.conversation_window("s1", "a-third", max_history_bytes=1_000_000)
     assert found is not None
-    current, history = found
+    current, history, config = found
     assert current.turn_id == "a-third"
     assert [t.turn_id for t in history] == ["z-first", "m-second"]
     assert history[1].steps[0].model_response.content == "answer 1"
+    assert config is not None and config.model
+    window = await store.conversation_window("s1", "a-third", max_history_bytes=1)
+    assert window is not None and window[1] == []
     session = await store.get_session("a1", "s1")
     assert session is not None
     assert [t.turn_id for t in session.turns] == ["z-first", "m-second", "a-third"]

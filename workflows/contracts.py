@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from domain.agents import AgentConfig, AgentToolGroup, ToolConfig
 from domain.content import CompletionMessage, InputMessage, ToolCall, ToolResponse
-from domain.events import KeyedEvent
+from domain.events import KeyedEvent, StepComplete, chunk_of
 from domain.turns import SafetyViolation, Step, TurnStatus
 
 INFER_ACTIVITY = "infer"
@@ -30,6 +30,12 @@ INFERENCE_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
 TOOL_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 PROVIDER_REJECTED = "ProviderRejected"
 """ApplicationError type of an inference failure that retrying cannot fix."""
+REPLY_TOO_LARGE = "ReplyTooLarge"
+"""ApplicationError type of a model reply larger than a turn can carry."""
+PAYLOAD_BUDGET_BYTES = 1_500_000
+"""The most one workflow input, activity input or activity result may carry: Temporal refuses
+payloads over 2 MB (and retries the workflow task that sent one forever), so large data travels
+as references to stored rows and what must travel is held under this."""
 NOT_AWAITING_INPUT = "NotAwaitingInput"
 TOOL_RESPONSES_MISMATCH = "ToolResponsesMismatch"
 """Why the submit_tool_responses update can be rejected."""
@@ -62,6 +68,19 @@ class PendingWrites(BaseModel):
     session_id: str | None = None
     agent_id: str | None = None
     """With `status`: the turn's ids, for the state change's log line."""
+    step_events: bool = False
+    """True: each new step's step_complete event is made from the step by the writer, so a step
+    travels once; earlier releases carried those events in `events` too."""
+
+    def all_events(self) -> list[KeyedEvent]:
+        """The events to write, in order: the new steps' step_complete events, then the others."""
+        derived = [step_complete_event(step) for step in self.new_steps] if self.step_events else []
+        return [*derived, *self.events]
+
+
+def step_complete_event(step: Step) -> KeyedEvent:
+    payload = StepComplete(step_type=step.step_type, step_id=step.step_id, step_details=step)
+    return KeyedEvent(key=f"{step.step_id}:complete", body=chunk_of(payload).model_dump(mode="json"))
 
 
 class ServerTool(BaseModel):
@@ -85,12 +104,44 @@ class Continuation(BaseModel):
     server_tools: list[ServerTool]
 
 
+class AgentOutline(BaseModel):
+    """What the workflow decides with, taken from the agent's config when the turn starts. The rest
+    (instructions, tool definitions, sampling) is read by the activities from the agent's stored row,
+    which never changes: agents have no update, and deleting one stops its turns first."""
+
+    model: str
+    client_tool_names: list[str] = Field(default_factory=list)
+    toolgroups: list[AgentToolGroup] | None = None
+    tool_config: ToolConfig | None = None
+    max_infer_iters: int | None = None
+    input_shields: list[str] = Field(default_factory=list)
+    output_shields: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, config: AgentConfig) -> AgentOutline:
+        return cls(
+            model=config.model,
+            client_tool_names=sorted(tool.name for tool in config.client_tools or []),
+            toolgroups=config.toolgroups,
+            tool_config=config.tool_config,
+            max_infer_iters=config.max_infer_iters,
+            input_shields=config.input_shields or [],
+            output_shields=config.output_shields or [],
+        )
+
+
 class TurnStart(BaseModel):
+    """The workflow's input. It carries references, not data: the user's messages are in the turn's
+    row and the agent's config in the agent's row, so its size does not depend on what the caller sent."""
+
     agent_id: str
     session_id: str
     turn_id: str
-    agent_config: AgentConfig
-    input_messages: list[InputMessage]
+    agent: AgentOutline | None = None
+    agent_config: AgentConfig | None = None
+    """Turns started by earlier releases carry the whole config instead of `agent`."""
+    input_messages: list[InputMessage] = Field(default_factory=list)
+    """Turns started by earlier releases carry their messages; now they are read from the turn's row."""
     started_at: datetime
     tool_config: ToolConfig | None = None
     """Per-turn tool configuration; replaces the agent's for this turn."""
@@ -108,6 +159,22 @@ class TurnStart(BaseModel):
     reopened_with: list[ToolResponse] | None = None
     """Results a client submitted for a completed turn (ReAct-style clients parse calls themselves)."""
 
+    def outline(self) -> AgentOutline:
+        if self.agent is not None:
+            return self.agent
+        if self.agent_config is None:
+            raise ValueError(f"Turn {self.turn_id}'s start carries no agent")
+        return AgentOutline.of(self.agent_config)
+
+
+class TurnOutcome(BaseModel):
+    """The workflow's result: how the turn ended. The turn itself is in the store."""
+
+    turn_id: str
+    status: TurnStatus
+    steps: int
+    error: str | None = None
+
 
 class ToolResponsesSubmission(BaseModel):
     tool_responses: list[ToolResponse]
@@ -117,7 +184,8 @@ class InferenceRequest(BaseModel):
     turn_id: str
     session_id: str
     step_id: str
-    agent_config: AgentConfig
+    agent_config: AgentConfig | None = None
+    """None: the activity reads the turn's agent from the store (earlier releases carried it here)."""
     tool_config: ToolConfig
     server_tools: list[ServerTool] = Field(default_factory=list)
     pending: PendingWrites = Field(default_factory=PendingWrites)
@@ -130,7 +198,8 @@ class FetchDocumentsRequest(BaseModel):
 
 
 class FetchDocumentsResult(BaseModel):
-    input_messages: list[InputMessage]
+    input_messages: list[InputMessage] = Field(default_factory=list)
+    """Empty: the messages with their documents are in the turn's row (earlier releases returned them)."""
 
 
 class LoadStepsRequest(BaseModel):
@@ -140,6 +209,9 @@ class LoadStepsRequest(BaseModel):
 
 class LoadStepsResult(BaseModel):
     steps: list[Step]
+    contents_left_out: bool = False
+    """True when the steps were too large to carry whole: texts and results are empty (they are in
+    the store). The workflow needs only their kinds and calls."""
 
 
 class ResolveToolsRequest(BaseModel):
@@ -169,9 +241,12 @@ class ShieldRequest(BaseModel):
     step_id: str
     touchpoint: Touchpoint
     shield_ids: list[str]
-    texts: list[str]
+    texts: list[str] = Field(default_factory=list)
     """What is new at this touchpoint: the user's input or tool results, or the model's message."""
-    instructions: str
+    texts_are_input: bool = False
+    """True: the texts are the turn's input messages, read from its row by the activity."""
+    instructions: str = ""
+    """Empty: the activity reads the agent's instructions from the store (earlier releases carried them)."""
     pending: PendingWrites = Field(default_factory=PendingWrites)
 
 

@@ -23,13 +23,10 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
+    from pydantic import BaseModel
+
     from domain.agents import AgentToolGroup, ToolConfig
     from domain.content import CompletionMessage, ToolCall, ToolResponse, content_as_text
-    from domain.events import (
-        KeyedEvent,
-        StepComplete,
-        chunk_of,
-    )
     from domain.turns import InferenceStep, ShieldCallStep, Step, ToolExecutionStep, Turn, TurnStatus
     from workflows.contracts import (
         DOCUMENT_UNAVAILABLE,
@@ -38,7 +35,9 @@ with workflow.unsafe.imports_passed_through():
         INFERENCE_HEARTBEAT_TIMEOUT,
         LOAD_STEPS_ACTIVITY,
         NOT_AWAITING_INPUT,
+        PAYLOAD_BUDGET_BYTES,
         PROVIDER_REJECTED,
+        REPLY_TOO_LARGE,
         RESOLVE_TOOLS_ACTIVITY,
         RUN_SHIELDS_ACTIVITY,
         RUN_TOOL_ACTIVITY,
@@ -63,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
         ToolResponsesSubmission,
         ToolRunRequest,
         Touchpoint,
+        TurnOutcome,
         TurnProgress,
         TurnStart,
         pause_event_key,
@@ -79,6 +79,21 @@ def _step_line(step: Step) -> str:
     return f"{step.step_type}"
 
 
+class _TooLarge(Exception):
+    """Something the turn would have to carry does not fit in a Temporal payload: the turn fails."""
+
+
+CONTINUE_AS_NEW_HISTORY_BYTES = 10_000_000
+"""A turn whose history reaches this size continues as new, as at DA_CONTINUE_AS_NEW_EVENTS events:
+large model replies (up to 1.5 MB each) would reach Temporal's 50 MB history limit long before."""
+CARRY_STEPS_PATCH = "pending-steps-within-payload-budget"
+"""Pending steps too large to ride along with an activity's input are first written by a local activity."""
+
+
+def _size(payload: BaseModel) -> int:
+    return len(payload.model_dump_json())
+
+
 _STORE_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10))
 _TICK = timedelta(microseconds=1)
 
@@ -88,12 +103,12 @@ class TurnWorkflow:
     @workflow.init
     def __init__(self, start: TurnStart) -> None:
         self._start = start
-        self._tool_config: ToolConfig = start.tool_config or start.agent_config.tool_config or ToolConfig()
+        self._agent = start.outline()
+        self._tool_config: ToolConfig = start.tool_config or self._agent.tool_config or ToolConfig()
         self._status = TurnStatus.RUNNING
         self._stored_status = TurnStatus.RUNNING
         self._steps: list[Step] = []
         self._saved_steps = 0
-        self._outbox: list[KeyedEvent] = []
         self._output: CompletionMessage | None = None
         self._completed_at: datetime | None = None
         self._error: str | None = None
@@ -109,11 +124,13 @@ class TurnWorkflow:
         """Why the last tool-results signal changed nothing, shown in the current details."""
 
     @workflow.run
-    async def run(self, start: TurnStart) -> Turn:
+    async def run(self, start: TurnStart) -> TurnOutcome:
         try:
             if refusal := await self._open(start):
                 return await self._finish(refusal)
             return await self._converse(start)
+        except _TooLarge as too_large:
+            return await self._end(TurnStatus.FAILED, f"Turn {start.turn_id} failed: {too_large}.")
         except (ActivityError, asyncio.CancelledError) as error:
             if is_cancelled_exception(error):
                 return await self._end(TurnStatus.CANCELLED, f"Turn {start.turn_id} was cancelled.")
@@ -128,8 +145,8 @@ class TurnWorkflow:
     async def _open(self, start: TurnStart) -> CompletionMessage | None:
         """Get the turn ready: its documents, tools and input check — or, for a continued or reopened
         turn, its state so far. Returns a shield's refusal if the input is refused."""
-        client_tools = sorted(tool.name for tool in start.agent_config.client_tools or [])
-        toolgroups = start.toolgroups if start.toolgroups is not None else start.agent_config.toolgroups
+        client_tools = sorted(self._agent.client_tool_names)
+        toolgroups = start.toolgroups if start.toolgroups is not None else self._agent.toolgroups
         if start.continuation is not None:
             await self._restore(start.continuation)
             if not self._server_tools and toolgroups:
@@ -139,15 +156,19 @@ class TurnWorkflow:
             await self._fetch_documents(start.document_urls)
         if toolgroups:
             self._server_tools = await self._resolve_tools(toolgroups, client_tools)
-        return await self._guard("user-input", [content_as_text(m.content) for m in self._input_messages])
+        return await self._guard("user-input", None)
 
-    async def _converse(self, start: TurnStart) -> Turn:
+    async def _converse(self, start: TurnStart) -> TurnOutcome:
         """Infer, run or hand out the tool calls, and again, until the model answers or the limit is hit."""
-        client_tools = {tool.name for tool in start.agent_config.client_tools or []}
+        client_tools = set(self._agent.client_tool_names)
         server_tools = {tool.name: tool for tool in self._server_tools}
-        max_inferences = start.agent_config.max_infer_iters or 10
+        max_inferences = self._agent.max_infer_iters or 10
         while True:
-            if workflow.info().get_current_history_length() >= start.continue_as_new_after_events:
+            history = workflow.info()
+            if (
+                history.get_current_history_length() >= start.continue_as_new_after_events
+                or history.get_current_history_size() >= CONTINUE_AS_NEW_HISTORY_BYTES
+            ):
                 await self._continue_as_new()
             message = await self._infer()
             done = not message.tool_calls or message.stop_reason == "out_of_tokens"
@@ -265,29 +286,26 @@ class TurnWorkflow:
         return self._last_time
 
     def _add_step(self, step: Step) -> None:
+        """Record a step; the next write stores it with its step_complete event."""
         self._steps.append(step)
         self._describe()
-        payload = StepComplete(step_type=step.step_type, step_id=step.step_id, step_details=step)
-        self._outbox.append(KeyedEvent(key=f"{step.step_id}:complete", body=chunk_of(payload).model_dump(mode="json")))
 
     async def _infer(self) -> CompletionMessage:
         step_id = str(workflow.uuid4())
         started_at = self._now()
-        pending = self._pending()
         request = InferenceRequest(
             turn_id=self._start.turn_id,
             session_id=self._start.session_id,
             step_id=step_id,
-            agent_config=self._start.agent_config,
             tool_config=self._tool_config,
             server_tools=self._server_tools,
-            pending=pending,
         )
+        pending = await self._carry(request)
         result = await workflow.execute_activity(
             INFER_ACTIVITY,
-            request,
+            request.model_copy(update={"pending": pending}),
             result_type=InferenceResult,
-            summary=f"inference · {self._start.agent_config.model}",
+            summary=f"inference · {self._agent.model}",
             start_to_close_timeout=timedelta(minutes=10),
             heartbeat_timeout=INFERENCE_HEARTBEAT_TIMEOUT,
             # A cancelled turn's last events are written only after its model call has stopped.
@@ -296,7 +314,7 @@ class TurnWorkflow:
                 initial_interval=timedelta(seconds=1),
                 maximum_interval=timedelta(seconds=30),
                 maximum_attempts=self._start.inference_max_attempts,
-                non_retryable_error_types=[PROVIDER_REJECTED],
+                non_retryable_error_types=[PROVIDER_REJECTED, REPLY_TOO_LARGE],
             ),
         )
         self._written(pending)
@@ -322,6 +340,7 @@ class TurnWorkflow:
             start_to_close_timeout=timedelta(minutes=2),
             retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=[DOCUMENT_UNAVAILABLE]),
         )
+        # Empty from this release on: the messages with their documents are in the turn's row.
         self._input_messages = result.input_messages
 
     async def _restore(self, continuation: Continuation) -> None:
@@ -374,27 +393,31 @@ class TurnWorkflow:
         )
         workflow.continue_as_new(self._start.model_copy(update={"continuation": continuation}))
 
-    async def _guard(self, touchpoint: Touchpoint, texts: list[str]) -> CompletionMessage | None:
-        """Run the touchpoint's shields as one shield_call step; the refusal to answer with, if violated."""
-        config = self._start.agent_config
-        shields = (config.input_shields if touchpoint == "user-input" else config.output_shields) or []
+    async def _guard(self, touchpoint: Touchpoint, texts: list[str] | None) -> CompletionMessage | None:
+        """Run the touchpoint's shields as one shield_call step; the refusal to answer with, if violated.
+
+        `texts` None: the turn's input messages (read from the store unless the start carried them)."""
+        shields = self._agent.input_shields if touchpoint == "user-input" else self._agent.output_shields
         if not shields:
             return None
         step_id = str(workflow.uuid4())
         started_at = self._now()
-        pending = self._pending()
+        if texts is None and self._input_messages:
+            texts = [content_as_text(m.content) for m in self._input_messages]
+        request = ShieldRequest(
+            turn_id=self._start.turn_id,
+            session_id=self._start.session_id,
+            step_id=step_id,
+            touchpoint=touchpoint,
+            shield_ids=shields,
+            texts=texts or [],
+            texts_are_input=texts is None,
+            instructions=self._start.agent_config.instructions if self._start.agent_config else "",
+        )
+        pending = await self._carry(request)
         result = await workflow.execute_activity(
             RUN_SHIELDS_ACTIVITY,
-            ShieldRequest(
-                turn_id=self._start.turn_id,
-                session_id=self._start.session_id,
-                step_id=step_id,
-                touchpoint=touchpoint,
-                shield_ids=shields,
-                texts=texts,
-                instructions=config.instructions,
-                pending=pending,
-            ),
+            request.model_copy(update={"pending": pending}),
             result_type=ShieldResult,
             summary=f"shields · {touchpoint}",
             start_to_close_timeout=timedelta(minutes=2),
@@ -429,16 +452,23 @@ class TurnWorkflow:
     async def _run_server_tools(self, calls: list[ToolCall], tools: dict[str, ServerTool]) -> None:
         """Run the calls concurrently, each its own activity and step; a failure is that call's answer."""
         started_at = self._now()
-        step_ids = [str(workflow.uuid4()) for _ in calls]
+        requests = [
+            ToolRunRequest(
+                turn_id=self._start.turn_id,
+                session_id=self._start.session_id,
+                step_id=str(workflow.uuid4()),
+                tool=tools[call.tool_name],
+                call=call,
+            )
+            for call in calls
+        ]
         # Every call carries the pending writes (the inference's step): written once, by whichever
         # activity comes first, and always before that activity's own events.
-        pending = self._pending()
+        pending = await self._carry(*requests)
         responses = await asyncio.gather(
-            *(
-                self._run_tool(step_id, call, tools[call.tool_name], pending)
-                for step_id, call in zip(step_ids, calls, strict=True)
-            )
+            *(self._run_tool(request.model_copy(update={"pending": pending})) for request in requests)
         )
+        step_ids = [request.step_id for request in requests]
         self._written(pending)
         for step_id, call, response in zip(step_ids, calls, responses, strict=True):
             self._add_step(
@@ -452,18 +482,12 @@ class TurnWorkflow:
                 )
             )
 
-    async def _run_tool(self, step_id: str, call: ToolCall, tool: ServerTool, pending: PendingWrites) -> ToolResponse:
+    async def _run_tool(self, request: ToolRunRequest) -> ToolResponse:
+        call = request.call
         try:
             return await workflow.execute_activity(
                 RUN_TOOL_ACTIVITY,
-                ToolRunRequest(
-                    turn_id=self._start.turn_id,
-                    session_id=self._start.session_id,
-                    step_id=step_id,
-                    tool=tool,
-                    call=call,
-                    pending=pending,
-                ),
+                request,
                 result_type=ToolResponse,
                 summary=f"tool · {call.tool_name}",
                 start_to_close_timeout=timedelta(minutes=5),
@@ -536,15 +560,15 @@ class TurnWorkflow:
         )
         return responses
 
-    async def _finish(self, message: CompletionMessage) -> Turn:
+    async def _finish(self, message: CompletionMessage) -> TurnOutcome:
         self._set_status(TurnStatus.COMPLETED)
         self._describe()
         self._output = message
         self._completed_at = self._now()
         await self._save(f"turn:complete:{len(self._steps)}", "turn_complete")
-        return self.turn()
+        return self._outcome()
 
-    async def _end(self, status: TurnStatus, reason: str) -> Turn:
+    async def _end(self, status: TurnStatus, reason: str) -> TurnOutcome:
         """End the turn without an answer (failed, cancelled, expired), keeping its steps so far."""
         if self._saving is not None and not self._saving.done():
             await self._saving
@@ -555,24 +579,48 @@ class TurnWorkflow:
         self._describe()
         self._completed_at = self._now()
         await self._save(f"turn:{status.value}:{len(self._steps)}", "error")
-        return self.turn()
+        return self._outcome()
+
+    def _outcome(self) -> TurnOutcome:
+        """The workflow's result: a summary. The turn (which can be megabytes) is in the store."""
+        return TurnOutcome(turn_id=self._start.turn_id, status=self._status, steps=len(self._steps), error=self._error)
 
     def _pending(self) -> PendingWrites:
         # A turn resumed after a pause is running again: the next write says so, so readers of the
         # store stop seeing awaiting_input as soon as the turn's next step begins.
         resumed = self._status == TurnStatus.RUNNING and self._stored_status != TurnStatus.RUNNING
         return PendingWrites(
-            events=list(self._outbox),
             first_new_step=self._saved_steps,
             new_steps=self._steps[self._saved_steps :],
             status=TurnStatus.RUNNING if resumed else None,
             session_id=self._start.session_id if resumed else None,
             agent_id=self._start.agent_id if resumed else None,
+            step_events=True,
         )
+
+    async def _carry(self, *requests: BaseModel) -> PendingWrites:
+        """The pending writes for these requests to carry (each request is built without them).
+
+        Steps ride along with the next activity's input, saving a store round trip per step. When
+        they would not fit in its payload (many large tool results at once), a local activity,
+        whose input never enters the history, writes them first. A request too large even alone
+        fails the turn instead of failing its workflow task forever.
+        """
+        own = max(_size(request) for request in requests)
+        if own > PAYLOAD_BUDGET_BYTES:
+            raise _TooLarge(f"a request of {own:,} bytes, more than a turn can carry ({PAYLOAD_BUDGET_BYTES:,})")
+        pending = self._pending()
+        if pending.new_steps and own + _size(pending) > PAYLOAD_BUDGET_BYTES and workflow.patched(CARRY_STEPS_PATCH):
+            await self._write(
+                TurnProgress(
+                    turn_id=self._start.turn_id, session_id=self._start.session_id, pending=pending, status=self._status
+                )
+            )
+            pending = self._pending()
+        return pending
 
     def _written(self, pending: PendingWrites) -> None:
         self._stored_status = pending.status or self._stored_status
-        self._outbox = self._outbox[len(pending.events) :]
         self._saved_steps = max(self._saved_steps, pending.first_new_step + len(pending.new_steps))
 
     async def _save(self, event_key: str, event: Literal["turn_awaiting_input", "turn_complete", "error"]) -> None:

@@ -49,7 +49,7 @@ async def get_session(
         raise not_found("Session", session_id)
     for index, turn in enumerate(session.turns):
         if turn.status == TurnStatus.RUNNING:
-            session.turns[index] = await runtime.turns.live_turn(turn.turn_id) or turn
+            session.turns[index] = await runtime.turns.live_turn(turn)
     return session
 
 

@@ -16,7 +16,7 @@ from api.schemas import CreateTurnRequest, ResumeTurnRequest, StepResponse
 from api.tenancy import Principal, PrincipalDep
 from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
 from api.turn_responses import respond, stream_events
-from api.turn_starter import reopen_turn, start_turn
+from api.turn_starter import reopen_turn, require_input_within_limit, start_turn
 from domain.agents import Agent
 from domain.content import ToolResponse
 from domain.turns import ToolExecutionStep, Turn, TurnStatus
@@ -121,7 +121,9 @@ async def _resume(
     call_ids = [response.call_id for response in body.tool_responses]
     if len(call_ids) != len(set(call_ids)):
         raise HTTPException(400, f"Each call_id may be answered once; got {call_ids}")
-    responses = [r.model_copy(update={"content": truncate_content(r.content)}) for r in body.tool_responses]
+    limit = runtime.settings.max_tool_output_chars
+    responses = [r.model_copy(update={"content": truncate_content(r.content, limit)}) for r in body.tool_responses]
+    require_input_within_limit(runtime.settings, "tool results", responses)
     try:
         with turn_context(turn_id, session_id, agent.agent_id):
             pause = await _deliver(runtime, turn_id, responses)
@@ -203,7 +205,7 @@ async def get_turn(
     turn = await _stored_turn(agent, session_id, turn_id, runtime)
     if turn.status != TurnStatus.RUNNING:
         return turn
-    return await runtime.turns.live_turn(turn_id) or turn
+    return await runtime.turns.live_turn(turn)
 
 
 @router.get(TURN_PATH + "/{turn_id}/step/{step_id}", response_model=StepResponse)

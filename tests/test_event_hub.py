@@ -1,0 +1,146 @@
+"""The event hub that feeds every SSE stream of an API process: it survives store errors, and no
+stream waits on another's backlog."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import Coroutine
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from api.event_hub import EventHub
+from domain.content import UserMessage
+from domain.events import KeyedEvent
+from domain.turns import TurnStatus
+from store.database import open_database
+from store.repository import Store
+from store.upgrade import upgrade_store
+from tests.rest import create_agent, create_session, final_turn, sse_events
+from tests.scripted_model import ScriptedModel, text, tool_call
+from tests.stack import Stack
+from workflows.contracts import turn_workflow_id
+
+
+def _set_events_table(store: Store, present: bool) -> Coroutine[Any, Any, Any]:
+    """A real store error: the events table disappears under the API (renamed), then comes back."""
+    old, new = ("turn_events_away", "turn_events") if present else ("turn_events", "turn_events_away")
+    return store.database.write(lambda tx: tx.exec_driver_sql(f"ALTER TABLE {old} RENAME TO {new}"))
+
+
+class _Follower(threading.Thread):
+    """Follows one turn's SSE stream in the background, keeping what it has received."""
+
+    def __init__(self, url: str, timeout: float = 60) -> None:
+        super().__init__(daemon=True)
+        self._url, self._timeout = url, timeout
+        self.events: list[tuple[int | None, dict]] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            with httpx.Client(timeout=self._timeout) as http, http.stream("GET", self._url) as response:
+                body = ""
+                for chunk in response.iter_text():
+                    body += chunk
+                    self.events = sse_events(httpx.Response(200, text=body.rsplit("\n\n", 1)[0] + "\n\n"))
+        except httpx.HTTPError:
+            pass
+        finally:
+            self.done.set()
+
+
+def test_a_store_error_in_the_hub_does_not_silence_streams(
+    stack: Stack, http: httpx.Client, model: ScriptedModel
+) -> None:
+    model.script(tool_call("get_boiling_point", {"liquid_name": "water"}), text("Water boils at 100."))
+    agent_id = create_agent(http)
+    session_id = create_session(http, agent_id)
+    turns = f"/v1/agents/{agent_id}/session/{session_id}/turn"
+    created = http.post(turns, json={"messages": [{"role": "user", "content": "boil"}], "stream": True})
+    paused, last_id = final_turn(created), sse_events(created)[-1][0]
+    follower = _Follower(f"{stack.base_url}{turns}/{paused['turn_id']}/events?after={last_id}")
+    follower.start()
+    time.sleep(0.5)  # the follower is subscribed: the hub polls for it
+
+    stack.background.run(_set_events_table(stack.store, present=False))
+    time.sleep(1.0)  # the hub's polls fail meanwhile
+    stack.background.run(_set_events_table(stack.store, present=True))
+
+    call = paused["output_message"]["tool_calls"][0]
+    answer = {"call_id": call["call_id"], "tool_name": call["tool_name"], "content": "100 C"}
+    resumed = http.post(f"{turns}/{paused['turn_id']}/resume", json={"tool_responses": [answer], "stream": True})
+    assert resumed.status_code == 200
+    assert sse_events(resumed)[-1][1]["event"]["payload"]["event_type"] == "turn_complete"
+    assert follower.done.wait(30)
+    assert follower.events, "the follower got nothing after the store came back"
+    assert follower.events[-1][1]["event"]["payload"]["event_type"] == "turn_complete"
+
+
+async def test_the_hub_reports_failing_polls_until_they_work_again(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
+    await upgrade_store(url)
+    database = open_database(url)
+    store = Store(database)
+    hub = EventHub(store)
+    assert hub.problem() == "the event hub is not running"
+    poller = asyncio.create_task(hub.run())
+    try:
+        async with hub.subscribe("some-turn", 0):
+            await asyncio.sleep(0.1)
+            assert hub.problem() is None
+            await _set_events_table(store, present=False)
+            await asyncio.sleep(0.3)
+            problem = hub.problem()
+            assert problem is not None and "store polls have failed" in problem and "turn_events" in problem
+            await _set_events_table(store, present=True)
+            await asyncio.sleep(2.5)  # the longest backoff between retries is 2 s
+            assert hub.problem() is None
+            assert not poller.done()
+    finally:
+        poller.cancel()
+        await database.dispose()
+
+
+def test_a_long_replay_from_the_start_does_not_wait_on_another_stream(stack: Stack, http: httpx.Client) -> None:
+    agent_id = create_agent(http)
+    quiet, long = str(uuid.uuid4()), str(uuid.uuid4())
+    quiet_session, long_session = create_session(http, agent_id), create_session(http, agent_id)
+    now = datetime.now(UTC)
+    progress = {"event": {"payload": {"event_type": "step_progress", "step_type": "inference"}}}
+    complete = {"event": {"payload": {"event_type": "turn_complete"}}}
+
+    async def seed() -> None:
+        # A running turn that has written nothing yet (its workflow waits on a queue nobody polls)…
+        await stack.store.begin_turn(agent_id, quiet_session, quiet, [UserMessage(content="wait")], now)
+        await stack.client.start_workflow(
+            "AgentTurn", {}, id=turn_workflow_id(quiet), task_queue=f"nobody-{uuid.uuid4()}"
+        )
+        # …and a finished one with a long event log.
+        await stack.store.begin_turn(agent_id, long_session, long, [UserMessage(content="many")], now)
+        events = [KeyedEvent(key=f"e{i}", body=progress) for i in range(1500)]
+        await stack.store.save_turn_progress(
+            long, events=[*events, KeyedEvent(key="end", body=complete)], status=TurnStatus.COMPLETED
+        )
+
+    stack.background.run(seed())
+    follower = _Follower(f"{stack.base_url}/v1/agents/{agent_id}/session/{quiet_session}/turn/{quiet}/events")
+    follower.start()
+    try:
+        time.sleep(0.5)  # the quiet stream is followed from 0
+        started = time.monotonic()
+        replay = http.get(f"/v1/agents/{agent_id}/session/{long_session}/turn/{long}/events", timeout=30)
+        took = time.monotonic() - started
+
+        events = sse_events(replay)
+        assert len(events) == 1501, f"{len(events)} events; the last: {events[-1]}"
+        assert events[-1][1] == complete
+        assert took < 4, f"the replay took {took:.1f} s"
+        assert not follower.done.is_set()
+    finally:
+        stack.background.run(stack.client.get_workflow_handle(turn_workflow_id(quiet)).terminate())
