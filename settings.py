@@ -131,6 +131,20 @@ def _port(raw: Any) -> int:
     return number
 
 
+def _port_or_zero(raw: Any) -> int:
+    number = _whole_number(raw)
+    if not 0 <= number <= 65535:
+        raise ValueError(f"must be a port number from 1 to 65535, or 0 for none, got {number}")
+    return number
+
+
+def _log_format(raw: Any) -> str:
+    lowered = str(raw).strip().lower()
+    if lowered not in ("text", "json"):
+        raise ValueError(f"must be text or json, got {raw!r}")
+    return lowered
+
+
 def _seconds(raw: Any) -> timedelta | None:
     """A number of seconds; 0 or less means no limit."""
     if raw is None or isinstance(raw, timedelta):
@@ -198,6 +212,8 @@ Flag = Annotated[bool, BeforeValidator(_flag)]
 PositiveInt = Annotated[int, BeforeValidator(_positive_int)]
 LimitOrOff = Annotated[int, BeforeValidator(_whole_number_or_off)]
 Port = Annotated[int, BeforeValidator(_port)]
+PortOrZero = Annotated[int, BeforeValidator(_port_or_zero)]
+LogFormat = Annotated[Literal["text", "json"], BeforeValidator(_log_format)]
 Seconds = Annotated[timedelta | None, BeforeValidator(_seconds)]
 CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_comma_list)]
 PositiveSeconds = Annotated[float, BeforeValidator(_positive_seconds)]
@@ -302,6 +318,12 @@ class Settings(BaseSettings):
     """Host header names served (`*`: any); unset: loopback names only without API keys, any with them."""
     allowed_origins: CommaList = ()
     """Browser origins (scheme://host[:port]) allowed besides the API's own."""
+    log_format: LogFormat = "text"
+    """`json`: every log line is one JSON object, for log shippers."""
+    worker_metrics_host: str = "127.0.0.1"
+    """Interface worker.py serves its Prometheus metrics on."""
+    worker_metrics_port: PortOrZero = 0
+    """Port worker.py serves Prometheus metrics on (the Temporal SDK's and ours); 0: not served."""
 
     @classmethod
     def settings_customise_sources(

@@ -8,23 +8,29 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
+from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
+from observability.tracing import temporal_interceptors
 from settings import Settings
 from workflows import search_attributes
 
 log = logging.getLogger(__name__)
 
 
-async def connect_temporal(settings: Settings) -> Client:
-    """A client for the configured address, namespace, TLS and API key; localhost:7233 by default."""
+async def connect_temporal(settings: Settings, runtime: Runtime | None = None) -> Client:
+    """A client for the configured address, namespace, TLS and API key; localhost:7233 by default.
+
+    With tracing on, its calls and the workers built on it carry the trace context (see observability/)."""
     config = ClientConfig.load_client_connect_config(
         profile=settings.temporal_profile, config_file=settings.temporal_config_file
     )
     if settings.temporal_address:
         config["target_host"] = settings.temporal_address
     config.setdefault("target_host", f"127.0.0.1:{settings.temporal_port}")
-    return await Client.connect(**config, data_converter=pydantic_data_converter)
+    return await Client.connect(
+        **config, data_converter=pydantic_data_converter, interceptors=temporal_interceptors(), runtime=runtime
+    )
 
 
 class MissingSearchAttributes(RuntimeError):

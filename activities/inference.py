@@ -12,6 +12,7 @@ from activities.heartbeat import heartbeating
 from activities.pending_writes import write_pending
 from domain.content import CompletionMessage, StopReason, ToolCall
 from domain.events import KeyedEvent, StepProgress, StepStart, TextDelta, ToolCallDelta, chunk_of
+from observability import metrics
 from providers import openai_format
 from providers.base import ChatRequest, FinishPart, ProviderRejected, TextPart, ToolCallPart
 from providers.registry import ModelRegistry
@@ -104,15 +105,19 @@ class InferenceActivities:
             calls: list[ToolCall] = []
             stop_reason: StopReason = "end_of_turn"
             async with heartbeating():
-                async for part in model.stream(chat):
-                    if isinstance(part, TextPart):
-                        text.append(part.text)
-                        await writer.add_text(part.text)
-                    elif isinstance(part, ToolCallPart):
-                        calls.append(part.tool_call)
-                        await writer.add(ToolCallDelta(tool_call=part.tool_call, parse_status="succeeded"))
-                    elif isinstance(part, FinishPart):
-                        stop_reason = part.stop_reason
+                with metrics.model_call(request.agent_config.model) as measured:
+                    async for part in model.stream(chat):
+                        if isinstance(part, TextPart):
+                            measured.first_token()
+                            text.append(part.text)
+                            await writer.add_text(part.text)
+                        elif isinstance(part, ToolCallPart):
+                            measured.first_token()
+                            calls.append(part.tool_call)
+                            await writer.add(ToolCallDelta(tool_call=part.tool_call, parse_status="succeeded"))
+                        elif isinstance(part, FinishPart):
+                            stop_reason = part.stop_reason
+                            measured.usage(part.prompt_tokens, part.completion_tokens)
             await writer.flush()
         except ProviderRejected as rejected:
             raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected

@@ -9,6 +9,7 @@ from activities.heartbeat import heartbeating
 from activities.pending_writes import write_pending
 from domain.content import ToolResponse
 from domain.events import KeyedEvent, StepProgress, StepStart, ToolCallDelta, chunk_of
+from observability import metrics
 from store.repository import Store
 from tool_runtime.catalog import ToolCatalog, ToolNameClash, UnknownToolGroup
 from tool_runtime.mcp import McpUnavailable
@@ -66,11 +67,14 @@ class ToolActivities:
         arguments = request.call.arguments if isinstance(request.call.arguments, dict) else {}
         try:
             async with heartbeating():
-                outcome = await self._catalog.call(request.tool, arguments)
+                with metrics.tool_call(request.call.tool_name):
+                    outcome = await self._catalog.call(request.tool, arguments)
         except McpUnavailable as unavailable:
             raise ApplicationError(
                 str(unavailable), type=TOOL_UNAVAILABLE, non_retryable=not unavailable.retryable
             ) from None
+        if outcome.is_error:
+            metrics.tool_answered_with_error(request.call.tool_name)
         return ToolResponse(
             call_id=request.call.call_id,
             tool_name=request.call.tool_name,

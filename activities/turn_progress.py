@@ -9,6 +9,8 @@ from temporalio.exceptions import ApplicationError
 
 from domain.events import ErrorChunk, KeyedEvent, StreamError, TurnAwaitingInput, TurnComplete, chunk_of
 from domain.turns import Turn
+from observability.logs import log_turn_state
+from observability.metrics import TURNS_ENDED
 from store.repository import Store
 from workflows.contracts import (
     LOAD_STEPS_ACTIVITY,
@@ -54,6 +56,10 @@ class TurnProgressActivities:
             )
         except LookupError as missing:
             raise ApplicationError(str(missing), type="TurnMissing", non_retryable=True) from missing
+        if progress.event is not None:  # a pause or an end; other saves keep the status as it was
+            log_turn_state(progress.turn_id, progress.session_id, progress.agent_id, progress.status)
+            if progress.status.is_final:
+                TURNS_ENDED.labels(progress.status.value).inc()
 
     @activity.defn(name=LOAD_STEPS_ACTIVITY)
     async def load_turn_steps(self, request: LoadStepsRequest) -> LoadStepsResult:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -16,13 +16,16 @@ from api.event_hub import EventHub
 from api.host_check import HostOriginCheck
 from api.openapi import install_openapi
 from api.rate_limit import RateLimit
-from api.routers import agents, health, sessions, shields, tools, turns
+from api.routers import agents, health, metrics, sessions, shields, tools, turns
 from api.runtime import Runtime
 from api.stream_slots import StreamSlots
 from api.tenancy import DEFAULT_TENANT, principals
 from api.turn_gateway import TurnGateway
 from api.turn_sweep import sweep_forever
-from settings import Settings, get_settings
+from observability.api_tracing import fastapi_native_telemetry_off, instrument_api
+from observability.logs import configure_logging
+from observability.tracing import setup_tracing
+from settings import Settings, SettingsError, get_settings
 from store.database import open_database
 from store.repository import Store
 from store.upgrade import upgrade_store
@@ -43,6 +46,16 @@ def _announce_tenancy(settings: Settings) -> None:
         )
     else:
         log.info("API keys for %d tenants; each sees only its own agents, sessions and toolgroups", len(tenants))
+
+
+def _configure_logging(settings: Callable[[], Settings]) -> None:
+    """Before uvicorn's first line, so that with JSON logs every line is JSON; a process whose logging is
+    set up already (a test runner) keeps it. A configuration error is reported by the lifespan instead."""
+    try:
+        log_format = settings().log_format
+    except SettingsError:
+        return
+    configure_logging("api", log_format, force=False)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -83,10 +96,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 task.cancel()
             await database.dispose()
 
+    _configure_logging(current_settings)
+    setup_tracing("durable-agents-api")
     app = FastAPI(
         title="durable-agents",
         summary="A durable agent runtime on Temporal, wire-compatible with the llama-stack Agents API",
         lifespan=lifespan,
+        **fastapi_native_telemetry_off(),
     )
     install_error_handlers(app)
     # The last added runs first: a request for a foreign host name or origin is refused first, then a caller
@@ -99,6 +115,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in routers:
         app.include_router(router, prefix="/v1")
     install_openapi(app, routers, prefix="/v1")
+    app.include_router(health.readiness_router)
+    app.include_router(metrics.router)
+    instrument_api(app, lambda turn_id: app.state.runtime.turns.trace_carrier(turn_id))
     return app
 
 

@@ -1,4 +1,4 @@
-"""Optional bearer-token auth: with `DA_API_KEYS` set, every request but the health probe needs one of the keys.
+"""Optional bearer-token auth: with `DA_API_KEYS` set, every request but the probes and the scrape needs a key.
 
 A pure ASGI middleware rather than a FastAPI dependency, so it guards every path alike (/openapi.json, /docs,
 unknown paths) and refuses a caller before any request body is read or validated. The official
@@ -19,8 +19,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from api.tenancy import ANONYMOUS, Principal, key_digest, principals
 from settings import Settings
 
-OPEN_ROUTES = frozenset({("GET", "/v1/health")})
-"""Load balancers and orchestrators probe liveness without credentials."""
+OPEN_ROUTES = frozenset({("GET", "/v1/health"), ("GET", "/readyz"), ("GET", "/metrics")})
+"""Load balancers and orchestrators probe liveness and readiness, and Prometheus scrapes, without credentials."""
 
 
 class BearerAuth:

@@ -19,6 +19,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from domain.content import ToolResponse, content_as_text
 from domain.turns import Turn, TurnStatus
+from observability.tracing import current_trace_carrier, turn_context
 from workflows.contracts import NOT_AWAITING_INPUT, ToolResponsesSubmission, TurnStart, turn_workflow_id
 from workflows.search_attributes import AGENT_ID, SESSION_ID, TENANT_ID, TURN_STATUS
 from workflows.turn import TurnWorkflow
@@ -29,6 +30,7 @@ QUERY_TIMEOUT = timedelta(seconds=2)
 WORKFLOW_TASK_TIMEOUT = timedelta(seconds=4)
 UPDATE_ATTEMPTS = 5
 _REOPEN_POLICY = WorkflowIDReusePolicy.ALLOW_DUPLICATE
+TRACE_MEMO = "trace"
 
 
 def _shorten(text: str, limit: int = 120) -> str:
@@ -65,8 +67,14 @@ class TurnGateway:
         """Start the turn's workflow; `reopening` starts a new run of a turn whose workflow has closed.
 
         The tenant is only a search attribute (operators filter by it): the worker reads a turn's tenant
-        from the store, so workflow inputs recorded before tenancy existed still run.
-        """
+        from the store, so workflow inputs recorded before tenancy existed still run. With tracing on, the
+        workflow carries the request's trace, and its memo the trace context that later requests of the
+        turn (resumes) join."""
+        with turn_context(start.turn_id, start.session_id, start.agent_id):
+            await self._start(start, tenant, reopening)
+
+    async def _start(self, start: TurnStart, tenant: str, reopening: bool) -> None:
+        trace = current_trace_carrier()
         await self._client.start_workflow(
             TurnWorkflow.run,
             start,
@@ -87,6 +95,7 @@ class TurnGateway:
                     SearchAttributePair(TENANT_ID, tenant),
                 ]
             ),
+            memo={TRACE_MEMO: trace} if trace else None,
             static_summary=_shorten(" ".join(content_as_text(m.content) for m in start.input_messages)),
             static_details=(
                 f"**Agent:** `{start.agent_id}`  \n**Session:** `{start.session_id}`  \n"
@@ -130,6 +139,11 @@ class TurnGateway:
                 log.warning("update of turn %s failed in transit (attempt %d): %s", turn_id, attempt, error)
                 await asyncio.sleep(0.5 * attempt)
         raise TurnUnavailable(f"Turn {turn_id}'s workflow did not take the tool results in time; send them again")
+
+    async def trace_carrier(self, turn_id: str) -> dict[str, str] | None:
+        """The trace context the turn's create request recorded, if it was traced."""
+        description = await self._client.get_workflow_handle(turn_workflow_id(turn_id)).describe()
+        return await description.memo_value(TRACE_MEMO, None)
 
     async def cancel(self, turn_id: str) -> None:
         await self._client.get_workflow_handle(turn_workflow_id(turn_id)).cancel()

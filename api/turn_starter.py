@@ -20,6 +20,8 @@ from api.turn_documents import url_documents, with_documents
 from domain.agents import Agent
 from domain.content import ToolResponse
 from domain.turns import InferenceStep, Turn, TurnStatus
+from observability.logs import log_turn_state
+from observability.metrics import TURNS_STARTED
 from store.repository import LimitReached, TurnConflict, TurnTools
 from workflows.contracts import Continuation, TurnStart
 
@@ -127,6 +129,7 @@ async def start_turn(
         if await runtime.turns.is_running(conflict.turn_id):
             raise HTTPException(409, str(conflict)) from conflict
         await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
+        log_turn_state(conflict.turn_id, session_id, agent.agent_id, TurnStatus.FAILED)
         await _begun(begin(), session_id)
     crash_point(AFTER_TURN_ROW)
     turn = Turn(turn_id=turn_id, session_id=session_id, input_messages=messages, started_at=started_at)
@@ -138,7 +141,10 @@ async def start_turn(
         # What went wrong inside Temporal is for the operator's log; the turn and the caller get what they can act on.
         log.exception("starting the workflow of turn %s failed", turn_id)
         await runtime.store.abandon_turn(turn_id, "Its workflow could not be started.")
+        log_turn_state(turn_id, session_id, agent.agent_id, TurnStatus.FAILED)
         raise HTTPException(503, "Could not start the turn's workflow (Temporal unavailable); retry shortly") from error
+    TURNS_STARTED.inc()
+    log_turn_state(turn_id, session_id, agent.agent_id, TurnStatus.RUNNING)
     return StartedTurn(turn_id, is_retry=False)
 
 
@@ -178,7 +184,9 @@ async def reopen_turn(
     except Exception as error:
         log.exception("restarting the workflow of turn %s failed", turn.turn_id)
         await runtime.store.abandon_turn(turn.turn_id, "Its workflow could not be restarted.")
+        log_turn_state(turn.turn_id, turn.session_id, agent.agent_id, TurnStatus.FAILED)
         raise HTTPException(
             503, "Could not restart the turn's workflow (Temporal unavailable); retry shortly"
         ) from error
+    log_turn_state(turn.turn_id, turn.session_id, agent.agent_id, TurnStatus.RUNNING)
     return after

@@ -10,12 +10,16 @@ DA_DATA_DIR and free ports; it stops them all at the end (SIGINT to serve.py). F
 - simple streamed turn: POST turn (stream) → turn_complete, p50/p95;
 - client-tool turn: create → turn_awaiting_input → resume (stream) → turn_complete, p50/p95;
 - throughput: N sessions (20) concurrently each running M (10) client-tool turns in sequence;
-- first text delta: from the model server's first token send to our receipt of the first
-  step_progress text delta (both stamped with time.monotonic(), one clock for all processes here);
+- first text delta (model TTFT 100 ms, 30 ms/token): from our POST to our receipt of the first
+  step_progress text delta, and from the model server's first token send to that receipt (all
+  stamped with time.monotonic(), one clock for all processes here);
+- a turn's cost as its session grows: 300 streamed turns in one session, each answered with 50
+  words; p50 latency and CPU per turn of the first 20 turns against the last 20;
 - Temporal's floor: a one-activity workflow run with the temporalio SDK on the same dev server.
 
 Each measured turn gets a fresh session (not timed), so session history does not grow across
-iterations; in the throughput phase each simulated client keeps its one session, as a real one would.
+iterations, except in the session-growth phase; in the throughput phase each simulated client keeps
+its one session, as a real one would.
 Progress goes to stderr, the JSON line to stdout.
 """
 
@@ -261,6 +265,9 @@ def expect_final(result: StreamResult, wanted: str) -> dict[str, Any]:
     return turn
 
 
+GROWTH_WORDS = 50
+
+
 def user_turn(text: str) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": text}], "stream": True}
 
@@ -278,6 +285,16 @@ async def tool_turn(client: httpx.AsyncClient, agent_id: str, session_id: str) -
     paused = expect_final(await stream_until_final(client, path, user_turn("Use the tool.")), "turn_awaiting_input")
     resume = {"tool_responses": tool_responses_for(paused), "stream": True}
     result = await stream_until_final(client, f"{path}/{paused['turn_id']}/resume", resume)
+    expect_final(result, "turn_complete")
+    return time.perf_counter() - started
+
+
+async def long_answer_turn(client: httpx.AsyncClient, agent_id: str, session_id: str) -> float:
+    """A streamed turn the model answers in GROWTH_WORDS words (bench/model_server.py's rule)."""
+    started = time.perf_counter()
+    result = await stream_until_final(
+        client, turn_path(agent_id, session_id), user_turn(f"Answer in {GROWTH_WORDS} words.")
+    )
     expect_final(result, "turn_complete")
     return time.perf_counter() - started
 
@@ -374,6 +391,8 @@ class DeltaTiming:
     """Model's first token sent → our first text delta received."""
     to_model: float
     """Our POST sent → the model server received the request."""
+    post_to_delta: float
+    """Our POST sent → our first text delta received: what a user waits for the first word."""
 
 
 async def first_delta_timing(client: httpx.AsyncClient, agent_id: str, model: ModelServer) -> DeltaTiming:
@@ -389,7 +408,43 @@ async def first_delta_timing(client: httpx.AsyncClient, agent_id: str, model: Mo
     if not records or records[0]["first_token_at"] is None:
         raise RuntimeError(f"the model server has no first-token record for {marker}")
     first = records[0]  # a retried inference would add later records; the first is what was relayed first
-    return DeltaTiming(result.first_text_at - first["first_token_at"], first["received_at"] - posted_at)
+    return DeltaTiming(
+        result.first_text_at - first["first_token_at"],
+        first["received_at"] - posted_at,
+        result.first_text_at - posted_at,
+    )
+
+
+# --- A turn's cost as its session grows ----------------------------------------------------------
+
+
+async def measure_growth(client: httpx.AsyncClient, agent_id: str, plan: Plan, pids: dict[str, int]) -> dict[str, Any]:
+    """`plan.growth_turns` streamed turns in one session; the first and last `plan.growth_window`
+    turns compared by latency p50 and CPU per turn (the steadier figure on a shared machine)."""
+    session_id = await create_session(client, agent_id, "growth")
+    window = plan.growth_window
+
+    async def turns(count: int, label: str) -> tuple[Phase[float], dict[str, float]]:
+        before = cpu_seconds(pids)
+        phase = await repeat(count, lambda: long_answer_turn(client, agent_id, session_id), plan.turn_timeout, label)
+        return phase, cpu_ms_per_turn(before, cpu_seconds(pids), len(phase.results))
+
+    first, first_cpu = await turns(window, "growth: first turns")
+    middle_count = max(0, plan.growth_turns - 2 * window)
+    middle, _ = await turns(middle_count, "growth: middle turns")
+    last, last_cpu = await turns(window, "growth: last turns")
+    first_p50, last_p50 = percentiles_ms(first.results)["p50"], percentiles_ms(last.results)["p50"]
+    errors = first.errors + middle.errors + last.errors
+    return {
+        "turns": len(first.results) + len(middle.results) + len(last.results),
+        "words_per_answer": GROWTH_WORDS,
+        "window": window,
+        "first_ms": {**percentiles_ms(first.results), "cpu_ms_per_turn": first_cpu},
+        "last_ms": {**percentiles_ms(last.results), "cpu_ms_per_turn": last_cpu},
+        "last_over_first_p50": round(last_p50 / first_p50, 2) if first_p50 and last_p50 else None,
+        "errors": len(errors),
+        "first_errors": errors[:3],
+    }
 
 
 # --- Report ------------------------------------------------------------------------------------------
@@ -401,14 +456,15 @@ def target(actual: float | int | None, op: str, bound: float) -> dict[str, Any]:
 
 
 def targets(report: dict[str, Any]) -> dict[str, Any]:
-    """The issue's targets, for the embedded stack with model latency 0 (first delta: TTFT 100 ms)."""
+    """The targets of issue #15, for the embedded stack with model latency 0 (first delta: TTFT 100 ms)."""
     throughput = report["throughput"]
     return {
-        "simple_streamed_p50_ms": target(report["simple_streamed_ms"]["p50"], "<=", 60),
-        "client_tool_p50_ms": target(report["client_tool_turn_ms"]["p50"], "<=", 170),
-        "tool_turns_per_s": target(throughput["tool_turns_per_s"], ">=", 13),
+        "simple_streamed_p50_ms": target(report["simple_streamed_ms"]["p50"], "<=", 85),
+        "client_tool_p50_ms": target(report["client_tool_turn_ms"]["p50"], "<=", 190),
+        "tool_turns_per_s": target(throughput["tool_turns_per_s"], ">=", 10),
         "throughput_errors": target(throughput["errors"], "<=", 0),
-        "first_text_delta_p50_ms": target(report["first_text_delta_ms"]["p50"], "<=", 50),
+        "post_to_first_text_delta_p50_ms": target(report["first_text_delta_ms"]["post_to_delta"]["p50"], "<=", 135),
+        "session_growth_last_over_first_p50": target(report["session_growth"]["last_over_first_p50"], "<=", 1.3),
     }
 
 
@@ -419,12 +475,23 @@ class Plan:
     sessions: int
     turns_per_session: int
     turn_timeout: float
+    growth_turns: int
+    growth_window: int
 
 
 def plan_from(args: argparse.Namespace) -> Plan:
     if args.quick:
-        return Plan(min(args.iterations, 5), 1, 4, 3, args.turn_timeout)
-    return Plan(args.iterations, args.warmup, args.sessions, args.turns_per_session, args.turn_timeout)
+        return Plan(min(args.iterations, 5), 1, 4, 3, args.turn_timeout, min(args.growth_turns, 40), 10)
+    window = min(20, args.growth_turns // 2)
+    return Plan(
+        args.iterations,
+        args.warmup,
+        args.sessions,
+        args.turns_per_session,
+        args.turn_timeout,
+        args.growth_turns,
+        window,
+    )
 
 
 async def measure(stack: EmbeddedStack, plan: Plan) -> dict[str, Any]:
@@ -458,6 +525,8 @@ async def measure(stack: EmbeddedStack, plan: Plan) -> dict[str, Any]:
         throughput = await measure_throughput(client, agent_id, plan, pids)
         log(f"first text delta x{plan.iterations} (model TTFT {SLOW_TTFT_MS:g} ms, {SLOW_TOKEN_MS:g} ms/token)")
         deltas = await repeat(plan.iterations, probe, timeout, "first text delta")
+        log(f"session growth: {plan.growth_turns} turns of {GROWTH_WORDS} words in one session")
+        growth = await measure_growth(client, agent_id, plan, pids)
     log(f"Temporal floor x{plan.iterations}")
     floor = await asyncio.wait_for(measure_temporal_floor(stack.temporal_address, plan.iterations, plan.warmup), 120)
     return {
@@ -481,7 +550,9 @@ async def measure(stack: EmbeddedStack, plan: Plan) -> dict[str, Any]:
             "model_ttft_ms": SLOW_TTFT_MS,
             "model_token_ms": SLOW_TOKEN_MS,
             "post_to_model_request_ms": percentiles_ms([d.to_model for d in deltas.results]),
+            "post_to_delta": percentiles_ms([d.post_to_delta for d in deltas.results]),
         },
+        "session_growth": growth,
         "temporal_floor_one_activity_ms": percentiles_ms(floor),
     }
 
@@ -493,7 +564,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--sessions", type=int, default=20, help="concurrent sessions in the throughput phase")
     parser.add_argument("--turns-per-session", type=int, default=10, help="client-tool turns per session there")
     parser.add_argument("--turn-timeout", type=float, default=60, help="a turn not done by then is an error")
-    parser.add_argument("--quick", action="store_true", help="smoke run: 5 iterations, 4 sessions x 3 turns")
+    parser.add_argument("--growth-turns", type=int, default=300, help="turns in the one session of the growth phase")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: 5 iterations, 4 sessions x 3 turns, 40 growth turns"
+    )
     parser.add_argument("--timeout", type=float, default=900, help="give up after this many seconds")
     parser.add_argument(
         "--worker-in-api", action="store_true", help="no worker.py: the API process runs the worker (eager start)"

@@ -225,11 +225,25 @@ async def wait_until_polling(
     return False
 
 
+async def wait_until_healthy(url: str, seconds: float, done: asyncio.Event) -> bool:
+    """Until the API answers its health check (False if it has not after `seconds`, or we are done)."""
+    deadline = time.monotonic() + seconds
+    async with httpx.AsyncClient(timeout=2) as client:
+        while time.monotonic() < deadline and not done.is_set():
+            try:
+                if (await client.get(f"{url}/v1/health")).status_code == 200:
+                    return True
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.1)
+    return False
+
+
 @dataclass
 class Killer:
-    """Kills a process `every` seconds, then restarts it: the workers in turn (each once it polls, so
-    each gets to do some work: a busy 2-core box can take longer than a short interval just to start
-    one), or with `anything` the workers and the APIs in turn."""
+    """Kills a process `every` seconds after it is ready, then restarts it: the workers in turn (each
+    once it polls, so each gets to do some work: a busy 2-core box can take longer than a short
+    interval just to start one), or with `anything` the workers and the APIs (once healthy) in turn."""
 
     stack: ChaosStack
     client: Client
@@ -259,6 +273,10 @@ class Killer:
                     self.ready_seconds.append(time.monotonic() - stack.worker_started_at[number])
                 elif not done.is_set():
                     log(f"worker {pid} did not poll within 60 s; killing it anyway")
+            else:  # every API up first: killing one while another restarts would leave clients none
+                for url in stack.api_urls:
+                    if not await wait_until_healthy(url, 60, done) and not done.is_set():
+                        log(f"API {url} did not answer within 60 s; killing anyway")
             try:
                 await asyncio.wait_for(done.wait(), timeout=self.every)
             except TimeoutError:

@@ -7,6 +7,7 @@ It answers by rule, not from a script, so any number of concurrent sessions can 
 - the request offers tools and the last message is a user message containing the word "tool":
   one call to the first offered tool, with `{}` arguments;
 - the last message is a tool result: the text "done";
+- the last user message asks for an answer "in N words": N words (at most 5000);
 - otherwise a fixed sentence of ten words.
 
 Replies always stream (SSE, OpenAI chunk format). `--ttft-ms` delays the first byte of the body,
@@ -37,6 +38,8 @@ from fastapi.responses import StreamingResponse
 SENTENCE = "This is a short fixed answer from the benchmark model."
 TOOL_RESULT_TEXT = "done"
 _TOOL_WORD = re.compile(r"\btool\b", re.IGNORECASE)
+_WORD_COUNT = re.compile(r"\bin (\d+) words\b", re.IGNORECASE)
+_MAX_WORDS = 5000
 _MAX_RECORDS = 100_000
 
 
@@ -82,6 +85,11 @@ def choose_reply(body: dict[str, Any]) -> Reply:
         return Reply(text=TOOL_RESULT_TEXT)
     if tools and last.get("role") == "user" and _TOOL_WORD.search(_text_of(last.get("content"))):
         return Reply(tool_name=tools[0]["function"]["name"])
+    asked = _WORD_COUNT.search(_text_of(last.get("content"))) if last.get("role") == "user" else None
+    if asked:
+        vocabulary = SENTENCE.rstrip(".").split(" ")
+        count = min(int(asked.group(1)), _MAX_WORDS)
+        return Reply(text=" ".join(vocabulary[i % len(vocabulary)] for i in range(count)) + ".")
     return Reply(text=SENTENCE)
 
 

@@ -35,6 +35,9 @@ class ToolCallPart:
 @dataclass(frozen=True)
 class FinishPart:
     stop_reason: StopReason
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    """Token usage, when the provider reports it."""
 
 
 ReplyPart = TextPart | ToolCallPart | FinishPart

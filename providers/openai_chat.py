@@ -52,7 +52,13 @@ class OpenAIChatModel:
         return text.replace(self._api_key, "[redacted]") if self._api_key else text
 
     def _arguments(self, request: ChatRequest) -> dict[str, Any]:
-        arguments: dict[str, Any] = {"model": request.model, "messages": request.messages, "stream": True}
+        # include_usage: the last chunk reports the tokens used (OpenAI, vLLM, Ollama, llama.cpp).
+        arguments: dict[str, Any] = {
+            "model": request.model,
+            "messages": request.messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         if request.tools:
             arguments["tools"] = request.tools
             if request.tool_choice is not None:
@@ -72,7 +78,9 @@ class OpenAIChatModel:
             response = await self._client.chat.completions.create(**self._arguments(request))
             calls: dict[int, _PendingCall] = {}
             finish_reason: str | None = None
+            usage = None
             async for chunk in response:
+                usage = chunk.usage or usage
                 if not chunk.choices:
                     continue
                 choice = chunk.choices[0]
@@ -96,4 +104,8 @@ class OpenAIChatModel:
             raise ProviderRejected(reason) from None
         for index in sorted(calls):
             yield ToolCallPart(calls[index].finish(index))
-        yield FinishPart(_STOP_REASONS.get(finish_reason, "end_of_turn"))
+        yield FinishPart(
+            _STOP_REASONS.get(finish_reason, "end_of_turn"),
+            prompt_tokens=usage.prompt_tokens if usage else None,
+            completion_tokens=usage.completion_tokens if usage else None,
+        )

@@ -369,6 +369,10 @@ class Store:
         rows = await self.database.read(lambda tx: tx.execute(query).all())
         return [UnstartedTurn(row.agent_id, row.tenant_id, _turn(row, []), _turn_tools(row)) for row in rows]
 
+    async def count_turns(self, status: TurnStatus) -> int:
+        query = select(func.count()).select_from(TurnRow).where(TurnRow.status == status.value)
+        return await self.database.read(lambda tx: tx.scalar(query)) or 0
+
     async def turn_with_history(self, session_id: str, turn_id: str) -> tuple[Turn, list[Turn]] | None:
         """The turn, and the session's completed turns that started before it, oldest first: what a
         model call in the turn sees. None if the turn is gone."""

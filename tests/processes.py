@@ -33,7 +33,10 @@ def _wait_until(check: callable, what: str, seconds: float = 60) -> None:  # typ
 
 
 class ProcessStack:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, extra_env: dict[str, str] | None = None, log_dir: Path | None = None) -> None:
+        """`extra_env` is added to every process's environment; with `log_dir`, the worker's and the
+        API's output go to `worker.log` and `api.log` there (appended across restarts)."""
+        self._log_dir = log_dir
         self.model = ScriptedModel()
         self._model_server = ThreadedServer(self.model.app(), free_port()).start()
         self.temporal_port, self.api_port = free_port(), free_port()
@@ -55,6 +58,7 @@ class ProcessStack:
                     }
                 }
             ),
+            **(extra_env or {}),
         }
         self.temporal: subprocess.Popen[bytes] | None = None
         self.worker: subprocess.Popen[bytes] | None = None
@@ -64,24 +68,34 @@ class ProcessStack:
         self.start_api()
 
     @property
+    def model_url(self) -> str:
+        return self._model_server.url
+
+    @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.api_port}"
 
-    def _spawn(self, command: list[str], **env: str) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            command, cwd=ROOT, env={**self.env, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+    def _spawn(self, command: list[str], log_name: str | None = None, **env: str) -> subprocess.Popen[bytes]:
+        environment = {**self.env, **env}
+        if self._log_dir is None or log_name is None:
+            return subprocess.Popen(
+                command, cwd=ROOT, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+        with (self._log_dir / log_name).open("ab") as output:
+            return subprocess.Popen(command, cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT)
 
     def start_temporal(self) -> None:
         self.temporal = self._spawn(dev_server_command(load_settings(self.env)))
         _wait_until(lambda: httpx.get(f"http://127.0.0.1:{self.env['DA_TEMPORAL_UI_PORT']}", timeout=1), "Temporal up")
 
     def start_worker(self) -> None:
-        self.worker = self._spawn([sys.executable, "worker.py"])
+        self.worker = self._spawn([sys.executable, "worker.py"], "worker.log")
 
     def start_api(self, **env: str) -> None:
         """Start the API; `env` adds variables to its environment (a fault point, a setting)."""
-        self.api = self._spawn([sys.executable, "-m", "uvicorn", "api.app:app", "--port", str(self.api_port)], **env)
+        self.api = self._spawn(
+            [sys.executable, "-m", "uvicorn", "api.app:app", "--port", str(self.api_port)], "api.log", **env
+        )
         _wait_until(lambda: httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200, "API healthy")
 
     @staticmethod

@@ -99,23 +99,39 @@ class ScriptedModel:
                     message += f": incorrect API key provided: {(authorization or '').removeprefix('Bearer ')}"
                 error = {"message": message, "type": "scripted", "code": reply.status}
                 return JSONResponse({"error": error}, status_code=reply.status)
-            return StreamingResponse(_chunks(reply, number, body["model"]), media_type="text/event-stream")
+            usage = _usage(body, reply) if (body.get("stream_options") or {}).get("include_usage") else None
+            return StreamingResponse(_chunks(reply, number, body["model"], usage), media_type="text/event-stream")
 
         return app
 
 
-def _chunk(number: int, model: str, delta: dict[str, Any], finish: str | None = None) -> str:
-    payload = {
+def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
+    """Token usage as OpenAI reports it when asked (`stream_options.include_usage`): words stand for tokens."""
+    prompt = sum(len(str(message.get("content") or "").split()) for message in body.get("messages", []))
+    completion = len(reply.text.split()) + len(reply.tool_calls)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _chunk(
+    number: int,
+    model: str,
+    delta: dict[str, Any] | None,
+    finish: str | None = None,
+    usage: dict[str, int] | None = None,
+) -> str:
+    payload: dict[str, Any] = {
         "id": f"chatcmpl-{number}",
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
+    if usage is not None:
+        payload["usage"] = usage
     return f"data: {json.dumps(payload)}\n\n"
 
 
-async def _chunks(reply: Reply, number: int, model: str):  # type: ignore[no-untyped-def]
+async def _chunks(reply: Reply, number: int, model: str, usage: dict[str, int] | None):  # type: ignore[no-untyped-def]
     yield _chunk(number, model, {"role": "assistant", "content": ""})
     for word in reply.text.split(" ") if reply.text else []:
         if reply.token_delay_seconds:
@@ -131,6 +147,8 @@ async def _chunks(reply: Reply, number: int, model: str):  # type: ignore[no-unt
         yield _chunk(number, model, {"tool_calls": [call]})
     finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
     yield _chunk(number, model, {}, finish)
+    if usage is not None:
+        yield _chunk(number, model, None, usage=usage)
     yield "data: [DONE]\n\n"
 
 

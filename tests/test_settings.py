@@ -270,3 +270,14 @@ def test_the_readme_defaults_are_the_code_defaults() -> None:
             assert as_written == getattr(defaults, field), f"README's default of {name} is not the code's"
             checked += 1
     assert checked >= 10
+
+
+def test_log_format_and_worker_metrics_port() -> None:
+    assert load_settings({}).log_format == "text"
+    assert load_settings({"DA_LOG_FORMAT": " JSON "}).log_format == "json"
+    assert load_settings({}).worker_metrics_port == 0
+    assert load_settings({"DA_WORKER_METRICS_PORT": "9464"}).worker_metrics_port == 9464
+    with pytest.raises(SettingsError, match=r"DA_LOG_FORMAT must be text or json, got 'xml'"):
+        load_settings({"DA_LOG_FORMAT": "xml"})
+    with pytest.raises(SettingsError, match=r"DA_WORKER_METRICS_PORT must be a whole number, got 'metrics'"):
+        load_settings({"DA_WORKER_METRICS_PORT": "metrics"})

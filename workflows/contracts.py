@@ -59,6 +59,9 @@ class PendingWrites(BaseModel):
     new_steps: list[Step] = Field(default_factory=list)
     status: TurnStatus | None = None
     """Set when the turn's stored status is out of date (running again after a pause)."""
+    session_id: str | None = None
+    agent_id: str | None = None
+    """With `status`: the turn's ids, for the state change's log line."""
 
 
 class ServerTool(BaseModel):
@@ -193,3 +196,5 @@ class TurnProgress(BaseModel):
     error: str | None = None
     event_key: str | None = None
     event: Literal["turn_awaiting_input", "turn_complete", "error"] | None = None
+    agent_id: str | None = None
+    """For the state change's log line; absent in turns started before it was added."""

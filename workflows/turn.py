@@ -566,6 +566,8 @@ class TurnWorkflow:
             first_new_step=self._saved_steps,
             new_steps=self._steps[self._saved_steps :],
             status=TurnStatus.RUNNING if resumed else None,
+            session_id=self._start.session_id if resumed else None,
+            agent_id=self._start.agent_id if resumed else None,
         )
 
     def _written(self, pending: PendingWrites) -> None:
@@ -586,6 +588,7 @@ class TurnWorkflow:
             error=self._error,
             event_key=event_key,
             event=event,
+            agent_id=self._start.agent_id,
         )
         # Shielded: a cancellation must not interleave a later write with this one (see _end).
         self._saving = asyncio.ensure_future(self._write(progress))

@@ -1,28 +1,54 @@
-"""Liveness: the store answers and Temporal answers."""
+"""Liveness (`GET /v1/health`) and readiness (`GET /readyz`, the Kubernetes convention).
+
+Liveness answers without touching anything: a process whose Temporal or store is down is not
+broken, and restarting it would not help. Readiness says whether both answer, naming the one that
+does not. Neither body carries an exception's text: what went wrong is logged, for the operator.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
 
 from api.runtime import RuntimeDep
 from api.schemas import HealthResponse
 
 router = APIRouter(tags=["health"])
+readiness_router = APIRouter(tags=["health"])
+
 log = logging.getLogger(__name__)
+
+CHECK_TIMEOUT_SECONDS = 2.0
 
 
 @router.get("/health", response_model=HealthResponse)
-async def health(runtime: RuntimeDep) -> HealthResponse:
-    try:
-        await runtime.store.ping()
-    except Exception as error:
-        log.warning("health: the store does not answer: %r", error)
-        raise HTTPException(503, "The store does not answer") from error
-    try:
-        await runtime.turns.check_connection()
-    except Exception as error:
-        log.warning("health: Temporal does not answer: %r", error)
-        raise HTTPException(503, "Temporal does not answer") from error
+async def health() -> HealthResponse:
     return HealthResponse(status="OK")
+
+
+async def _answers(name: str, check: Callable[[], Awaitable[object]]) -> bool:
+    try:
+        await asyncio.wait_for(check(), CHECK_TIMEOUT_SECONDS)
+    except Exception:
+        log.exception("readiness: %s does not answer", name)
+        return False
+    return True
+
+
+@readiness_router.get("/readyz", include_in_schema=False)
+async def readiness(runtime: RuntimeDep) -> JSONResponse:
+    store, temporal = await asyncio.gather(
+        _answers("the store", runtime.store.ping), _answers("Temporal", runtime.turns.check_connection)
+    )
+    checks = {"store": "ok" if store else "unavailable", "temporal": "ok" if temporal else "unavailable"}
+    if store and temporal:
+        return JSONResponse({"status": "ready", "checks": checks})
+    down = " and ".join(name for name, ok in (("the store", store), ("Temporal", temporal)) if not ok)
+    return JSONResponse(
+        {"status": "not ready", "checks": checks, "detail": f"Not ready: {down} does not answer. Retry later."},
+        status_code=503,
+    )

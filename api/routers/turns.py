@@ -20,6 +20,7 @@ from api.turn_starter import reopen_turn, start_turn
 from domain.agents import Agent
 from domain.content import ToolResponse
 from domain.turns import ToolExecutionStep, Turn, TurnStatus
+from observability.tracing import turn_context
 from store.repository import TurnConflict
 from tool_runtime.output_limit import truncate_content
 from workflows.contracts import pause_event_key
@@ -122,7 +123,8 @@ async def _resume(
         raise HTTPException(400, f"Each call_id may be answered once; got {call_ids}")
     responses = [r.model_copy(update={"content": truncate_content(r.content)}) for r in body.tool_responses]
     try:
-        pause = await _deliver(runtime, turn_id, responses)
+        with turn_context(turn_id, session_id, agent.agent_id):
+            pause = await _deliver(runtime, turn_id, responses)
     except TurnUnavailable as unavailable:
         raise HTTPException(503, str(unavailable)) from unavailable
     except (ResumeRejected, TurnNotRunning) as refused:

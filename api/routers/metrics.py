@@ -1,0 +1,41 @@
+"""`GET /metrics`: Prometheus text exposition of this process's metrics, plus the paused turns now.
+
+Served without authentication, as Prometheus scrapers expect: it holds aggregate counts only, no
+ids and no text (see observability/metrics.py). Keep it off the public network at the ingress if
+even counts are not for everyone.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import APIRouter, Response
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Gauge, generate_latest
+
+from api.runtime import RuntimeDep
+from domain.turns import TurnStatus
+
+router = APIRouter(tags=["metrics"])
+
+log = logging.getLogger(__name__)
+
+
+def _awaiting_input(count: int) -> bytes:
+    registry = CollectorRegistry()
+    gauge = Gauge(
+        "durable_agents_turns_awaiting_input",
+        "Turns paused for client tool results now, across all processes (counted in the store)",
+        registry=registry,
+    )
+    gauge.set(count)
+    return generate_latest(registry)
+
+
+@router.get("/metrics", include_in_schema=False)
+async def metrics(runtime: RuntimeDep) -> Response:
+    body = generate_latest(REGISTRY)
+    try:
+        body += _awaiting_input(await runtime.store.count_turns(TurnStatus.AWAITING_INPUT))
+    except Exception:  # the scrape still reports the rest; the gauge's absence says the store did not answer
+        log.exception("metrics: the store did not answer the count of paused turns")
+    return Response(body, media_type=CONTENT_TYPE_LATEST)
