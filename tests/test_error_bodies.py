@@ -51,7 +51,7 @@ def test_with_the_store_down_errors_name_neither_driver_nor_role(stack: Stack, s
         _admin(f'ALTER ROLE "{role}" NOLOGIN')
         _admin(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'")
 
-        for method, path in (("GET", "/v1/health"), ("GET", "/v1/agents"), ("POST", "/v1/agents")):
+        for method, path in (("GET", "/readyz"), ("GET", "/v1/agents"), ("POST", "/v1/agents")):
             body = {"agent_config": {"model": "offline/echo", "instructions": "x"}} if method == "POST" else None
             response = http.request(method, path, json=body)
             assert response.status_code == 503, (path, response.status_code, response.text)
