@@ -46,6 +46,14 @@ class Cluster:
 
     def __init__(self, data_dir: Path, store_url: str) -> None:
         self._logs = data_dir
+        self._processes: list[subprocess.Popen[bytes]] = []
+        try:
+            self._start(data_dir, store_url)
+        except BaseException:  # a process that did not come up: stop the ones that did
+            self.close()
+            raise
+
+    def _start(self, data_dir: Path, store_url: str) -> None:
         model_port = free_port()
         self.model = self._spawn(
             "model",
@@ -101,10 +109,12 @@ class Cluster:
 
     def _spawn(self, name: str, command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         with (self._logs / f"{name}.log").open("ab") as log:
-            return subprocess.Popen(command, cwd=ROOT, env=env or None, stdout=log, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(command, cwd=ROOT, env=env or None, stdout=log, stderr=subprocess.STDOUT)
+        self._processes.append(process)
+        return process
 
     def close(self) -> None:
-        for process in [*self.apis, *self.workers, self.temporal, self.model]:
+        for process in reversed(self._processes):
             if process.poll() is None:
                 process.kill()
                 process.wait(timeout=10)
