@@ -37,6 +37,8 @@ LOOKUP_TOOL = {
     "parameters": [{"name": "query", "parameter_type": "str", "description": "What", "required": False}],
 }
 RUN_SECONDS = 120
+STARTUP_SECONDS = 180
+"""Generous: five Python processes and a dev server starting at once on a shared 2-core box."""
 
 
 class Cluster:
@@ -44,6 +46,14 @@ class Cluster:
 
     def __init__(self, data_dir: Path, store_url: str) -> None:
         self._logs = data_dir
+        self._processes: list[subprocess.Popen[bytes]] = []
+        try:
+            self._start(data_dir, store_url)
+        except BaseException:  # a process that did not come up: stop the ones that did
+            self.close()
+            raise
+
+    def _start(self, data_dir: Path, store_url: str) -> None:
         model_port = free_port()
         self.model = self._spawn(
             "model",
@@ -72,8 +82,14 @@ class Cluster:
             "DA_MODELS": json.dumps({MODEL: {"provider": "openai", "base_url": f"http://127.0.0.1:{model_port}/v1"}}),
         }
         self.temporal = self._spawn("temporal", dev_server_command(load_settings(self.env)), self.env)
-        _wait_until(lambda: httpx.get(f"http://127.0.0.1:{self.env['DA_TEMPORAL_UI_PORT']}", timeout=1), "Temporal up")
-        _wait_until(lambda: httpx.get(f"http://127.0.0.1:{model_port}/health", timeout=1), "model up")
+        _wait_until(
+            lambda: httpx.get(f"http://127.0.0.1:{self.env['DA_TEMPORAL_UI_PORT']}", timeout=1),
+            "Temporal up",
+            seconds=STARTUP_SECONDS,
+        )
+        _wait_until(
+            lambda: httpx.get(f"http://127.0.0.1:{model_port}/health", timeout=1), "model up", seconds=STARTUP_SECONDS
+        )
         self.api_urls: list[str] = []
         self.apis: list[subprocess.Popen[bytes]] = []
         self.workers: list[subprocess.Popen[bytes]] = []
@@ -89,14 +105,16 @@ class Cluster:
 
     def _wait_for_api(self, number: int) -> None:
         url = f"{self.api_urls[number]}/v1/health"
-        _wait_until(lambda: httpx.get(url, timeout=1).status_code == 200, f"API {number} up", seconds=90)
+        _wait_until(lambda: httpx.get(url, timeout=1).status_code == 200, f"API {number} up", seconds=STARTUP_SECONDS)
 
     def _spawn(self, name: str, command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         with (self._logs / f"{name}.log").open("ab") as log:
-            return subprocess.Popen(command, cwd=ROOT, env=env or None, stdout=log, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(command, cwd=ROOT, env=env or None, stdout=log, stderr=subprocess.STDOUT)
+        self._processes.append(process)
+        return process
 
     def close(self) -> None:
-        for process in [*self.apis, *self.workers, self.temporal, self.model]:
+        for process in reversed(self._processes):
             if process.poll() is None:
                 process.kill()
                 process.wait(timeout=10)
