@@ -196,22 +196,13 @@ async def reopen_turn(
         return None
     after = await runtime.store.last_event_id(turn.turn_id)
     times = [step.completed_at for step in turn.steps if step.completed_at] or [turn.started_at]
-    start = TurnStart(
-        agent_id=agent.agent_id,
-        session_id=turn.session_id,
-        turn_id=turn.turn_id,
-        agent=AgentOutline.of(agent.agent_config),
-        started_at=turn.started_at,
-        tool_config=tools.tool_config,
-        toolgroups=tools.toolgroups,
-        awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
-        continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
-        continuation=Continuation(
-            inferences=sum(isinstance(step, InferenceStep) for step in turn.steps),
-            last_time=max(times),
-            server_tools=[],
-        ),
-        reopened_with=responses,
+    continuation = Continuation(
+        inferences=sum(isinstance(step, InferenceStep) for step in turn.steps),
+        last_time=max(times),
+        server_tools=[],
+    )
+    start = turn_start(runtime, agent, turn, tools, []).model_copy(
+        update={"continuation": continuation, "reopened_with": responses}
     )
     await _refuse_oversized(runtime, start)
     try:
