@@ -70,7 +70,13 @@ def test_a_store_error_in_the_hub_does_not_silence_streams(
 
     stack.background.run(_set_events_table(stack.store, present=False))
     time.sleep(1.0)  # the hub's polls fail meanwhile
+    not_ready = http.get("/readyz")
+    assert not_ready.status_code == 503
+    assert not_ready.json()["checks"] == {"store": "ok", "temporal": "ok", "streams": "unavailable"}
+    assert "turn_events" not in not_ready.text  # the store's error is for the log, not the answer
     stack.background.run(_set_events_table(stack.store, present=True))
+    time.sleep(2.5)  # the next poll, after at most the 2 s backoff
+    assert http.get("/readyz").json()["status"] == "ready"
 
     call = paused["output_message"]["tool_calls"][0]
     answer = {"call_id": call["call_id"], "tool_name": call["tool_name"], "content": "100 C"}

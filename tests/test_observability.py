@@ -308,14 +308,14 @@ def test_readiness_names_what_does_not_answer_and_liveness_stays_up(observed: Ob
     url = observed.stack.url
     ready = httpx.get(f"{url}/readyz", timeout=10)
     assert ready.status_code == 200
-    assert ready.json() == {"status": "ready", "checks": {"store": "ok", "temporal": "ok"}}
+    assert ready.json() == {"status": "ready", "checks": {"store": "ok", "temporal": "ok", "streams": "ok"}}
 
     observed.stack.kill(observed.stack.temporal)
     not_ready = httpx.get(f"{url}/readyz", timeout=10)
     assert not_ready.status_code == 503
     assert not_ready.json() == {
         "status": "not ready",
-        "checks": {"store": "ok", "temporal": "unavailable"},
+        "checks": {"store": "ok", "temporal": "unavailable", "streams": "ok"},
         "detail": "Not ready: Temporal does not answer. Retry later.",
     }
     alive = httpx.get(f"{url}/v1/health", timeout=10)

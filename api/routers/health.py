@@ -2,7 +2,8 @@
 
 Liveness answers without touching anything: a process whose Temporal or store is down is not
 broken, and restarting it would not help. Readiness says whether both answer, naming the one that
-does not. Neither body carries an exception's text: what went wrong is logged, for the operator.
+does not, and whether the event hub is feeding streams. Neither body carries an exception's text:
+what went wrong is logged, for the operator.
 """
 
 from __future__ import annotations
@@ -44,11 +45,22 @@ async def readiness(runtime: RuntimeDep) -> JSONResponse:
     store, temporal = await asyncio.gather(
         _answers("the store", runtime.store.ping), _answers("Temporal", runtime.turns.check_connection)
     )
-    checks = {"store": "ok" if store else "unavailable", "temporal": "ok" if temporal else "unavailable"}
-    if store and temporal:
+    streams_problem = runtime.events.problem()
+    if streams_problem is not None:
+        log.warning("readiness: %s", streams_problem)
+    streams = streams_problem is None
+    checks = {
+        "store": "ok" if store else "unavailable",
+        "temporal": "ok" if temporal else "unavailable",
+        "streams": "ok" if streams else "unavailable",
+    }
+    if store and temporal and streams:
         return JSONResponse({"status": "ready", "checks": checks})
-    down = " and ".join(name for name, ok in (("the store", store), ("Temporal", temporal)) if not ok)
+    down = [name for name, ok in (("the store", store), ("Temporal", temporal)) if not ok]
+    detail = f"Not ready: {' and '.join(down)} does not answer." if down else "Not ready:"
+    if not streams:
+        detail += " Event streams are not being fed (the event hub cannot read the store)."
     return JSONResponse(
-        {"status": "not ready", "checks": checks, "detail": f"Not ready: {down} does not answer. Retry later."},
+        {"status": "not ready", "checks": checks, "detail": f"{detail} Retry later."},
         status_code=503,
     )
