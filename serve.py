@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from cryptography.fernet import Fernet
+
 from settings import Settings, get_settings
 from store.upgrade import StoreNotUpgradable, upgrade_store
 from workflows import search_attributes
@@ -147,6 +149,23 @@ def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
             process.kill()
 
 
+CREDENTIALS_KEY_FILE = "credentials.key"
+
+
+def embedded_credentials_key(settings: Settings) -> dict[str, str]:
+    """DA_CREDENTIALS_KEY for the children when the operator set none: one generated once into the data
+    dir (readable by its owner only), so turns can carry MCP credentials out of the box and still read
+    them after a restart."""
+    if settings.credentials_key:
+        return {}
+    path = settings.data_dir / CREDENTIALS_KEY_FILE
+    if not path.exists():
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(Fernet.generate_key().decode())
+    return {"DA_CREDENTIALS_KEY": path.read_text().strip()}
+
+
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s serve %(message)s")
     settings = get_settings()
@@ -157,7 +176,11 @@ def main() -> None:
         asyncio.run(upgrade_store(settings.store_url))
     except StoreNotUpgradable as refused:
         raise SystemExit(str(refused)) from None
-    env = {**os.environ, "TEMPORAL_ADDRESS": f"127.0.0.1:{settings.temporal_port}"}
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": f"127.0.0.1:{settings.temporal_port}",
+        **embedded_credentials_key(settings),
+    }
     stopping: list[int] = []
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda received, _frame: stopping.append(received))

@@ -24,6 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from cryptography.fernet import Fernet
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -299,6 +300,9 @@ class Settings(BaseSettings):
         default_factory=dict, repr=False
     )
     """MCP endpoint URL → headers sent with every request to it (credentials: kept out of repr)."""
+    credentials_key: str | None = Field(default=None, repr=False)
+    """Fernet key that encrypts the MCP headers a turn's request brings while the turn runs; the APIs and
+    workers share it. None: requests with such headers are refused (`make run` generates one)."""
     # Tenancy and limits (README, "Security"). Counters and buckets are per API process.
     api_keys_file: Path | None = None
     """More API key entries, one `key` or `tenant:key` a line; `#` starts a comment line."""
@@ -371,6 +375,19 @@ class Settings(BaseSettings):
             return values
         extra = {OFFLINE_MODEL_ID: ModelSpec(provider="offline")} if offered else {}
         return {**values, "offline_model": offered, "models": {**extra, **models}}
+
+    @field_validator("credentials_key")
+    @classmethod
+    def _fernet_key(cls, key: str | None) -> str | None:
+        if key is not None:
+            try:
+                Fernet(key)
+            except ValueError:
+                raise ValueError(
+                    "must be a Fernet key (32 url-safe base64-encoded bytes), e.g. from "
+                    '`python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"`'
+                ) from None
+        return key
 
     @field_validator("api_keys_file")
     @classmethod

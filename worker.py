@@ -37,6 +37,7 @@ from store.repository import Store
 from store.upgrade import StoreNotUpgradable, upgrade_store
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
+from tool_runtime.turn_credentials import CredentialSeal
 from workflows.turn import TurnWorkflow
 
 
@@ -67,7 +68,8 @@ def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
     inference = InferenceActivities(store, models, settings.max_history_bytes)
     shields = ShieldActivities(store, models, settings)
     progress = TurnProgressActivities(store)
-    tools = ToolActivities(store, ToolCatalog.from_settings(store, settings), settings.max_tool_output_chars)
+    seal = CredentialSeal(settings.credentials_key) if settings.credentials_key else None
+    tools = ToolActivities(store, ToolCatalog.from_settings(store, settings), settings.max_tool_output_chars, seal)
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
     cache_workflow_bytecode()
     return Worker(

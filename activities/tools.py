@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -14,6 +16,7 @@ from store.repository import Store
 from tool_runtime.catalog import ToolCatalog, ToolNameClash, UnknownToolGroup
 from tool_runtime.mcp import McpUnavailable
 from tool_runtime.output_limit import MAX_TOOL_OUTPUT_CHARS, truncate_text
+from tool_runtime.turn_credentials import CredentialSeal, CredentialsUnreadable, turn_headers
 from workflows.contracts import (
     RESOLVE_TOOLS_ACTIVITY,
     RUN_TOOL_ACTIVITY,
@@ -24,15 +27,26 @@ from workflows.contracts import (
     ToolRunRequest,
 )
 
+log = logging.getLogger(__name__)
+
 TOOL_UNAVAILABLE = "ToolUnavailable"
 """A call's MCP server could not be used; the turn's tool step answers the model with the reason."""
 
 
 class ToolActivities:
-    def __init__(self, store: Store, catalog: ToolCatalog, max_output_chars: int = MAX_TOOL_OUTPUT_CHARS) -> None:
+    def __init__(
+        self,
+        store: Store,
+        catalog: ToolCatalog,
+        max_output_chars: int = MAX_TOOL_OUTPUT_CHARS,
+        seal: CredentialSeal | None = None,
+    ) -> None:
+        """`seal`: opens the MCP headers a turn's request brought (DA_CREDENTIALS_KEY), read from the store
+        by turn id for each activity: they never travel in the workflow's inputs or history."""
         self._store = store
         self._catalog = catalog
         self._max_output_chars = max_output_chars
+        self._seal = seal
 
     @activity.defn(name=RESOLVE_TOOLS_ACTIVITY)
     async def resolve_tools(self, request: ResolveToolsRequest) -> ResolveToolsResult:
@@ -44,7 +58,13 @@ class ToolActivities:
         if tenant is None:
             raise ApplicationError(f"Turn {turn_id} is not in the store", type=TOOLS_UNAVAILABLE, non_retryable=True)
         try:
-            tools = await self._catalog.resolve(tenant, request.toolgroups, request.client_tool_names)
+            headers = await turn_headers(self._store, self._seal, turn_id)
+        except CredentialsUnreadable:
+            # Listed without them; each call of the turn's MCP tools then fails with the reason, for the model.
+            log.warning("turn %s's MCP credentials cannot be decrypted; its tools are listed without them", turn_id)
+            headers = None
+        try:
+            tools = await self._catalog.resolve(tenant, request.toolgroups, request.client_tool_names, headers)
         except (UnknownToolGroup, ToolNameClash, McpUnavailable) as problem:
             raise ApplicationError(str(problem), type=TOOLS_UNAVAILABLE, non_retryable=True) from problem
         return ResolveToolsResult(tools=tools)
@@ -67,13 +87,16 @@ class ToolActivities:
         )
         arguments = request.call.arguments if isinstance(request.call.arguments, dict) else {}
         try:
+            headers = await turn_headers(self._store, self._seal, request.turn_id) if request.tool.mcp_uri else None
             async with heartbeating():
                 with metrics.tool_call(request.call.tool_name):
-                    outcome = await self._catalog.call(request.tool, arguments)
+                    outcome = await self._catalog.call(request.tool, arguments, headers)
         except McpUnavailable as unavailable:
             raise ApplicationError(
                 str(unavailable), type=TOOL_UNAVAILABLE, non_retryable=not unavailable.retryable
             ) from None
+        except CredentialsUnreadable as unreadable:
+            raise ApplicationError(str(unreadable), type=TOOL_UNAVAILABLE, non_retryable=True) from None
         if outcome.is_error:
             metrics.tool_answered_with_error(request.call.tool_name)
         return ToolResponse(

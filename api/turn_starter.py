@@ -12,6 +12,7 @@ from functools import partial
 from fastapi import HTTPException
 from pydantic import BaseModel
 
+from api import turn_credentials
 from api.errors import not_found
 from api.fault_points import AFTER_TURN_ROW, crash_point
 from api.runtime import Runtime
@@ -133,12 +134,15 @@ async def start_turn(
     session_id: str,
     body: CreateTurnRequest,
     idempotency_key: str | None,
+    credentials: str | None = None,
 ) -> StartedTurn:
+    """`credentials`: the request's MCP headers, sealed (api/turn_credentials.py); kept before the workflow starts."""
     await require_toolgroups(runtime, tenant, body.toolgroups or [])
     messages = with_documents(body.messages, body.documents or [])
     require_input_within_limit(runtime.settings, "turn's messages", messages)
     turn_id = _turn_id(agent.agent_id, session_id, idempotency_key)
     if idempotency_key is not None and await runtime.store.turn_status(turn_id) is not None:
+        await turn_credentials.keep(runtime, turn_id, credentials)
         await _finish_start(runtime, tenant, agent, session_id, turn_id, body)
         return StartedTurn(turn_id, is_retry=True)
     started_at = datetime.now(UTC)
@@ -157,6 +161,7 @@ async def start_turn(
         await _begun(begin(), session_id)
     except TurnConflict as conflict:
         if conflict.turn_id == turn_id:
+            await turn_credentials.keep(runtime, turn_id, credentials)
             await _finish_start(runtime, tenant, agent, session_id, turn_id, body)
             return StartedTurn(turn_id, is_retry=True)
         if await still_running(runtime, conflict.turn_id):
@@ -165,6 +170,7 @@ async def start_turn(
             await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
             log_turn_state(conflict.turn_id, session_id, agent.agent_id, TurnStatus.FAILED)
         await _begun(begin(), session_id)
+    await turn_credentials.keep(runtime, turn_id, credentials)
     crash_point(AFTER_TURN_ROW)
     turn = Turn(turn_id=turn_id, session_id=session_id, input_messages=messages, started_at=started_at)
     start = turn_start(runtime, agent, turn, tools, url_documents(body.documents or []))
@@ -184,7 +190,12 @@ async def start_turn(
 
 
 async def reopen_turn(
-    runtime: Runtime, tenant: str, agent: Agent, turn: Turn, responses: list[ToolResponse]
+    runtime: Runtime,
+    tenant: str,
+    agent: Agent,
+    turn: Turn,
+    responses: list[ToolResponse],
+    credentials: str | None = None,
 ) -> int | None:
     """Resume a completed turn with results a client parsed and ran itself (ReAct-style clients).
 
@@ -194,6 +205,7 @@ async def reopen_turn(
     tools = await runtime.store.reopen_turn(turn.session_id, turn.turn_id)
     if tools is None:
         return None
+    await turn_credentials.keep(runtime, turn.turn_id, credentials)
     after = await runtime.store.last_event_id(turn.turn_id)
     times = [step.completed_at for step in turn.steps if step.completed_at] or [turn.started_at]
     continuation = Continuation(

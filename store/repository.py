@@ -18,7 +18,7 @@ from domain.events import ErrorChunk, KeyedEvent, StreamError
 from domain.tools import ToolGroup
 from domain.turns import Session, Step, Turn, TurnStatus
 from store.database import Database
-from store.tables import AgentRow, EventRow, SessionRow, StepRow, ToolGroupRow, TurnRow
+from store.tables import AgentRow, EventRow, SessionRow, StepRow, ToolGroupRow, TurnCredentialsRow, TurnRow
 
 _steps = TypeAdapter(Step)
 _HISTORY_BATCH = 32
@@ -476,11 +476,37 @@ class Store:
                     tx.execute(insert(EventRow), rows)
             if status is not None and status.is_final:
                 tx.execute(update(SessionRow).where(SessionRow.active_turn_id == turn_id).values(active_turn_id=None))
+                tx.execute(delete(TurnCredentialsRow).where(TurnCredentialsRow.turn_id == turn_id))
             return bool(to_add)
 
         if await self.database.write(run):
             for listener in self._event_listeners:
                 listener()
+
+    async def keep_turn_credentials(self, turn_id: str, ciphertext: str) -> bool:
+        """Hold a turn's encrypted MCP headers, replacing earlier ones, while it runs or is paused;
+        False (nothing kept) when the turn has ended, which would have deleted them."""
+
+        def run(tx: Connection) -> bool:
+            live = [TurnStatus.RUNNING.value, TurnStatus.AWAITING_INPUT.value]
+            # Taking the turn's row lock first: a concurrent final status write cannot slip in between.
+            locked = tx.execute(
+                update(TurnRow)
+                .where(TurnRow.turn_id == turn_id, TurnRow.status.in_(live))
+                .values(status=TurnRow.status)
+            )
+            if locked.rowcount == 0:
+                return False
+            tx.execute(delete(TurnCredentialsRow).where(TurnCredentialsRow.turn_id == turn_id))
+            tx.execute(insert(TurnCredentialsRow).values(turn_id=turn_id, ciphertext=ciphertext))
+            return True
+
+        return await self.database.write(run)
+
+    async def turn_credentials(self, turn_id: str) -> str | None:
+        return await self.database.read(
+            lambda tx: tx.scalar(select(TurnCredentialsRow.ciphertext).where(TurnCredentialsRow.turn_id == turn_id))
+        )
 
     async def abandon_turn(self, turn_id: str, reason: str) -> None:
         """Fail a turn whose workflow will never finish it, freeing its session."""

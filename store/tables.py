@@ -123,3 +123,13 @@ class ToolGroupRow(Base):
     mcp_uri: Mapped[str | None] = mapped_column(Text)
     args: Mapped[dict | None] = mapped_column(JSON)
     created_at: Mapped[datetime]
+
+
+class TurnCredentialsRow(Base):
+    """The MCP headers a running or paused turn's request brought, encrypted (tool_runtime/turn_credentials.py);
+    deleted when the turn ends."""
+
+    __tablename__ = "turn_credentials"
+
+    turn_id: Mapped[str] = mapped_column(ForeignKey("turns.turn_id", ondelete="CASCADE"), primary_key=True)
+    ciphertext: Mapped[str] = mapped_column(Text)

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from starlette.types import Receive, Scope, Send
 
 from tests.scripted_model import ThreadedServer
@@ -18,6 +19,8 @@ STARTED: list[str] = []
 """Names of the tools called so far, appended as each call starts (the server runs in-process)."""
 AUTHORIZATIONS: list[str] = []
 """The Authorization header of every request the server received (for credential tests)."""
+SECRET = "Bearer tenant-secret-7f3a9c"
+"""What `open_vault` requires in the Authorization header of the call."""
 
 
 def build() -> MCPServer:
@@ -39,6 +42,13 @@ def build() -> MCPServer:
     def big_output(characters: int) -> str:
         """Return that many characters."""
         return "x" * characters
+
+    @server.tool()
+    def open_vault(ctx: Context) -> str:
+        """Open the vault; needs the tenant's credentials."""
+        if (ctx.headers or {}).get("authorization") != SECRET:
+            raise ToolError("401: this tool needs the tenant's Authorization header")
+        return "the vault is open"
 
     @server.tool()
     def always_fails() -> str:

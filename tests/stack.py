@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cryptography.fernet import Fernet
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
@@ -105,6 +106,7 @@ class Stack:
                 "DA_MAX_INFER_ITERS": "1000",
                 "DA_OUTBOUND_ALLOW": ALLOWED_HOST,
                 "DA_TOOL_CALL_DEADLINE": str(TOOL_CALL_DEADLINE),
+                "DA_CREDENTIALS_KEY": Fernet.generate_key().decode(),
                 **({"DA_STORE_URL": store_url} if store_url else {}),
             }
         )

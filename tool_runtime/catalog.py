@@ -38,7 +38,8 @@ class ToolNameClash(ValueError):
 
 
 McpHeaders = dict[str, dict[str, str]]
-"""MCP endpoint URI → HTTP headers sent to it (credentials); held in memory only, never stored."""
+"""MCP endpoint URI → HTTP headers sent to it (credentials); never stored or shown in readable form.
+Where a request's (or turn's) headers and the operator's name the same header, the request's win."""
 
 
 @dataclass(frozen=True)
@@ -165,13 +166,17 @@ class ToolCatalog:
         return listing
 
     async def resolve(
-        self, tenant: str, toolgroups: list[AgentToolGroup], client_tool_names: list[str]
+        self,
+        tenant: str,
+        toolgroups: list[AgentToolGroup],
+        client_tool_names: list[str],
+        headers: McpHeaders | None = None,
     ) -> list[ServerTool]:
         """The server tools a turn of the tenant offers the model, with each group's args; names must be unique."""
         resolved: list[ServerTool] = []
         for entry in toolgroups:
             group_id, only, args = split_toolgroup(entry)
-            tools = await self.tools(tenant, group_id)
+            tools = await self.tools(tenant, group_id, headers)
             if only is not None:
                 tools = [tool for tool in tools if tool.name == only]
                 if not tools:

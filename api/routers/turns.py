@@ -9,7 +9,9 @@ from typing import Annotated
 from fastapi import APIRouter, Header, HTTPException, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from api import turn_credentials
 from api.errors import not_found
+from api.provider_data import McpHeadersDep
 from api.routers.agents import AgentDep
 from api.runtime import Runtime, RuntimeDep
 from api.schemas import CreateTurnRequest, ResumeTurnRequest, StepResponse
@@ -69,15 +71,18 @@ async def create_turn(
     principal: PrincipalDep,
     session_id: str,
     body: CreateTurnRequest,
+    mcp_headers: McpHeadersDep,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> StreamingResponse | JSONResponse:
     """Start a turn. `stream: true` answers with its events as SSE; otherwise with the Turn once it
     completes or pauses for client tools. Retried with the same `Idempotency-Key`, it starts
-    nothing new and answers with the same turn's events."""
+    nothing new and answers with the same turn's events. MCP headers in `X-LlamaStack-Provider-Data`
+    go with the turn's tool calls (api/turn_credentials.py)."""
+    credentials = turn_credentials.sealed(runtime, mcp_headers)
 
     async def answer() -> StreamingResponse | JSONResponse:
         await _session_of(agent, session_id, runtime)
-        started = await start_turn(runtime, principal.tenant, agent, session_id, body, idempotency_key)
+        started = await start_turn(runtime, principal.tenant, agent, session_id, body, idempotency_key, credentials)
         return await respond(runtime, started.turn_id, 0, bool(body.stream))
 
     return await _answer(runtime, principal, bool(body.stream), answer)
@@ -104,18 +109,27 @@ async def resume_turn(
     session_id: str,
     turn_id: str,
     body: ResumeTurnRequest,
+    mcp_headers: McpHeadersDep,
 ) -> StreamingResponse | JSONResponse:
-    """Submit the results of the client tool calls a paused turn waits for; the turn continues."""
+    """Submit the results of the client tool calls a paused turn waits for; the turn continues.
+    MCP headers in `X-LlamaStack-Provider-Data` replace those the turn was given before."""
+    credentials = turn_credentials.sealed(runtime, mcp_headers)
     return await _answer(
         runtime,
         principal,
         bool(body.stream),
-        lambda: _resume(runtime, principal.tenant, agent, session_id, turn_id, body),
+        lambda: _resume(runtime, principal.tenant, agent, session_id, turn_id, body, credentials),
     )
 
 
 async def _resume(
-    runtime: Runtime, tenant: str, agent: Agent, session_id: str, turn_id: str, body: ResumeTurnRequest
+    runtime: Runtime,
+    tenant: str,
+    agent: Agent,
+    session_id: str,
+    turn_id: str,
+    body: ResumeTurnRequest,
+    credentials: str | None,
 ) -> StreamingResponse | JSONResponse:
     turn = await _stored_turn(agent, session_id, turn_id, runtime)
     call_ids = [response.call_id for response in body.tool_responses]
@@ -124,6 +138,7 @@ async def _resume(
     limit = runtime.settings.max_tool_output_chars
     responses = [r.model_copy(update={"content": truncate_content(r.content, limit)}) for r in body.tool_responses]
     require_input_within_limit(runtime.settings, "tool results", responses)
+    await turn_credentials.keep(runtime, turn_id, credentials)
     try:
         with turn_context(turn_id, session_id, agent.agent_id):
             pause = await _deliver(runtime, turn_id, responses)
@@ -132,7 +147,7 @@ async def _resume(
     except (ResumeRejected, TurnNotRunning) as refused:
         if isinstance(refused, ResumeRejected) and not refused.conflict:
             raise HTTPException(400, str(refused)) from refused
-        reopened_after = await _reopen_completed(runtime, tenant, agent, session_id, turn_id, responses)
+        reopened_after = await _reopen_completed(runtime, tenant, agent, session_id, turn_id, responses, credentials)
         if reopened_after is None:
             current = await runtime.store.turn_status(turn_id) or turn.status
             code = 410 if current == TurnStatus.EXPIRED else 409
@@ -162,7 +177,13 @@ async def _deliver(runtime: Runtime, turn_id: str, responses: list[ToolResponse]
 
 
 async def _reopen_completed(
-    runtime: Runtime, tenant: str, agent: Agent, session_id: str, turn_id: str, responses: list[ToolResponse]
+    runtime: Runtime,
+    tenant: str,
+    agent: Agent,
+    session_id: str,
+    turn_id: str,
+    responses: list[ToolResponse],
+    credentials: str | None,
 ) -> int | None:
     """Resume a completed turn for a ReAct-style client, unless these results were already given
     (a retried resume must not run the turn again). None when the turn cannot be reopened."""
@@ -173,7 +194,7 @@ async def _reopen_completed(
     if answered & {r.call_id for r in responses}:
         return None
     try:
-        return await reopen_turn(runtime, tenant, agent, turn, responses)
+        return await reopen_turn(runtime, tenant, agent, turn, responses, credentials)
     except TurnConflict as conflict:
         raise HTTPException(409, str(conflict)) from conflict
 

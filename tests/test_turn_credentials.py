@@ -1,0 +1,175 @@
+"""MCP credentials a caller sends with a turn (`X-LlamaStack-Provider-Data` mcp_headers) reach the
+tenant's MCP server for the turn's tool calls, and nowhere else: not the store's rows (they are kept
+encrypted only while the turn runs or waits), not the workflow's history, not events or responses."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from cryptography.fernet import Fernet
+
+from tests import mcp_server
+from tests.rest import BOILING_TOOL, create_agent, create_session, final_turn
+from tests.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
+from tests.stack import Stack
+from workflows.contracts import turn_workflow_id
+
+SECRET_TOKEN = mcp_server.SECRET.removeprefix("Bearer ")
+PROVIDER_DATA = "X-LlamaStack-Provider-Data"
+
+
+@pytest.fixture(scope="module")
+def mcp() -> Iterator[ThreadedServer]:
+    server = mcp_server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def toolgroup(http: httpx.Client, mcp: ThreadedServer) -> Iterator[str]:
+    with mcp_server.registered_toolgroup(http, mcp) as toolgroup_id:
+        yield toolgroup_id
+
+
+def _credentials(mcp: ThreadedServer) -> dict[str, str]:
+    mcp_headers = {f"{mcp.allowed_url}/mcp": {"Authorization": mcp_server.SECRET}}
+    return {PROVIDER_DATA: json.dumps({"mcp_headers": mcp_headers})}
+
+
+def _turns(http: httpx.Client, toolgroup: str, client_tools: list[Any] | None = None) -> str:
+    agent_id = create_agent(http, toolgroups=[toolgroup], client_tools=client_tools or [])
+    return f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
+
+
+def _ask(stream: bool = True) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": "open the vault"}], "stream": stream}
+
+
+def _vault_answers(turn: dict[str, Any]) -> list[str]:
+    return [
+        response["content"]
+        for step in turn["steps"]
+        if step["step_type"] == "tool_execution"
+        for response in step["tool_responses"]
+        if response["tool_name"] == "open_vault"
+    ]
+
+
+def _store_text(stack: Stack) -> str:
+    """Every row of every table of the stack's SQLite store, and the store's files as bytes."""
+    path = Path(stack.settings.store_url.removeprefix("sqlite+aiosqlite:///"))
+    with sqlite3.connect(path) as db:
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        rows = [repr(db.execute(f'SELECT * FROM "{table}"').fetchall()) for table in tables]
+    files = [file.read_bytes().decode("latin-1") for file in path.parent.glob(path.name + "*")]
+    return "\n".join(rows + files)
+
+
+def _kept(stack: Stack, turn_id: str) -> str | None:
+    return stack.background.run(stack.store.turn_credentials(turn_id))
+
+
+def test_a_turns_mcp_credentials_reach_its_server_and_nothing_else(
+    stack: Stack, http: httpx.Client, model: ScriptedModel, mcp: ThreadedServer, toolgroup: str
+) -> None:
+    model.script(tool_call("open_vault"), text("It is open."))
+    mcp_server.AUTHORIZATIONS.clear()
+    response = http.post(_turns(http, toolgroup), json=_ask(), headers=_credentials(mcp))
+
+    assert response.status_code == 200, response.text
+    turn = final_turn(response)
+    assert turn["status"] == "completed"
+    assert _vault_answers(turn) == ["the vault is open"]
+    assert mcp_server.SECRET in mcp_server.AUTHORIZATIONS
+    assert [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"] == ["the vault is open"]
+    # Shown nowhere: not in the stream, the stored turn, the store, the workflow's history.
+    path = response.request.url.path
+    shown = (
+        response.text + http.get(f"{path}/{turn['turn_id']}").text + http.get(f"{path}/{turn['turn_id']}/events").text
+    )
+    assert SECRET_TOKEN not in shown
+    assert SECRET_TOKEN not in _store_text(stack)
+    handle = stack.client.get_workflow_handle(turn_workflow_id(turn["turn_id"]))
+    history = stack.background.run(handle.fetch_history())
+    assert len(history.events) > 10 and SECRET_TOKEN not in history.to_json()
+    # The turn has ended: its encrypted copy is gone.
+    assert _kept(stack, turn["turn_id"]) is None
+
+
+def test_without_credentials_the_call_fails_for_the_model_and_the_turn_completes(
+    http: httpx.Client, model: ScriptedModel, toolgroup: str
+) -> None:
+    model.script(tool_call("open_vault"), text("I could not open it."))
+    turn = final_turn(http.post(_turns(http, toolgroup), json=_ask()))
+
+    assert turn["status"] == "completed"
+    [answer] = _vault_answers(turn)
+    assert "needs the tenant's Authorization header" in answer
+    assert [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"] == [answer]
+
+
+def test_a_paused_turn_keeps_its_credentials_until_it_ends(
+    stack: Stack, http: httpx.Client, model: ScriptedModel, mcp: ThreadedServer, toolgroup: str
+) -> None:
+    model.script(
+        tool_call("get_boiling_point", {"liquid_name": "polyjuice"}),
+        tool_call("open_vault"),
+        text("Boils at -100 and the vault is open."),
+    )
+    turns = _turns(http, toolgroup, client_tools=[BOILING_TOOL])
+    paused = http.post(turns, json=_ask(stream=False), headers=_credentials(mcp)).json()
+    assert paused["status"] == "awaiting_input"
+    assert _kept(stack, paused["turn_id"]) is not None
+
+    call_id = paused["output_message"]["tool_calls"][0]["call_id"]
+    results = [{"call_id": call_id, "tool_name": "get_boiling_point", "content": "-100"}]
+    resumed = http.post(f"{turns}/{paused['turn_id']}/resume", json={"tool_responses": results, "stream": True})
+
+    turn = final_turn(resumed)
+    assert turn["status"] == "completed"
+    assert _vault_answers(turn) == ["the vault is open"]
+    assert SECRET_TOKEN not in resumed.text
+    assert _kept(stack, paused["turn_id"]) is None
+
+
+def test_credentials_the_worker_cannot_decrypt_fail_the_call_with_a_clear_message(
+    stack: Stack, model: ScriptedModel, mcp: ThreadedServer
+) -> None:
+    other_key = stack.settings.model_copy(update={"credentials_key": Fernet.generate_key().decode()})
+    model.script(tool_call("open_vault"), text("I could not open it."))
+    with (
+        stack.other_api(other_key) as url,
+        httpx.Client(base_url=url, timeout=120) as http,
+        mcp_server.registered_toolgroup(http, mcp) as toolgroup,
+    ):
+        turn = final_turn(http.post(_turns(http, toolgroup), json=_ask(), headers=_credentials(mcp)))
+
+    assert turn["status"] == "completed"
+    [answer] = _vault_answers(turn)
+    assert "cannot be decrypted" in answer and "DA_CREDENTIALS_KEY" in answer
+
+
+def test_credentials_without_a_configured_key_are_refused(
+    stack: Stack, model: ScriptedModel, mcp: ThreadedServer
+) -> None:
+    without_key = stack.settings.model_copy(update={"credentials_key": None})
+    with (
+        stack.other_api(without_key) as url,
+        httpx.Client(base_url=url, timeout=120) as http,
+        mcp_server.registered_toolgroup(http, mcp) as toolgroup,
+    ):
+        turns = _turns(http, toolgroup)
+        refused = http.post(turns, json=_ask(), headers=_credentials(mcp))
+        listed = http.get(turns.removesuffix("/turn"))
+
+    assert refused.status_code == 400
+    assert "DA_CREDENTIALS_KEY" in refused.json()["detail"]
+    assert SECRET_TOKEN not in refused.text
+    assert listed.json()["turns"] == []
+    assert model.requests == []
