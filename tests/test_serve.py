@@ -103,8 +103,14 @@ def test_quickstart_then_ctrl_c_then_resume_after_restart(service: Service, tmp_
         session_id = http.post(f"/v1/agents/{agent_id}/session", json={"session_name": "demo"}).json()["session_id"]
         turns = f"/v1/agents/{agent_id}/session/{session_id}/turn"
         ask = {"messages": [{"role": "user", "content": 'call tool get_weather {"city": "Paris"}'}], "stream": True}
-        paused = final_turn(http.post(turns, json=ask))
+        # MCP credentials for the turn need DA_CREDENTIALS_KEY: serve.py generated one, for its owner only.
+        credentials = {"mcp_headers": {"https://mcp.example/mcp": {"Authorization": "Bearer t0ken"}}}
+        provider_data = {"X-LlamaStack-Provider-Data": json.dumps(credentials)}
+        paused = final_turn(http.post(turns, json=ask, headers=provider_data))
     assert paused["status"] == "awaiting_input"
+    key_file = tmp_path / "credentials.key"
+    key = key_file.read_text()
+    assert key_file.stat().st_mode & 0o777 == 0o600
     # Without API keys there is one tenant, and the service says so as it starts.
     assert "every caller is tenant 'default'" in service.tail()
 
@@ -118,6 +124,7 @@ def test_quickstart_then_ctrl_c_then_resume_after_restart(service: Service, tmp_
         done = http.post(f"{turns}/{paused['turn_id']}/resume", json={"tool_responses": [answer]})
     assert done.status_code == 200, done.text
     assert done.json()["output_message"]["content"] == "Tool get_weather returned: sunny."
+    assert key_file.read_text() == key
     assert [s["step_type"] for s in done.json()["steps"]] == ["inference", "tool_execution", "inference"]
     assert service.interrupt() == 0
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 
 from settings import OFFLINE_MODEL_ID, Settings, SettingsError, env_name, load_settings
 
@@ -88,6 +89,14 @@ def test_each_variable_is_read(tmp_path: Path) -> None:
 
 def test_api_keys_stay_out_of_the_repr() -> None:
     assert "s3cret" not in repr(load_settings({"DA_API_KEYS": "s3cret"}))
+
+
+def test_the_credentials_key_is_a_fernet_key_kept_out_of_the_repr() -> None:
+    key = Fernet.generate_key().decode()
+    settings = load_settings({"DA_CREDENTIALS_KEY": key})
+    assert settings.credentials_key == key and key not in repr(settings)
+    assert load_settings({}).credentials_key is None
+    assert refusal({"DA_CREDENTIALS_KEY": "not-a-key"}).startswith("DA_CREDENTIALS_KEY must be a Fernet key")
 
 
 def test_a_timeout_of_zero_or_less_means_forever() -> None:
