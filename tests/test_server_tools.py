@@ -142,7 +142,7 @@ def test_toolgroup_registration_listing_and_invocation(http: httpx.Client, toolg
     assert http.get(f"/v1/toolgroups/{toolgroup}").json()["mcp_endpoint"]["uri"].endswith("/mcp")
 
     tools = {t["identifier"]: t for t in http.get("/v1/tools", params={"toolgroup_id": toolgroup}).json()["data"]}
-    assert set(tools) == {"add_numbers", "wait_then_echo", "always_fails", "big_output"}
+    assert set(tools) == {"add_numbers", "wait_then_echo", "always_fails", "big_output", "open_vault"}
     assert [(p["name"], p["parameter_type"], p["required"]) for p in tools["add_numbers"]["parameters"]] == [
         ("a", "integer", True),
         ("b", "integer", True),
