@@ -173,3 +173,26 @@ def test_credentials_without_a_configured_key_are_refused(
     assert SECRET_TOKEN not in refused.text
     assert listed.json()["turns"] == []
     assert model.requests == []
+
+
+def test_a_resume_brings_credentials_the_create_did_not(
+    stack: Stack, http: httpx.Client, model: ScriptedModel, mcp: ThreadedServer, toolgroup: str
+) -> None:
+    model.script(
+        tool_call("get_boiling_point", {"liquid_name": "polyjuice"}),
+        tool_call("open_vault"),
+        text("Boils at -100 and the vault is open."),
+    )
+    turns = _turns(http, toolgroup, client_tools=[BOILING_TOOL])
+    paused = http.post(turns, json=_ask(stream=False)).json()
+    assert paused["status"] == "awaiting_input"
+    assert _kept(stack, paused["turn_id"]) is None
+
+    call_id = paused["output_message"]["tool_calls"][0]["call_id"]
+    results = [{"call_id": call_id, "tool_name": "get_boiling_point", "content": "-100"}]
+    resume = f"{turns}/{paused['turn_id']}/resume"
+    turn = http.post(resume, json={"tool_responses": results}, headers=_credentials(mcp)).json()
+
+    assert turn["status"] == "completed"
+    assert _vault_answers(turn) == ["the vault is open"]
+    assert _kept(stack, paused["turn_id"]) is None
