@@ -167,3 +167,10 @@ def test_per_turn_toolgroups_replace_the_agents(http: httpx.Client, model: Scrip
     assert [t["function"]["name"] for t in model.requests[0]["tools"]] == ["add_numbers"]
     unknown = http.post(turns, json=_ask("hi") | {"toolgroups": ["mcp::nope"]})
     assert unknown.status_code == 400
+
+
+def test_invoking_a_tool_two_toolgroups_offer_is_refused_naming_both(http: httpx.Client, mcp: ThreadedServer) -> None:
+    with mcp_server.registered_toolgroup(http, mcp) as first, mcp_server.registered_toolgroup(http, mcp) as second:
+        invoked = http.post("/v1/tool-runtime/invoke", json={"tool_name": "add_numbers", "kwargs": {"a": 1, "b": 2}})
+        assert invoked.status_code == 400
+        assert first in invoked.json()["detail"] and second in invoked.json()["detail"]

@@ -189,12 +189,19 @@ class ToolCatalog:
         return resolved
 
     async def find(self, tenant: str, tool_name: str, headers: McpHeaders | None = None) -> ServerTool | None:
-        """The tenant's tool with this name (for one-off invocations). Raises McpUnavailable when it
-        is nowhere to be found and some server could not be asked."""
+        """The tenant's tool with this name (for one-off invocations). Raises ToolNameClash when
+        several of the tenant's toolgroups offer it (the call names no toolgroup, and guessing could
+        send its arguments to the wrong server), McpUnavailable when it is nowhere to be found and
+        some server could not be asked."""
         listing = await self.listing(tenant, headers)
-        for tool in listing.tools:
-            if tool.name == tool_name:
-                return tool
+        matches = [tool for tool in listing.tools if tool.name == tool_name]
+        if len(matches) > 1:
+            groups = ", ".join(sorted(tool.toolgroup_id for tool in matches))
+            raise ToolNameClash(
+                f"Several toolgroups offer a tool named {tool_name} ({groups}); unregister all but one to invoke it"
+            )
+        if matches:
+            return matches[0]
         if listing.failures:
             raise McpUnavailable(
                 f"No reachable toolgroup has a tool named {tool_name}; not listed: "

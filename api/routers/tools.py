@@ -21,7 +21,7 @@ from api.tenancy import TenantDep
 from domain.tools import MCP_PROVIDER, RegisterToolGroupRequest, ToolGroup, ToolInvocation, ToolInvocationResult
 from outbound.policy import OutboundRefused
 from store.repository import LimitReached
-from tool_runtime.catalog import BUILTIN_TOOLS, McpHeaders, UnknownToolGroup, as_wire_tool
+from tool_runtime.catalog import BUILTIN_TOOLS, McpHeaders, ToolNameClash, UnknownToolGroup, as_wire_tool
 from tool_runtime.mcp import McpUnavailable
 
 router = APIRouter(tags=["tools"])
@@ -118,6 +118,8 @@ async def invoke_tool(
         if tool is None:
             raise not_found("Tool", body.tool_name)
         outcome = await runtime.tools.call(tool, body.kwargs, headers)
+    except ToolNameClash as clash:
+        raise HTTPException(400, str(clash)) from None
     except McpUnavailable as unavailable:
         raise HTTPException(502, f"The tool {body.tool_name} could not be run: {unavailable}") from None
     if outcome.is_error:
