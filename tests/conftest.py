@@ -6,6 +6,8 @@ import httpx
 import pytest
 from llama_stack_client import LlamaStackClient
 
+from tests import mcp_server
+from tests.scripted_model import ThreadedServer
 from tests.stack import Stack
 
 
@@ -33,3 +35,18 @@ def http(stack: Stack) -> Iterator[httpx.Client]:
 @pytest.fixture
 def llama(stack: Stack) -> LlamaStackClient:
     return LlamaStackClient(base_url=stack.base_url, max_retries=0, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def mcp() -> Iterator[ThreadedServer]:
+    """A real MCP server (tests/mcp_server.py) on a loopback port, for one test module."""
+    server = mcp_server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def toolgroup(http: httpx.Client, mcp: ThreadedServer) -> Iterator[str]:
+    """A freshly registered MCP toolgroup on `mcp`, unregistered afterwards."""
+    with mcp_server.registered_toolgroup(http, mcp) as toolgroup_id:
+        yield toolgroup_id

@@ -35,13 +35,6 @@ def listener() -> Iterator[Listener]:
     running.close()
 
 
-@pytest.fixture(scope="module")
-def mcp() -> Iterator[ThreadedServer]:
-    server = mcp_server.start()
-    yield server
-    server.stop()
-
-
 def _turns(http: httpx.Client, **config: Any) -> str:
     agent_id = create_agent(http, **config)
     return f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import httpx
-import pytest
 from llama_stack_client import Agent, LlamaStackClient
 
 from tests import mcp_server
@@ -14,20 +12,6 @@ from tests.rest import create_agent, create_session, final_turn
 from tests.scripted_model import Reply, ScriptedModel, ThreadedServer, text, tool_call
 from tests.stack import SCRIPTED_MODEL, Stack
 from tests.test_llama_stack_client import get_boiling_point
-
-
-@pytest.fixture(scope="module")
-def mcp() -> Iterator[ThreadedServer]:
-    server = mcp_server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def toolgroup(http: httpx.Client, mcp: ThreadedServer) -> Iterator[str]:
-    """A freshly registered MCP toolgroup, unregistered afterwards."""
-    with mcp_server.registered_toolgroup(http, mcp) as toolgroup_id:
-        yield toolgroup_id
 
 
 def _ask(content: str, stream: bool = False) -> dict[str, object]:

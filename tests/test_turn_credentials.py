@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from cryptography.fernet import Fernet
 
 from tests import mcp_server
@@ -22,19 +20,6 @@ from workflows.contracts import turn_workflow_id
 
 SECRET_TOKEN = mcp_server.SECRET.removeprefix("Bearer ")
 PROVIDER_DATA = "X-LlamaStack-Provider-Data"
-
-
-@pytest.fixture(scope="module")
-def mcp() -> Iterator[ThreadedServer]:
-    server = mcp_server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def toolgroup(http: httpx.Client, mcp: ThreadedServer) -> Iterator[str]:
-    with mcp_server.registered_toolgroup(http, mcp) as toolgroup_id:
-        yield toolgroup_id
 
 
 def _credentials(mcp: ThreadedServer) -> dict[str, str]:
