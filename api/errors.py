@@ -54,10 +54,16 @@ async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResp
     )
 
 
+def _logged(request: Request, exc: Exception) -> str:
+    """Log the failure with its traceback for the operator; the reference the caller can quote."""
+    reference = uuid.uuid4().hex[:12]
+    log.error("%s %s failed (reference %s)", request.method, request.url.path, reference, exc_info=exc)
+    return reference
+
+
 def _dependency_failed(what: str) -> object:
     async def handle(request: Request, exc: Exception) -> JSONResponse:
-        reference = uuid.uuid4().hex[:12]
-        log.error("%s %s failed (reference %s)", request.method, request.url.path, reference, exc_info=exc)
+        reference = _logged(request, exc)
         return JSONResponse(
             status_code=503,
             content={"detail": f"{what} is unavailable right now; retry shortly (reference {reference})."},
@@ -68,8 +74,7 @@ def _dependency_failed(what: str) -> object:
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    reference = uuid.uuid4().hex[:12]
-    log.error("%s %s failed (reference %s)", request.method, request.url.path, reference, exc_info=exc)
+    reference = _logged(request, exc)
     return JSONResponse(
         status_code=500,
         content={"detail": f"Internal error; the operator's log has the details under reference {reference}."},

@@ -11,9 +11,11 @@ import json
 import os
 import socket
 import threading
+import uuid
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,6 +26,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from api.app import create_app
+from domain.content import CompletionMessage, UserMessage
+from domain.turns import InferenceStep, TurnStatus
 from serve import DEV_SERVER_TUNING, temporal_binary
 from settings import Settings, load_settings
 from store.database import open_database
@@ -149,6 +153,26 @@ class Stack:
             await self._worker_task
 
         self.background.run(stop())
+
+    def seed_completed_turns(self, agent_id: str, session_id: str, count: int, answer_chars: int) -> None:
+        """Write `count` completed turns straight into the store, an hour old: "question i" answered by
+        "answer i " and `answer_chars` more characters, each with its one inference step."""
+        start = datetime.now(UTC) - timedelta(hours=1)
+
+        async def seed() -> None:
+            for index in range(count):
+                turn_id, at = str(uuid.uuid4()), start + timedelta(seconds=index)
+                question = [UserMessage(content=f"question {index}")]
+                await self.store.begin_turn(agent_id, session_id, turn_id, question, at)
+                answer = CompletionMessage(content=f"answer {index} " + "x" * answer_chars)
+                step = InferenceStep(
+                    turn_id=turn_id, step_id=str(uuid.uuid4()), started_at=at, completed_at=at, model_response=answer
+                )
+                await self.store.save_turn_progress(
+                    turn_id, new_steps=[(0, step)], status=TurnStatus.COMPLETED, output_message=answer, completed_at=at
+                )
+
+        self.background.run(seed(), timeout=300)
 
     def reconnect_store(self) -> None:
         """Close the store connections the stack's own worker holds, as restarting its process would."""

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import uuid
-from datetime import UTC, datetime, timedelta
 
 import httpx
 from temporalio.api.enums.v1 import EventType
 
-from domain.content import CompletionMessage, UserMessage
-from domain.turns import InferenceStep, TurnStatus
 from tests import mcp_server
 from tests.rest import create_agent, create_session, final_turn
 from tests.scripted_model import ScriptedModel, text, tool_call
@@ -54,22 +50,7 @@ def test_a_session_with_1000_turns_loads_history_without_a_giant_payload(
 ) -> None:
     agent_id = create_agent(http, client_tools=[])
     session_id = create_session(http, agent_id)
-    start = datetime.now(UTC) - timedelta(hours=1)
-
-    async def seed() -> None:
-        for index in range(1000):
-            turn_id = str(uuid.uuid4())
-            at = start + timedelta(seconds=index)
-            await stack.store.begin_turn(agent_id, session_id, turn_id, [UserMessage(content=f"question {index}")], at)
-            answer = CompletionMessage(content=f"answer {index} " + "y" * 200)
-            step = InferenceStep(
-                turn_id=turn_id, step_id=str(uuid.uuid4()), started_at=at, completed_at=at, model_response=answer
-            )
-            await stack.store.save_turn_progress(
-                turn_id, new_steps=[(0, step)], status=TurnStatus.COMPLETED, output_message=answer, completed_at=at
-            )
-
-    stack.background.run(seed(), timeout=300)
+    stack.seed_completed_turns(agent_id, session_id, count=1000, answer_chars=200)
     model.script(text("I remember all of it."))
     turns = f"/v1/agents/{agent_id}/session/{session_id}/turn"
 

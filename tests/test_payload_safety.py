@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import httpx
 from temporalio.client import WorkflowExecutionStatus
 
-from domain.content import CompletionMessage, UserMessage
-from domain.turns import InferenceStep, TurnStatus
+from domain.content import UserMessage
 from tests import mcp_server
 from tests.rest import create_agent, create_session, final_turn
 from tests.scripted_model import Reply, ScriptedModel, text
@@ -84,21 +83,7 @@ def test_a_session_with_more_than_2_mb_of_history_takes_a_new_turn(
 ) -> None:
     agent_id = create_agent(http, client_tools=[])
     session_id = create_session(http, agent_id)
-    start = datetime.now(UTC) - timedelta(hours=1)
-
-    async def seed() -> None:
-        for index in range(30):  # 30 turns of 100 KB: 3 MB of history
-            turn_id, at = str(uuid.uuid4()), start + timedelta(seconds=index)
-            await stack.store.begin_turn(agent_id, session_id, turn_id, [UserMessage(content=f"question {index}")], at)
-            answer = CompletionMessage(content=f"answer {index} " + "h" * 100_000)
-            step = InferenceStep(
-                turn_id=turn_id, step_id=str(uuid.uuid4()), started_at=at, completed_at=at, model_response=answer
-            )
-            await stack.store.save_turn_progress(
-                turn_id, new_steps=[(0, step)], status=TurnStatus.COMPLETED, output_message=answer, completed_at=at
-            )
-
-    stack.background.run(seed())
+    stack.seed_completed_turns(agent_id, session_id, count=30, answer_chars=100_000)  # 3 MB of history
     model.script(text("Noted."))
     turns = f"/v1/agents/{agent_id}/session/{session_id}/turn"
 

@@ -274,29 +274,24 @@ def test_toolgroups_belong_to_their_tenant_and_turns_call_their_own(
         plain_server.stop()
 
 
+async def _tenants_listed(stack: Stack, query: str) -> list[object]:
+    """The TenantId search attribute of each workflow the visibility query finds."""
+    return [execution.typed_search_attributes.get(TENANT_ID) async for execution in stack.client.list_workflows(query)]
+
+
 def test_the_tenant_is_a_search_attribute_of_each_turn(stack: Stack, alpha: httpx.Client) -> None:
     ids = _paused_turn(alpha)
 
-    async def tenants() -> list[object]:
-        query = f'WorkflowId="turn-{ids["turn_id"]}" AND TenantId="alpha"'
-        return [
-            execution.typed_search_attributes.get(TENANT_ID) async for execution in stack.client.list_workflows(query)
-        ]
-
-    assert _eventually(stack, tenants) == ["alpha"]
+    query = f'WorkflowId="turn-{ids["turn_id"]}" AND TenantId="alpha"'
+    assert _eventually(stack, lambda: _tenants_listed(stack, query)) == ["alpha"]
     alpha.delete(f"/v1/agents/{ids['agent_id']}")
 
 
 def test_without_api_keys_everyone_is_the_default_tenant(stack: Stack, http: httpx.Client) -> None:
     ids = _paused_turn(http)
 
-    async def tenants() -> list[object]:
-        query = f'WorkflowId="turn-{ids["turn_id"]}"'
-        return [
-            execution.typed_search_attributes.get(TENANT_ID) async for execution in stack.client.list_workflows(query)
-        ]
-
-    assert _eventually(stack, tenants) == ["default"]
+    query = f'WorkflowId="turn-{ids["turn_id"]}"'
+    assert _eventually(stack, lambda: _tenants_listed(stack, query)) == ["default"]
     http.delete(f"/v1/agents/{ids['agent_id']}")
 
 

@@ -99,15 +99,20 @@ def test_without_credentials_the_call_fails_for_the_model_and_the_turn_completes
     assert [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"] == [answer]
 
 
-def test_a_paused_turn_keeps_its_credentials_until_it_ends(
-    stack: Stack, http: httpx.Client, model: ScriptedModel, mcp: ThreadedServer, toolgroup: str
-) -> None:
+def _pause_then_open_the_vault(http: httpx.Client, model: ScriptedModel, toolgroup: str) -> str:
+    """A session whose next turn pauses on a client tool, then calls the vault after the resume; its turns URL."""
     model.script(
         tool_call("get_boiling_point", {"liquid_name": "polyjuice"}),
         tool_call("open_vault"),
         text("Boils at -100 and the vault is open."),
     )
-    turns = _turns(http, toolgroup, client_tools=[BOILING_TOOL])
+    return _turns(http, toolgroup, client_tools=[BOILING_TOOL])
+
+
+def test_a_paused_turn_keeps_its_credentials_until_it_ends(
+    stack: Stack, http: httpx.Client, model: ScriptedModel, mcp: ThreadedServer, toolgroup: str
+) -> None:
+    turns = _pause_then_open_the_vault(http, model, toolgroup)
     paused = http.post(turns, json=_ask(stream=False), headers=_credentials(mcp)).json()
     assert paused["status"] == "awaiting_input"
     assert _kept(stack, paused["turn_id"]) is not None
@@ -163,12 +168,7 @@ def test_credentials_without_a_configured_key_are_refused(
 def test_a_resume_brings_credentials_the_create_did_not(
     stack: Stack, http: httpx.Client, model: ScriptedModel, mcp: ThreadedServer, toolgroup: str
 ) -> None:
-    model.script(
-        tool_call("get_boiling_point", {"liquid_name": "polyjuice"}),
-        tool_call("open_vault"),
-        text("Boils at -100 and the vault is open."),
-    )
-    turns = _turns(http, toolgroup, client_tools=[BOILING_TOOL])
+    turns = _pause_then_open_the_vault(http, model, toolgroup)
     paused = http.post(turns, json=_ask(stream=False)).json()
     assert paused["status"] == "awaiting_input"
     assert _kept(stack, paused["turn_id"]) is None
