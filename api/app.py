@@ -16,6 +16,8 @@ from api.event_hub import EventHub
 from api.host_check import HostOriginCheck
 from api.openapi import install_openapi
 from api.rate_limit import RateLimit
+from api.responses import responses
+from api.responses.errors import OpenAIErrorEnvelope
 from api.routers import agents, health, metrics, sessions, shields, tools, turns
 from api.runtime import Runtime
 from api.stream_slots import StreamSlots
@@ -111,10 +113,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RateLimit, settings=current_settings)
     app.add_middleware(BearerAuth, settings=current_settings)
     app.add_middleware(HostOriginCheck, settings=current_settings)
+    app.add_middleware(OpenAIErrorEnvelope)  # outermost: the Responses paths' errors in OpenAI's shape
     routers = (agents.router, sessions.router, turns.router, tools.router, shields.router, health.router)
     for router in routers:
         app.include_router(router, prefix="/v1")
     install_openapi(app, routers, prefix="/v1")
+    app.include_router(responses.router, prefix="/v1")
     app.include_router(health.readiness_router)
     app.include_router(metrics.router)
     instrument_api(app, lambda turn_id: app.state.runtime.turns.trace_carrier(turn_id))
