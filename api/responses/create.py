@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from temporalio.common import SearchAttributePair
+
 from api import turn_credentials
 from api.responses import view
 from api.responses.context import (
@@ -46,6 +48,7 @@ from store.responses import ResponseRecord, ResponseStore
 from tool_runtime.output_limit import truncate_content
 from tool_runtime.turn_credentials import CredentialSeal
 from workflows.contracts import ToolResponsesSubmission, TurnStart
+from workflows.search_attributes import CONVERSATION_ID
 
 log = logging.getLogger(__name__)
 
@@ -217,9 +220,9 @@ async def _start(
         continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
     )
     try:
-        await runtime.turns.start_once(
-            start, tenant, summary(body), response_id=response_id, conversation_id=body.conversation_id
-        )
+        conversation = body.conversation_id
+        extra = [SearchAttributePair(CONVERSATION_ID, conversation)] if conversation is not None else []
+        await runtime.turns.start_once(start, tenant, summary(body), extra_attributes=extra)
     except Exception as error:
         log.exception("starting the workflow of response %s failed", response_id)
         await runtime.store.abandon_turn(turn_id, "Its workflow could not be started.")

@@ -1,0 +1,202 @@
+"""`/v1/responses` with the unmodified `openai` SDK against the real stack and the scripted model: create
+(streamed and not), retrieve, background and stream resumption, cancel, delete, input items, list,
+store:false and Idempotency-Key."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from openai import AsyncOpenAI
+
+from tests.scripted_model import ScriptedModel, text
+from tests.stack import SCRIPTED_MODEL, Stack
+
+
+@pytest.fixture
+async def client(stack: Stack) -> AsyncIterator[AsyncOpenAI]:
+    async with AsyncOpenAI(base_url=f"{stack.base_url}/v1", api_key="unused", max_retries=0, timeout=60) as made:
+        yield made
+
+
+async def events_of(stream: Any) -> list[Any]:
+    return [event async for event in stream]
+
+
+async def until(client: AsyncOpenAI, response_id: str, *statuses: str, seconds: float = 60) -> Any:
+    for _ in range(int(seconds * 10)):
+        response = await client.responses.retrieve(response_id)
+        if response.status in statuses:
+            return response
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{response_id} never reached {statuses}; it is {response.status}")
+
+
+def sent_messages(model: ScriptedModel, index: int = -1) -> list[dict[str, Any]]:
+    return model.requests[index]["messages"]
+
+
+async def test_a_blocking_create_answers_the_whole_response(client: AsyncOpenAI, model: ScriptedModel) -> None:
+    model.script(text("Hello from the model"))
+    response = await client.responses.create(
+        model=SCRIPTED_MODEL, input="Say hello", instructions="Be brief.", metadata={"k": "v"}
+    )
+    assert response.status == "completed" and response.output_text == "Hello from the model"
+    assert response.id.startswith("resp_") and len(response.id) == 53
+    assert response.instructions == "Be brief." and response.metadata == {"k": "v"} and response.tools == []
+    assert sent_messages(model)[0] == {"role": "system", "content": "Be brief."}
+    assert sent_messages(model)[-1]["content"] == "Say hello"
+    again = await client.responses.retrieve(response.id)
+    assert again.model_dump() == response.model_dump()
+
+
+async def test_streams_carry_every_event_in_order(client: AsyncOpenAI, model: ScriptedModel) -> None:
+    model.script(text("one two three"), text("four five"))
+    async with client.responses.stream(model=SCRIPTED_MODEL, input="count") as stream:
+        events = await events_of(stream)
+        final = await stream.get_final_response()
+    kinds = [event.type for event in events]
+    assert kinds[:2] == ["response.created", "response.in_progress"] and kinds[-1] == "response.completed"
+    assert "response.output_text.delta" in kinds and "response.output_text.done" in kinds
+    assert [event.sequence_number for event in events] == list(range(len(events)))
+    assert final.output_text == "one two three"
+
+    raw = await client.responses.create(model=SCRIPTED_MODEL, input="more", stream=True)
+    raw_events = await events_of(raw)
+    assert raw_events[-1].type == "response.completed" and raw_events[-1].response.output_text == "four five"
+    replay = await events_of(await client.responses.retrieve(raw_events[0].response.id, stream=True))
+    assert [e.model_dump() for e in replay] == [e.model_dump() for e in raw_events]
+
+
+async def test_background_responses_are_polled_and_their_stream_resumed(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
+    model.script(text("slow words arrive one at a time", token_delay_seconds=0.1))
+    queued = await client.responses.create(model=SCRIPTED_MODEL, input="go", background=True)
+    assert queued.status in ("queued", "in_progress") and queued.background and queued.output == []
+    done = await until(client, queued.id, "completed")
+    assert done.output_text == "slow words arrive one at a time"
+
+    model.script(text("a b c d e f g h", token_delay_seconds=0.1))
+    stream = await client.responses.create(model=SCRIPTED_MODEL, input="go", background=True, stream=True)
+    first: list[Any] = []
+    async for event in stream:
+        first.append(event)
+        if len(first) == 5:
+            break
+    await stream.close()
+    assert first[0].response.status == "queued" and first[1].type == "response.queued"
+    response_id = first[0].response.id
+    rest = await events_of(
+        await client.responses.retrieve(response_id, stream=True, starting_after=first[-1].sequence_number)
+    )
+    whole = await events_of(await client.responses.retrieve(response_id, stream=True))
+    assert [e.model_dump() for e in first + rest] == [e.model_dump() for e in whole]
+    assert whole[-1].type == "response.completed" and whole[-1].response.output_text == "a b c d e f g h"
+
+
+async def test_cancel_answers_as_the_spec_says(client: AsyncOpenAI, model: ScriptedModel) -> None:
+    model.script(text("quick"))
+    synchronous = await client.responses.create(model=SCRIPTED_MODEL, input="x")
+    with pytest.raises(openai.BadRequestError, match="Cannot cancel a synchronous response."):
+        await client.responses.cancel(synchronous.id)
+
+    model.script(text("never finished", delay_seconds=30))
+    running = await client.responses.create(model=SCRIPTED_MODEL, input="x", background=True)
+    await until(client, running.id, "in_progress")
+    cancelled = await client.responses.cancel(running.id)
+    assert cancelled.status == "cancelled" and cancelled.output == []
+    assert (await client.responses.cancel(running.id)).status == "cancelled"  # idempotent
+
+    model.script(text("done"))
+    finished = await client.responses.create(model=SCRIPTED_MODEL, input="x", background=True)
+    await until(client, finished.id, "completed")
+    with pytest.raises(openai.BadRequestError, match="Cannot cancel a completed response."):
+        await client.responses.cancel(finished.id)
+    with pytest.raises(openai.NotFoundError):
+        await client.responses.cancel("resp_" + "0" * 48)
+
+
+async def test_a_cancelled_background_stream_ends_with_response_failed(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
+    model.script(text("a b c d e f g h i j k l m n o p", token_delay_seconds=0.5))
+    stream = await client.responses.create(model=SCRIPTED_MODEL, input="x", background=True, stream=True)
+    events = []
+    async for event in stream:
+        events.append(event)
+        if event.type == "response.output_text.delta":
+            await client.responses.cancel(event_response_id(events))
+    assert events[-1].type == "response.failed" and events[-1].response.status == "cancelled"
+
+
+def event_response_id(events: list[Any]) -> str:
+    return next(event.response.id for event in events if hasattr(event, "response"))
+
+
+async def test_delete_input_items_and_list(client: AsyncOpenAI, model: ScriptedModel, http: httpx.Client) -> None:
+    model.script(text("noted"), text("later"))
+    items = [{"role": "user", "content": f"message {n}"} for n in range(5)]
+    response = await client.responses.create(model=SCRIPTED_MODEL, input=items)  # type: ignore[arg-type]
+    page = await client.responses.input_items.list(response.id, limit=2, order="asc")
+    assert [item.content[0].text for item in page.data] == ["message 0", "message 1"] and page.has_more
+    every = [item async for item in client.responses.input_items.list(response.id, limit=2, order="asc")]
+    assert [item.content[0].text for item in every] == [f"message {n}" for n in range(5)]
+    assert all(item.id.startswith("msg_") for item in every)
+    newest = await client.responses.input_items.list(response.id)
+    assert newest.data[0].content[0].text == "message 4"
+
+    other = await client.responses.create(model=SCRIPTED_MODEL, input="x")
+    listed = http.get("/v1/responses", params={"limit": 1}).json()
+    assert listed["object"] == "list" and listed["data"][0]["id"] == other.id and listed["has_more"]
+    assert http.get("/v1/responses", params={"after": other.id, "limit": 1}).json()["data"][0]["id"] == response.id
+
+    await client.responses.delete(response.id)
+    with pytest.raises(openai.NotFoundError, match="not found"):
+        await client.responses.retrieve(response.id)
+
+    model.script(text("slow", delay_seconds=30))
+    running = await client.responses.create(model=SCRIPTED_MODEL, input="x", background=True)
+    with pytest.raises(openai.BadRequestError, match="Cannot delete an in-flight response."):
+        await client.responses.delete(running.id)
+    await client.responses.cancel(running.id)
+
+
+async def test_store_false_leaves_nothing_to_read(client: AsyncOpenAI, model: ScriptedModel) -> None:
+    model.script(text("ephemeral"))
+    response = await client.responses.create(model=SCRIPTED_MODEL, input="x", store=False)
+    assert response.output_text == "ephemeral" and response.store is False
+    with pytest.raises(openai.NotFoundError):
+        await client.responses.retrieve(response.id)
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client.responses.create(model=SCRIPTED_MODEL, input="y", previous_response_id=response.id)
+    assert refused.value.code == "previous_response_not_found"
+
+
+async def test_a_retried_create_with_an_idempotency_key_starts_nothing_new(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
+    model.script(text("once"), text("twice"))
+    key = {"Idempotency-Key": "create-7"}
+    first = await client.responses.create(model=SCRIPTED_MODEL, input="x", extra_headers=key)
+    second = await client.responses.create(model=SCRIPTED_MODEL, input="x", extra_headers=key)
+    assert second.id == first.id and second.output_text == "once" and len(model.requests) == 1
+
+
+async def test_errors_have_the_openai_envelope(http: httpx.Client) -> None:
+    refused = http.post("/v1/responses", json={"model": SCRIPTED_MODEL, "input": "x", "tools": [{"type": "shell"}]})
+    assert refused.status_code == 400
+    assert refused.json()["error"]["param"] == "tools" and refused.json()["error"]["type"] == "invalid_request_error"
+    assert http.post("/v1/responses", content=b"{not json").json()["error"]["message"].startswith("The request body")
+    wrong = http.get("/v1/responses/resp_x/input_items", params={"limit": 1000})
+    assert wrong.status_code == 400 and wrong.json()["error"]["param"] == "limit"
+    missing = http.get("/v1/responses/resp_missing")
+    assert (
+        missing.status_code == 404
+        and missing.json()["error"]["message"] == "Response with id 'resp_missing' not found."
+    )
+    assert "detail" in http.get("/v1/agents/nope").json()  # the llama-stack routes keep their shape
