@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,7 +20,7 @@ from typing import Any
 from temporalio.common import SearchAttributePair
 
 from api import turn_credentials
-from api.responses import view
+from api.responses import ids, view
 from api.responses.context import (
     check_tool_outputs,
     fit_context,
@@ -53,26 +52,18 @@ from workflows.search_attributes import CONVERSATION_ID
 log = logging.getLogger(__name__)
 
 _TURN_NAMESPACE = uuid.UUID("0b5a8a52-2f7e-4d0e-9a0f-6f3c1d2e4b71")
-_ITEM_PREFIXES = {
-    "message": "msg",
-    "function_call": "fc",
-    "function_call_output": "fco",
-    "mcp_approval_response": "mcpa",
-    "mcp_approval_request": "mcpr",
-    "mcp_list_tools": "mcpl",
-    "mcp_call": "mcp",
-    "reasoning": "rs",
+_NEW_ITEM_IDS = {
+    "message": ids.new_message_id,
+    "function_call": ids.new_function_call_id,
+    "function_call_output": ids.new_function_call_output_id,
+    "mcp_approval_response": ids.new_approval_response_id,
 }
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_hex(24)}"
 
 
 def response_id_for(tenant: str, idempotency_key: str | None) -> str:
     """A fresh id, or with an Idempotency-Key the same id for every retry of the request (per tenant)."""
     if idempotency_key is None:
-        return new_id("resp")
+        return ids.new_response_id()
     return "resp_" + hashlib.sha256(f"{tenant}\0{idempotency_key}".encode()).hexdigest()[:48]
 
 
@@ -81,7 +72,7 @@ def stored_input(items: list[InputItem]) -> list[dict[str, Any]]:
     stored = []
     for item in items:
         body = item.model_dump(mode="json", exclude_none=True, by_alias=True)
-        body.setdefault("id", new_id(_ITEM_PREFIXES.get(body["type"], "item")))
+        body.setdefault("id", _NEW_ITEM_IDS.get(body["type"], ids.new_item_id)())
         if isinstance(item, MessageItem):
             if isinstance(item.content, str):
                 kind = "output_text" if item.role == "assistant" else "input_text"
