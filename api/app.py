@@ -16,6 +16,7 @@ from api.event_hub import EventHub
 from api.host_check import HostOriginCheck
 from api.openapi import install_openapi
 from api.rate_limit import RateLimit
+from api.responses import conversations
 from api.routers import agents, health, metrics, sessions, shields, tools, turns
 from api.runtime import Runtime
 from api.stream_slots import StreamSlots
@@ -112,6 +113,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BearerAuth, settings=current_settings)
     app.add_middleware(HostOriginCheck, settings=current_settings)
     routers = (agents.router, sessions.router, turns.router, tools.router, shields.router, health.router)
+    routers += (conversations.router,)
     for router in routers:
         app.include_router(router, prefix="/v1")
     install_openapi(app, routers, prefix="/v1")
