@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import Connection, delete, insert, select, update
-from sqlalchemy.exc import IntegrityError
 
 from store.database import Database
 from store.tables import ConversationItemRow, ConversationRow
@@ -113,7 +112,7 @@ class ConversationStore:
         """Add items at the end of the conversation; their bodies as stored. DuplicateItem for an id it has."""
 
         def run(tx: Connection) -> list[dict[str, Any]]:
-            _lock(tx, tenant, conversation_id)
+            _conversation(tx, tenant, conversation_id)
             insert_items(tx, conversation_id, items, created_at)
             return [item.body for item in items]
 
@@ -157,7 +156,7 @@ class ConversationStore:
         """Remove one item; the conversation afterwards, or None if it has no such item."""
 
         def run(tx: Connection) -> Conversation | None:
-            conversation = _lock(tx, tenant, conversation_id)
+            conversation = _conversation(tx, tenant, conversation_id)
             removed = tx.execute(
                 delete(ConversationItemRow).where(
                     ConversationItemRow.conversation_id == conversation_id, ConversationItemRow.item_id == item_id
@@ -169,12 +168,20 @@ class ConversationStore:
 
 
 def insert_items(tx: Connection, conversation_id: str, items: Sequence[Item], created_at: datetime) -> None:
-    """Append `items` to the conversation in their order, inside the caller's transaction.
+    """Append `items` to the conversation in their order, inside the caller's transaction (which has made sure
+    the conversation exists and is the caller's).
 
     Raises DuplicateItem when an id is already in the conversation or twice among `items`.
     """
     if not items:
         return
+    # A no-op write takes the conversation's row lock (PostgreSQL) or the write lock (SQLite): writers of one
+    # conversation take turns, so its items are numbered in the order their transactions commit.
+    tx.execute(
+        update(ConversationRow)
+        .where(ConversationRow.conversation_id == conversation_id)
+        .values(created_at=ConversationRow.created_at)
+    )
     ids = [item.item_id for item in items]
     repeated = next((item_id for index, item_id in enumerate(ids) if item_id in ids[:index]), None)
     if repeated is None:
@@ -188,12 +195,9 @@ def insert_items(tx: Connection, conversation_id: str, items: Sequence[Item], cr
         {"conversation_id": conversation_id, "item_id": item.item_id, "body": item.body, "created_at": created_at}
         for item in items
     ]
-    try:
-        # One statement per item: positions are allocated in the order the items were given.
-        for value in values:
-            tx.execute(insert(ConversationItemRow).values(**value))
-    except IntegrityError as raced:  # a concurrent writer added one of these ids first; the caller rolls back
-        raise DuplicateItem(conversation_id, value["item_id"]) from raced
+    # One statement per item: positions are allocated in the order the items were given.
+    for value in values:
+        tx.execute(insert(ConversationItemRow).values(**value))
 
 
 def _owned(tenant: str, conversation_id: str) -> tuple[Any, ...]:
@@ -208,11 +212,3 @@ def _conversation(tx: Connection, tenant: str, conversation_id: str) -> Conversa
         raise ConversationNotFound(conversation_id)
     metadata, created_at = row
     return Conversation(conversation_id, metadata or {}, created_at)
-
-
-def _lock(tx: Connection, tenant: str, conversation_id: str) -> Conversation:
-    """The conversation, its row locked (a no-op write) so writers of its items take turns."""
-    tx.execute(
-        update(ConversationRow).where(*_owned(tenant, conversation_id)).values(created_at=ConversationRow.created_at)
-    )
-    return _conversation(tx, tenant, conversation_id)
