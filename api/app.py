@@ -18,7 +18,7 @@ from api.llama_stack import agents, sessions, shields, tools, turns
 from api.openapi import install_openapi
 from api.operations import health, metrics
 from api.rate_limit import RateLimit
-from api.responses import responses
+from api.responses import conversations, responses
 from api.responses.errors import OpenAIErrorEnvelope
 from api.runtime import Runtime
 from api.stream_slots import StreamSlots
@@ -116,6 +116,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(HostOriginCheck, settings=current_settings)
     app.add_middleware(OpenAIErrorEnvelope)  # outermost: the Responses paths' errors in OpenAI's shape
     routers = (agents.router, sessions.router, turns.router, tools.router, shields.router, health.router)
+    routers += (conversations.router,)
     for router in routers:
         app.include_router(router, prefix="/v1")
     install_openapi(app, routers, prefix="/v1")

@@ -17,6 +17,7 @@ from domain.content import URL, CompletionMessage, InputMessage
 from domain.events import ErrorChunk, KeyedEvent, StreamError
 from domain.tools import ToolGroup
 from domain.turns import Session, Step, Turn, TurnStatus
+from store.conversations import ConversationStore
 from store.database import Database
 from store.tables import AgentRow, EventRow, SessionRow, StepRow, ToolGroupRow, TurnCredentialsRow, TurnRow
 
@@ -90,6 +91,7 @@ class Store:
 
     def __init__(self, database: Database) -> None:
         self.database = database
+        self.conversations = ConversationStore(database)
         self._event_listeners: list[Callable[[], None]] = []
 
     def on_events_written(self, listener: Callable[[], None]) -> None:

@@ -173,3 +173,34 @@ class ResponseRow(Base):
     store: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime]
     appended_to_conversation: Mapped[bool] = mapped_column(Boolean, server_default=false())
+
+
+class ConversationRow(Base):
+    """A Responses-dialect conversation: an ordered list of items (conversation_items) that a tenant owns."""
+
+    __tablename__ = "conversations"
+
+    conversation_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64))
+    meta: Mapped[dict | None] = mapped_column("metadata", JSON)
+    """Named `meta` here because `metadata` is the declarative base's own attribute."""
+    created_at: Mapped[datetime]
+
+
+class ConversationItemRow(Base):
+    """One item of a conversation, as the Responses item (message, function_call, ...) it was written as.
+
+    `position` orders a conversation's items (and pages through them); an item id is unique in its conversation.
+    """
+
+    __tablename__ = "conversation_items"
+    __table_args__ = (
+        UniqueConstraint("conversation_id", "item_id", name="uq_conversation_items_item"),
+        Index("ix_conversation_items_order", "conversation_id", "position"),
+    )
+
+    position: Mapped[int] = mapped_column(EventId, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.conversation_id", ondelete="CASCADE"))
+    item_id: Mapped[str] = mapped_column(String(128))
+    body: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[datetime]
