@@ -20,6 +20,7 @@ from api.operations import health, metrics
 from api.rate_limit import RateLimit
 from api.responses import conversations, responses
 from api.responses.errors import OpenAIErrorEnvelope
+from api.responses.view import settle_conversation
 from api.runtime import Runtime
 from api.stream_slots import StreamSlots
 from api.tenancy import DEFAULT_TENANT, principals
@@ -79,7 +80,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         turns = TurnGateway(client, config.task_queue, eager_start=config.worker_in_api)
         streams = StreamSlots(config.max_streams_per_key)
         app.state.runtime = runtime = Runtime(
-            config, store, turns, ToolCatalog.from_settings(store, config), events, streams
+            config,
+            store,
+            turns,
+            ToolCatalog.from_settings(store, config),
+            events,
+            streams,
+            settle_conversation=settle_conversation,
         )
         background = [poller]
         if config.unstarted_turn_sweep is not None:

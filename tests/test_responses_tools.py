@@ -238,3 +238,39 @@ async def test_an_mcp_server_the_outbound_policy_refuses_is_a_400(client: AsyncO
     with pytest.raises(openai.BadRequestError) as refused:
         await client.responses.create(model=SCRIPTED_MODEL, input="x", tools=[tool])  # type: ignore[list-item]
     assert refused.value.param == "tools"
+
+
+async def test_a_conversation_continuation_resumes_and_its_items_are_appended_once(
+    client: AsyncOpenAI, model: ScriptedModel, stack: Stack
+) -> None:
+    conversation = await client.conversations.create(metadata={"name": "s1"})
+    model.script(tool_call("get_weather", {"city": "Paris"}), text("Cloudy."))
+    stream = await client.responses.create(
+        model=SCRIPTED_MODEL,
+        input=[{"role": "user", "content": "Weather?"}],
+        conversation=conversation.id,
+        tools=[WEATHER],
+        stream=True,  # type: ignore[list-item]
+    )
+    first = [event async for event in stream][-1].response
+    call = first.output[0]
+    assert first.conversation.id == conversation.id and call.type == "function_call"
+    output = {"type": "function_call_output", "call_id": call.call_id, "output": '"cloudy"'}
+    second = await client.responses.create(
+        model=SCRIPTED_MODEL,
+        conversation=conversation.id,
+        input=[output],
+        tools=[WEATHER],  # type: ignore[list-item]
+    )
+    assert second.output_text.strip() == "Cloudy." and tool_results_seen(model) == ['"cloudy"']
+    await assert_same_workflow(stack, first, second)
+    for _ in range(2):  # read twice: settled exactly once
+        listed = await client.conversations.items.list(conversation.id, order="asc")
+        assert [item.type for item in listed.data] == ["message", "function_call", "function_call_output", "message"]
+        assert listed.data[1].id == call.id and listed.data[-1].id == second.output[-1].id
+
+    model.script(text("You asked about Paris."))
+    third = await client.responses.create(model=SCRIPTED_MODEL, conversation=conversation.id, input="What did I ask?")
+    assert third.output_text.strip() == "You asked about Paris."
+    seen = [message.get("content") for message in model.requests[-1]["messages"]]
+    assert "Weather?" in seen and '"cloudy"' in seen and seen[-1] == "What did I ask?"

@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
+
+from sqlalchemy import Connection, select
 
 from api.event_stream import is_final, tail_events
 from api.responses.items import fold_segment, render_response
@@ -20,8 +23,11 @@ from api.responses.wire import EventBase, Response
 from api.runtime import Runtime
 from api.stuck_turns import still_running
 from domain.turns import TurnStatus
-from store.responses import ResponseRecord
+from store.conversations import ConversationNotFound, Item, insert_items
+from store.responses import ResponseRecord, ResponseStore, mark_appended
+from store.tables import ConversationItemRow
 
+_ITEMS_PER_READ = 1000
 _ENDED_UNEXPECTEDLY = {"error": {"message": "The response's workflow ended without finishing it (was it terminated?)."}}
 
 
@@ -148,4 +154,48 @@ async def sse(runtime: Runtime, record: ResponseRecord, starting_after: int | No
 
 async def conversation_items(runtime: Runtime, tenant: str, conversation_id: str) -> list[dict[str, Any]] | None:
     """The conversation's items oldest first, finished responses settled into it first; None if unknown."""
-    raise NotImplementedError
+    await runtime.settle_conversation(runtime, tenant, conversation_id)
+    conversations = runtime.store.conversations
+    items: list[dict[str, Any]] = []
+    after: str | None = None
+    try:
+        while True:
+            page = await conversations.list_items(tenant, conversation_id, "asc", after, _ITEMS_PER_READ)
+            items += page.items
+            if not page.has_more or not page.items:
+                return items
+            after = page.items[-1]["id"]
+    except ConversationNotFound:
+        return None
+
+
+async def settle_conversation(runtime: Runtime, tenant: str, conversation_id: str) -> None:
+    """Append the input and output items of the conversation's finished responses, each response exactly once
+    and in creation order (the runtime's `settle_conversation` hook: it runs before a conversation is read).
+
+    The flag and the items are written in one transaction, so two processes settling at once append once. A
+    response still running holds back the ones after it: the conversation stays in order."""
+    for record in await ResponseStore(runtime.store.database).of_conversation(conversation_id, unappended_only=True):
+        if record.tenant_id != tenant:
+            continue
+        output = await output_items(runtime, record)
+        if output is None:
+            return
+        items = [Item(body["id"], body) for body in [*record.input_items(), *output]]
+        await runtime.store.database.write(lambda tx, r=record, i=items: _append(tx, r.response_id, conversation_id, i))
+
+
+def _append(tx: Connection, response_id: str, conversation_id: str, items: list[Item]) -> None:
+    if not mark_appended(tx, response_id):
+        return  # another process settled it first
+    present = set(
+        tx.scalars(
+            select(ConversationItemRow.item_id).where(
+                ConversationItemRow.conversation_id == conversation_id,
+                ConversationItemRow.item_id.in_([item.item_id for item in items]),
+            )
+        )
+    )
+    # An item the conversation has already (a client's own id, replayed) is not added twice.
+    fresh = list({item.item_id: item for item in items if item.item_id not in present}.values())
+    insert_items(tx, conversation_id, fresh, datetime.now(UTC))
