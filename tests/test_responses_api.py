@@ -208,3 +208,56 @@ def test_errors_have_the_openai_envelope(http: httpx.Client) -> None:
         and missing.json()["error"]["message"] == "Response with id 'resp_missing' not found."
     )
     assert "detail" in http.get("/v1/agents/nope").json()  # the llama-stack routes keep their shape
+
+
+async def test_the_request_settings_reach_the_model_and_are_echoed(client: AsyncOpenAI, model: ScriptedModel) -> None:
+    model.script(text('{"a": 1}'))
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
+    weather = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}
+    response = await client.responses.create(
+        model=SCRIPTED_MODEL,
+        input="json please",
+        temperature=0.2,
+        top_p=0.5,
+        max_output_tokens=64,
+        tools=[weather],  # type: ignore[list-item]
+        tool_choice={"type": "function", "name": "get_weather"},
+        parallel_tool_calls=False,
+        text={"format": {"type": "json_schema", "name": "answer", "schema": schema, "strict": True}},
+    )
+    sent = model.requests[-1]
+    assert (sent["temperature"], sent["top_p"], sent["max_tokens"]) == (0.2, 0.5, 64)
+    assert sent["response_format"]["json_schema"]["name"] == "answer"
+    assert sent["tool_choice"]["function"]["name"] == "get_weather" and sent["parallel_tool_calls"] is False
+    assert response.text.format.type == "json_schema" and response.temperature == 0.2  # type: ignore[union-attr]
+    assert response.tool_choice.name == "get_weather" and response.max_output_tokens == 64  # type: ignore[union-attr]
+
+
+async def test_instructions_are_per_response(client: AsyncOpenAI, model: ScriptedModel) -> None:
+    model.script(text("first"), text("second"))
+    first = await client.responses.create(model=SCRIPTED_MODEL, input="one", instructions="Speak French.")
+    second = await client.responses.create(model=SCRIPTED_MODEL, input="two", previous_response_id=first.id)
+    assert second.instructions is None and second.previous_response_id == first.id
+    messages = model.requests[-1]["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"], messages
+    assert "Speak French." not in str(messages)
+
+
+def test_the_shared_guards_answer_in_the_openai_envelope(stack: Stack) -> None:
+    settings = stack.settings.model_copy(update={"api_keys": ("k-1",)})
+    with stack.other_api(settings) as url, httpx.Client(base_url=url, timeout=30) as http:
+        refused = http.post("/v1/responses", json={"model": SCRIPTED_MODEL, "input": "x"})
+        assert refused.status_code == 401 and refused.json()["error"]["type"] == "authentication_error"
+        assert "Authorization" in refused.json()["error"]["message"]
+        assert "detail" in http.get("/v1/agents").json()
+        huge = http.post(
+            "/v1/responses",
+            headers={"Authorization": "Bearer k-1"},
+            content=b"x" * (stack.settings.max_request_bytes + 1),
+        )
+        assert huge.status_code == 413 and "DA_MAX_REQUEST_BYTES" in huge.json()["error"]["message"]
