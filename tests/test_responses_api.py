@@ -14,6 +14,7 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
+from api.responses.create import response_id_for
 from tests.scripted_model import ScriptedModel, text
 from tests.stack import SCRIPTED_MODEL, Stack
 
@@ -261,3 +262,24 @@ def test_the_shared_guards_answer_in_the_openai_envelope(stack: Stack) -> None:
             content=b"x" * (stack.settings.max_request_bytes + 1),
         )
         assert huge.status_code == 413 and "DA_MAX_REQUEST_BYTES" in huge.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_client_leaving_a_synchronous_response_cancels_it(
+    client: AsyncOpenAI, model: ScriptedModel, stack: Stack, stream: bool
+) -> None:
+    model.script(text("a b c d e f g h i j k l m n o p q r s t", token_delay_seconds=0.5))
+    key = f"leave-{stream}-{id(model)}"
+    body = {"model": SCRIPTED_MODEL, "input": "talk slowly", "stream": stream}
+    async with httpx.AsyncClient(base_url=stack.base_url, timeout=30) as http:
+        if stream:
+            async with http.stream("POST", "/v1/responses", json=body, headers={"Idempotency-Key": key}) as answer:
+                async for line in answer.aiter_lines():
+                    if "response.output_text.delta" in line:
+                        break
+        else:
+            with pytest.raises(httpx.ReadTimeout):
+                await http.post("/v1/responses", json=body, headers={"Idempotency-Key": key}, timeout=2)
+    response_id = response_id_for("default", key)
+    cancelled = await until(client, response_id, "cancelled", "completed", seconds=30)
+    assert cancelled.status == "cancelled"
