@@ -43,6 +43,7 @@ from api.runtime import Runtime
 from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
 from domain.content import ToolResponse, UserMessage
 from domain.runtime import ApprovalDecision
+from domain.turns import TurnStatus
 from store.responses import ResponseRecord, ResponseStore
 from tool_runtime.output_limit import truncate_content
 from tool_runtime.turn_credentials import CredentialSeal
@@ -196,31 +197,54 @@ async def _start(
     context = fit_context(split.context, runtime.settings.max_history_bytes, body.truncation)
     turn_id = str(uuid.uuid5(_TURN_NAMESPACE, response_id))
     started_at = datetime.now(UTC)
-    await runtime.store.begin_detached_turn(
-        tenant, turn_id, split.input, context, response_id, turn_settings(body), started_at
-    )
+    if await runtime.store.turn_status(turn_id) is None:  # else a retry after a crash recorded it already
+        await runtime.store.begin_detached_turn(
+            tenant, turn_id, split.input, context, response_id, turn_settings(body), started_at
+        )
     await turn_credentials.keep(runtime, turn_id, credentials)
     record = _record(response_id, tenant, turn_id, 0, body, stored)
     await responses.add(record)
+    await _start_workflow(runtime, record, body, started_at)
+    return Created(record, 0)
+
+
+async def _start_workflow(runtime: Runtime, record: ResponseRecord, body: CreateResponse, started_at: datetime) -> None:
+    """Start the turn's workflow unless it was (its id is the turn's: a second start starts nothing)."""
     start = TurnStart(
-        turn_id=turn_id,
-        plan=turn_plan(body, response_id, runtime.settings.max_infer_iters),
-        segment_id=response_id,
+        turn_id=record.turn_id,
+        plan=turn_plan(body, record.response_id, runtime.settings.max_infer_iters),
+        segment_id=record.response_id,
         started_at=started_at,
         awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
         continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
     )
+    conversation = body.conversation_id
+    extra = [SearchAttributePair(CONVERSATION_ID, conversation)] if conversation is not None else []
     try:
-        conversation = body.conversation_id
-        extra = [SearchAttributePair(CONVERSATION_ID, conversation)] if conversation is not None else []
-        await runtime.turns.start_once(start, tenant, summary(body), extra_attributes=extra)
+        await runtime.turns.start_once(start, record.tenant_id, summary(body), extra_attributes=extra)
     except Exception as error:
-        log.exception("starting the workflow of response %s failed", response_id)
-        await runtime.store.abandon_turn(turn_id, "Its workflow could not be started.")
+        log.exception("starting the workflow of response %s failed", record.response_id)
+        await runtime.store.abandon_turn(record.turn_id, "Its workflow could not be started.")
         raise OpenAIError(
             503, "Could not start the response's workflow (Temporal unavailable); retry shortly."
         ) from error
-    return Created(record, 0)
+
+
+async def retried(runtime: Runtime, record: ResponseRecord, body: CreateResponse) -> Created | None:
+    """A create retried with its Idempotency-Key finds its response recorded: finish what a crash of the
+    first attempt left undone. None when the response's resumption never reached its turn, which still
+    waits: the caller creates it again."""
+    found = await view.segment(runtime, record)
+    if record.segment_index == 0:
+        if not found.bodies and await runtime.store.turn_status(record.turn_id) == TurnStatus.RUNNING:
+            await _start_workflow(runtime, record, body, record.created_at)
+        return Created(record, 0)
+    if found.after is not None:
+        return Created(record, found.after)
+    if await runtime.store.turn_status(record.turn_id) == TurnStatus.AWAITING_INPUT:
+        await ResponseStore(runtime.store.database).forget(record.response_id)
+        return None
+    return Created(record, await runtime.store.last_event_id(record.turn_id))
 
 
 def _answers(

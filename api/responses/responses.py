@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from api.event_stream import tail_events
 from api.responses import view
-from api.responses.create import Created, create, prior_context, response_id_for
+from api.responses.create import Created, create, prior_context, response_id_for, retried
 from api.responses.errors import OpenAIError, invalid, not_found
 from api.responses.plan import check_mcp_urls
 from api.responses.request import parse_create, require_known_tool_choice
@@ -139,10 +139,8 @@ async def create_response(
     response_id = response_id_for(tenant, idempotency_key)
     responses = ResponseStore(runtime.store.database)
     existing = await responses.get(tenant, response_id) if idempotency_key is not None else None
-    if existing is not None:
-        return await _answer(
-            runtime, principal, request, Created(existing, await view.segment_after(runtime, existing)), body.stream
-        )
+    if existing is not None and (again := await retried(runtime, existing, body)) is not None:
+        return await _answer(runtime, principal, request, again, body.stream)
     await check_mcp_urls(body, runtime.tools.outbound_policy)
     context = await prior_context(runtime, responses, tenant, body)
     if body.stream:
@@ -247,10 +245,10 @@ async def list_input_items(
     for cursor, param in ((after, "after"), (before, "before")):
         if cursor is not None and cursor not in ids:
             raise invalid(f"No input item with id '{cursor}' in response {response_id}.", param)
+    if before is not None:
+        items = items[: ids.index(before)]
     if after is not None:
         items = items[ids.index(after) + 1 :]
-    if before is not None:
-        items = items[: [item["id"] for item in items].index(before)] if before in [i["id"] for i in items] else []
     return _page(items, limit, len(items) > limit)
 
 

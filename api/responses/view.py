@@ -109,13 +109,6 @@ async def output_items(runtime: Runtime, record: ResponseRecord) -> list[dict[st
     return [item.model_dump(mode="json") for item in fold.visible_output] if fold.ended else None
 
 
-async def segment_after(runtime: Runtime, record: ResponseRecord) -> int:
-    """The id of the turn's last event before this response's segment (0 for the turn's first segment)."""
-    latest = await runtime.store.last_event_id(record.turn_id)
-    found = await segment(runtime, record)
-    return found.after if found.after is not None else latest
-
-
 def _frame(event: EventBase) -> bytes:
     body = event.model_dump(mode="json")
     return f"event: {body['type']}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
