@@ -16,7 +16,7 @@ from typing import Any
 from temporalio.common import SearchAttributePair
 
 from api.runtime import Runtime
-from api.turn_gateway import TurnGateway
+from api.turn_gateway import ResumeRejected, TurnGateway
 from api.turn_sweep import start_unstarted_turns
 from domain.content import CompletionMessage, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
 from domain.runtime import (
@@ -393,3 +393,42 @@ def listed(stack: Stack, query: str, timeout: float = 30) -> list[str]:
     while not (found := stack.background.run(ids())) and time.monotonic() < deadline:
         time.sleep(0.2)
     return found
+
+
+def test_one_pause_holds_client_calls_and_approvals_together(
+    stack: Stack, model: ScriptedModel, mcp: ThreadedServer
+) -> None:
+    model.script(Reply(tool_calls=[("get_weather", {"city": "Rome"}), ("open_vault", {})]), text("Warm, and open."))
+    plan = mcp_plan(mcp, approval=ApprovalPolicy(always=["open_vault"]))
+    turn_id = start_detached(stack, settings_for(stack, function_tools=[WEATHER]), plan, credentials=True)
+    paused = wait_for(stack, turn_id, TurnStatus.AWAITING_INPUT)
+    assert paused.output_message is not None
+    [call] = paused.output_message.tool_calls
+    [requested] = runtime_bodies(stack, turn_id, "approval_requested")
+    approval_id = requested["approval_request_id"]
+    pending = stack.background.run(stack.store.pending_calls(TENANT, [call.call_id, approval_id]))
+    assert pending == {call.call_id: turn_id, approval_id: turn_id}
+
+    answers_only = ToolResponsesSubmission(
+        tool_responses=[ToolResponse(call_id=call.call_id, tool_name=call.tool_name, content="warm")]
+    )
+    try:
+        stack.background.run(gateway(stack).submit(turn_id, answers_only))
+        raise AssertionError("a submission without the pending decision was taken")
+    except ResumeRejected as rejected:
+        assert approval_id in str(rejected) and not rejected.conflict
+    submission = answers_only.model_copy(
+        update={
+            "approvals": [ApprovalDecision(approval_request_id=approval_id, approve=True)],
+            "followup_messages": [UserMessage(content="Thanks!")],
+            "segment_id": f"resp_{uuid.uuid4().hex}",
+        }
+    )
+    stack.background.run(gateway(stack).submit(turn_id, submission))
+
+    done = wait_for(stack, turn_id, TurnStatus.COMPLETED)
+    assert [answer.content for answer in vault_answers(done)] == ["the vault is open"]
+    last = model.requests[-1]["messages"]
+    assert [m["role"] for m in last[-4:]] == ["assistant", "tool", "tool", "user"]
+    assert {m["content"] for m in last[-3:-1]} == {"warm", "the vault is open"}
+    assert last[-1] == {"role": "user", "content": "Thanks!"}
