@@ -9,11 +9,15 @@ import json
 import sqlite3
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from api.turn_gateway import TurnGateway
+from temporalio.common import SearchAttributePair
+
+from api.runtime import Runtime
+from api.turn_gateway import ResumeRejected, TurnGateway
+from api.turn_sweep import start_unstarted_turns
 from domain.content import CompletionMessage, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
 from domain.runtime import (
     ApprovalDecision,
@@ -32,6 +36,7 @@ from tests.scripted_model import Reply, ScriptedModel, ThreadedServer, text, too
 from tests.stack import SCRIPTED_MODEL, Stack
 from tool_runtime.turn_credentials import CredentialSeal
 from workflows.contracts import ToolResponsesSubmission, TurnPlan, TurnStart, turn_workflow_id
+from workflows.search_attributes import CONVERSATION_ID
 
 TENANT = "responses-tests"
 WEATHER = FunctionTool(
@@ -52,6 +57,7 @@ def start_detached(
     question: str = "What is the weather in Paris?",
     context: list[ContextMessage] | None = None,
     credentials: bool = False,
+    conversation: str | None = None,
 ) -> str:
     """Record and start a detached turn as the Responses API does; its turn id."""
     turn_id, settings_id = str(uuid.uuid4()), f"set_{uuid.uuid4().hex}"
@@ -66,7 +72,8 @@ def start_detached(
     if credentials:
         with_vault_credentials(stack, turn_id)
     start = TurnStart(turn_id=turn_id, plan=plan, segment_id=f"resp_{turn_id}", started_at=started_at)
-    stack.background.run(gateway(stack).start(start, TENANT, question))
+    extra = [SearchAttributePair(CONVERSATION_ID, conversation)] if conversation else []
+    stack.background.run(gateway(stack).start(start, TENANT, question, extra_attributes=extra))
     return turn_id
 
 
@@ -339,3 +346,89 @@ def test_an_mcp_server_that_cannot_be_listed_is_reported_and_the_turn_goes_on(
     assert listed["tools"] == [] and "could not" in listed["error"]
     assert "tools" not in model.requests[0]
     assert done.output_message is not None
+
+
+def test_the_sweep_fails_a_detached_turn_whose_workflow_never_started(stack: Stack) -> None:
+    turn_id, settings_id = str(uuid.uuid4()), f"set_{uuid.uuid4().hex}"
+    long_ago = datetime.now(UTC) - timedelta(hours=1)
+    inputs = [UserMessage(content="lost")]
+    settings = settings_for(stack)
+    stack.background.run(stack.store.begin_detached_turn(TENANT, turn_id, inputs, [], settings_id, settings, long_ago))
+    runtime = Runtime(stack.settings, stack.store, gateway(stack), None, None, None)  # type: ignore[arg-type]
+
+    started = stack.background.run(start_unstarted_turns(runtime, timedelta(minutes=30)))
+
+    assert turn_id not in started
+    turn = wait_for(stack, turn_id, TurnStatus.FAILED)
+    assert turn.error is not None and "never started" in turn.error and "create it again" in turn.error
+
+
+def test_a_responses_workflow_is_found_by_each_response_id_and_its_conversation(
+    stack: Stack, model: ScriptedModel
+) -> None:
+    model.script(tool_call("get_weather", {"city": "Oslo"}), text("Cold."))
+    conversation = f"conv_{uuid.uuid4().hex}"
+    turn_id = start_detached(stack, settings_for(stack, function_tools=[WEATHER]), conversation=conversation)
+    paused = wait_for(stack, turn_id, TurnStatus.AWAITING_INPUT)
+    assert paused.output_message is not None
+    [call] = paused.output_message.tool_calls
+    second = f"resp_{uuid.uuid4().hex}"
+    submission = ToolResponsesSubmission(
+        tool_responses=[ToolResponse(call_id=call.call_id, tool_name=call.tool_name, content="-5")], segment_id=second
+    )
+    stack.background.run(gateway(stack).submit(turn_id, submission))
+    wait_for(stack, turn_id, TurnStatus.COMPLETED)
+
+    for query in (f'ResponseId="resp_{turn_id}"', f'ResponseId="{second}"', f'ConversationId="{conversation}"'):
+        assert listed(stack, query) == [turn_workflow_id(turn_id)], query
+
+
+def listed(stack: Stack, query: str, timeout: float = 30) -> list[str]:
+    """Workflow ids that a visibility query finds, once it finds any (visibility lags a little)."""
+    deadline = time.monotonic() + timeout
+
+    async def ids() -> list[str]:
+        return [execution.id async for execution in stack.client.list_workflows(query)]
+
+    while not (found := stack.background.run(ids())) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return found
+
+
+def test_one_pause_holds_client_calls_and_approvals_together(
+    stack: Stack, model: ScriptedModel, mcp: ThreadedServer
+) -> None:
+    model.script(Reply(tool_calls=[("get_weather", {"city": "Rome"}), ("open_vault", {})]), text("Warm, and open."))
+    plan = mcp_plan(mcp, approval=ApprovalPolicy(always=["open_vault"]))
+    turn_id = start_detached(stack, settings_for(stack, function_tools=[WEATHER]), plan, credentials=True)
+    paused = wait_for(stack, turn_id, TurnStatus.AWAITING_INPUT)
+    assert paused.output_message is not None
+    [call] = paused.output_message.tool_calls
+    [requested] = runtime_bodies(stack, turn_id, "approval_requested")
+    approval_id = requested["approval_request_id"]
+    pending = stack.background.run(stack.store.pending_calls(TENANT, [call.call_id, approval_id]))
+    assert pending == {call.call_id: turn_id, approval_id: turn_id}
+
+    answers_only = ToolResponsesSubmission(
+        tool_responses=[ToolResponse(call_id=call.call_id, tool_name=call.tool_name, content="warm")]
+    )
+    try:
+        stack.background.run(gateway(stack).submit(turn_id, answers_only))
+        raise AssertionError("a submission without the pending decision was taken")
+    except ResumeRejected as rejected:
+        assert approval_id in str(rejected) and not rejected.conflict
+    submission = answers_only.model_copy(
+        update={
+            "approvals": [ApprovalDecision(approval_request_id=approval_id, approve=True)],
+            "followup_messages": [UserMessage(content="Thanks!")],
+            "segment_id": f"resp_{uuid.uuid4().hex}",
+        }
+    )
+    stack.background.run(gateway(stack).submit(turn_id, submission))
+
+    done = wait_for(stack, turn_id, TurnStatus.COMPLETED)
+    assert [answer.content for answer in vault_answers(done)] == ["the vault is open"]
+    last = model.requests[-1]["messages"]
+    assert [m["role"] for m in last[-4:]] == ["assistant", "tool", "tool", "user"]
+    assert {m["content"] for m in last[-3:-1]} == {"warm", "the vault is open"}
+    assert last[-1] == {"role": "user", "content": "Thanks!"}
