@@ -15,6 +15,7 @@ import pytest
 from openai import AsyncOpenAI
 from sqlalchemy import text as sql
 
+from tests import mcp_server
 from tests.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
 from tests.stack import SCRIPTED_MODEL, Stack
 
@@ -25,6 +26,7 @@ WEATHER = {
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 }
 HEADER_SECRET = "header-secret-41c9"
+VAULT_TOKEN = mcp_server.SECRET.removeprefix("Bearer ")
 
 
 @pytest.fixture
@@ -148,13 +150,14 @@ async def test_a_running_previous_response_is_refused(client: AsyncOpenAI, model
     await client.responses.cancel(running.id)
 
 
-def mcp_tool(server: ThreadedServer, approval: Any) -> dict[str, Any]:
+def mcp_tool(server: ThreadedServer, approval: Any, allowed: str = "add_numbers") -> dict[str, Any]:
     return {
         "type": "mcp",
         "server_label": "calc",
         "server_url": f"{server.allowed_url}/mcp",
         "headers": {"X-Api-Key": HEADER_SECRET},
-        "allowed_tools": ["add_numbers"],
+        "authorization": VAULT_TOKEN,
+        "allowed_tools": [allowed],
         "require_approval": approval,
     }
 
@@ -192,7 +195,19 @@ async def test_mcp_tools_are_listed_and_called(
     assert response.output_text.strip() == "2 + 3 = 5"
     assert HEADER_SECRET not in response.model_dump_json()
     assert HEADER_SECRET not in await history_json(stack, response.id)
-    assert HEADER_SECRET not in await stored_rows(stack)
+    assert HEADER_SECRET not in await stored_rows(stack) and VAULT_TOKEN not in await stored_rows(stack)
+
+
+async def test_mcp_credentials_reach_the_server(client: AsyncOpenAI, model: ScriptedModel, mcp: ThreadedServer) -> None:
+    model.script(tool_call("open_vault"), text("opened"))
+    response = await client.responses.create(
+        model=SCRIPTED_MODEL,
+        input="open the vault",
+        tools=[mcp_tool(mcp, "never", "open_vault")],  # type: ignore[list-item]
+    )
+    call = next(item for item in response.output if item.type == "mcp_call")
+    assert call.output == "the vault is open" and call.error is None  # type: ignore[union-attr]
+    assert VAULT_TOKEN not in response.model_dump_json()
 
 
 @pytest.mark.parametrize("approve", [True, False])

@@ -138,7 +138,7 @@ def _seal(runtime: Runtime, credentials: dict[str, dict[str, str]]) -> str | Non
             "its operator has not set DA_CREDENTIALS_KEY. Send the tool without them, or ask for the key.",
             "tools",
         )
-    return CredentialSeal(runtime.settings.credentials_key).seal(credentials)
+    return CredentialSeal(runtime.settings.credentials_key).seal({}, by_label=credentials)
 
 
 def _record(

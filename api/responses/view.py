@@ -126,7 +126,9 @@ async def sse(runtime: Runtime, record: ResponseRecord, starting_after: int | No
     found = await segment(runtime, record)
     begun = found.after is not None
     cursor = found.after if found.after is not None else latest
-    tail = tail_events(runtime.events, record.turn_id, cursor, lambda: still_running(runtime, record.turn_id))
+    tail = tail_events(
+        runtime.events, record.turn_id, cursor, lambda: still_running(runtime, record.turn_id), include_runtime=True
+    )
     async for stored in tail:
         if stored is None:
             yield b": keepalive\n\n"
