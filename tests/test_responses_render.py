@@ -5,7 +5,9 @@ and helpers the worker writes them with; no Temporal, store or HTTP is involved.
 from __future__ import annotations
 
 import json
+import subprocess
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,6 +41,9 @@ from workflows.contracts import InferenceRequest, step_complete_event
 TURN = "turn-1"
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 sdk_events: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
+rendered: list[list[dict[str, Any]]] = []
+"""Every stream `checked` rendered, for the llama-stack-client check."""
+LSC_PYTHON = Path(__file__).resolve().parent.parent / ".venv-lsc" / "bin" / "python"
 
 
 # --- stored events, as the worker writes them --------------------------------------------------------
@@ -199,6 +204,7 @@ def checked(response: Response, bodies: list[dict[str, Any]], status: TurnStatus
     # What a GET shows is what the stream ended with.
     got = render_response(response, TURN, bodies, status)
     assert got.model_dump(mode="json") == data[-1]["response"]
+    rendered.append(data)
     return data
 
 
@@ -253,7 +259,9 @@ def test_function_calls_order_b_end_the_response_completed() -> None:
     log.call_delta("s1", WEATHER)
     log.call_delta("s1", TIME)
     log.inference("s1", "Let me check.", [WEATHER, TIME])
-    log.bodies.append({"unknown": "kind"})  # what this renderer does not know is skipped
+    # What this renderer does not know is skipped.
+    log.bodies += [{"unknown": "kind"}, {"event": {"payload": {"event_type": "turn_paused_differently"}}}]
+    log.runtime("a_later_kind", anything=1)
     log.pause([WEATHER, TIME])
     data = checked(base(), log.bodies)
     call_events = [
@@ -409,6 +417,20 @@ def test_approval_request_order_d_and_the_approved_call_in_the_next_response() -
     output = second[-1]["response"]["output"]
     assert [item["type"] for item in output] == ["mcp_call", "message"]
     assert output[0]["approval_request_id"] == "mcpr_1"
+
+
+def test_a_denied_call_is_no_mcp_call() -> None:
+    log = Turnlog()
+    log.runtime("segment_started", segment_id="resp_" + "b" * 48)
+    meta = {"server_label": "deepwiki", "approval_request_id": "mcpr_1", "denied": True}
+    answer = ToolResponse(call_id="call_m1", tool_name=WIKI.tool_name, content="denied by the user", metadata=meta)
+    log.tool_step("d1", [WIKI], [answer])
+    log.inference_start("s2")
+    log.text("s2", "As you wish.")
+    log.inference("s2", "As you wish.")
+    log.complete(CompletionMessage(content="As you wish."))
+    data = checked(base("resp_" + "b" * 48), log.bodies)
+    assert [item["type"] for item in data[-1]["response"]["output"]] == ["message"]
 
 
 def test_a_response_resumed_with_function_outputs_shows_only_its_own_items() -> None:
@@ -600,3 +622,56 @@ def test_a_full_response_object_has_every_field_the_clients_require() -> None:
     for key in ("error", "incomplete_details", "usage", "previous_response_id", "conversation", "user", "top_p"):
         assert body[key] is None
     SdkResponse.model_validate(body)
+
+
+_LSC_READS = """
+import json, sys
+from pydantic import BaseModel, TypeAdapter
+from llama_stack_client._models import construct_type
+from llama_stack_client.types.response_object import ResponseObject
+from llama_stack_client.types.response_object_stream import ResponseObjectStream
+
+strict = TypeAdapter(ResponseObjectStream)
+# It names a few events as OGX does (response.mcp_call.arguments.*), lacks response.queued, and
+# types mcp_call.error as OGX's string where SDK 3.51 has an object: those it parses leniently.
+# Everything else must validate strictly.
+events = ResponseObjectStream.__origin__.__args__
+known = {event.model_fields["type"].annotation.__args__[0].__args__[0] for event in events}
+for data in json.load(sys.stdin):
+    mcp_error = '"type": "mcp_tool_execution_error"' in json.dumps(data)
+    if data["type"] in known and not mcp_error:
+        strict.validate_python(data)
+    event = construct_type(type_=ResponseObjectStream, value=data)  # how its Stream parses an event
+    assert event.type == data["type"], data["type"]
+    if "item" in data and not mcp_error:  # a failed mcp_call's item stays a dict: its step is left open
+        assert isinstance(event.item, BaseModel), f"{data}: item left a dict"
+    if "response" in data and not mcp_error:
+        ResponseObject.model_validate(data["response"])
+    if "response" in data:
+        construct_type(type_=ResponseObject, value=data["response"]).output_text  # what the Agent reads
+"""
+
+
+@pytest.mark.skipif(
+    not LSC_PYTHON.exists(), reason="no .venv-lsc with llama-stack-client 0.7.5 (`make test` builds it)"
+)
+def test_llama_stack_client_reads_every_event_typed() -> None:
+    """Its typed union needs `response_id` on item events, else an item stays a dict and the agent
+    drops the function call (spec §9b)."""
+    rendered.clear()
+    for scenario in (
+        test_plain_text_order_a,
+        test_function_calls_order_b_end_the_response_completed,
+        test_mcp_listing_and_call_order_c,
+        test_failed_mcp_listing_and_call,
+        test_approval_request_order_d_and_the_approved_call_in_the_next_response,
+        test_failure_after_some_text_closes_the_message_and_fails_the_response,
+        test_running_out_of_tokens_is_incomplete,
+        test_cancelled_background_stream_ends_failed_with_status_cancelled_and_no_output,
+    ):
+        scenario()
+    events = [data for stream in rendered for data in stream]
+    result = subprocess.run(
+        [str(LSC_PYTHON), "-c", _LSC_READS], input=json.dumps(events), capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
