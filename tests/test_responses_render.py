@@ -496,6 +496,20 @@ def test_cancelled_background_stream_ends_failed_with_status_cancelled_and_no_ou
     assert data[-1]["response"]["error"] is None
 
 
+def test_a_response_read_while_it_streams_shows_the_text_so_far() -> None:
+    log = Turnlog()
+    log.inference_start("s1")
+    log.text("s1", "It is ", "sunny")
+    response = render_response(base(), TURN, log.bodies)
+    assert response.status == "in_progress" and response.completed_at is None
+    [message] = response.output
+    assert message.status == "in_progress" and message.content[0].text == "It is sunny"
+    stream = ResponseStream(base(), TURN, starting_after=3)  # a client that has the item's opening events
+    stream.open()
+    assert [event.sequence_number for body in log.bodies for event in stream.feed(body)] == [4, 5]
+    assert not stream.finished
+
+
 def test_a_background_response_nothing_has_run_for_is_queued() -> None:
     stream = ResponseStream(base(background=True), TURN)
     assert kinds(frames(stream.open())) == ["created", "queued"]
