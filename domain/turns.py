@@ -13,6 +13,7 @@ from domain.content import (
     InputMessage,
     ToolCall,
     ToolResponse,
+    UserMessage,
     WireModel,
 )
 
@@ -39,6 +40,9 @@ class ToolExecutionStep(StepBase):
     step_type: Literal["tool_execution"] = "tool_execution"
     tool_calls: list[ToolCall]
     tool_responses: list[ToolResponse]
+    followup_messages: list[UserMessage] = Field(default_factory=list, exclude_if=lambda messages: not messages)
+    """Input that came with these results when a paused detached turn was resumed: the model reads it
+    right after them. Left out of the JSON when empty, so llama-stack turns look as they always did."""
 
 
 class ShieldCallStep(StepBase):
