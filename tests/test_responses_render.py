@@ -36,7 +36,8 @@ from domain.events import (
     chunk_of,
 )
 from domain.turns import InferenceStep, SafetyViolation, ShieldCallStep, Step, ToolExecutionStep, Turn, TurnStatus
-from workflows.contracts import InferenceRequest, step_complete_event
+from workflows.contracts import InferenceRequest, runtime_event, step_complete_event
+from workflows.steps import mcp_metadata
 
 TURN = "turn-1"
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -65,7 +66,7 @@ class Turnlog:
         self.bodies += [chunk_of(payload).model_dump(mode="json") for payload in payloads]
 
     def runtime(self, kind: str, **fields: Any) -> None:
-        self.bodies.append({"runtime": {"kind": kind, **fields}})
+        self.bodies.append(runtime_event(f"{kind}:{len(self.bodies)}", kind, **fields).body)
 
     def inference_start(self, step_id: str) -> None:
         self.add(StepStart(step_type="inference", step_id=step_id))
@@ -303,7 +304,7 @@ def mcp_segment(log: Turnlog) -> None:
     log.call_delta("s1", WIKI)
     log.inference("s1", "", [WIKI])
     log.tool_run("t1", WIKI)
-    meta = {"server_label": "deepwiki", "approval_request_id": None}
+    meta = mcp_metadata("deepwiki", None)
     log.tool_step(
         "t1",
         [WIKI],
@@ -353,7 +354,7 @@ def test_failed_mcp_listing_and_call() -> None:
     log.inference_start("s1")
     log.inference("s1", "", [WIKI])
     log.tool_run("t1", WIKI)
-    meta = {"server_label": "deepwiki", "approval_request_id": None, "error": True}
+    meta = mcp_metadata("deepwiki", None, error=True)
     log.tool_step(
         "t1", [WIKI], [ToolResponse(call_id="call_m1", tool_name=WIKI.tool_name, content="no such repo", metadata=meta)]
     )
@@ -404,7 +405,7 @@ def test_approval_request_order_d_and_the_approved_call_in_the_next_response() -
     resumed = Turnlog()
     resumed.steps = list(log.steps)
     resumed.runtime("segment_started", segment_id="resp_" + "b" * 48)
-    meta = {"server_label": "deepwiki", "approval_request_id": "mcpr_1"}
+    meta = mcp_metadata("deepwiki", "mcpr_1")
     resumed.tool_run("t1", WIKI)
     resumed.tool_step(
         "t1", [WIKI], [ToolResponse(call_id="call_m1", tool_name=WIKI.tool_name, content="pages", metadata=meta)]
@@ -419,10 +420,28 @@ def test_approval_request_order_d_and_the_approved_call_in_the_next_response() -
     assert output[0]["approval_request_id"] == "mcpr_1"
 
 
+def test_one_pause_holds_a_client_call_and_an_approval_request() -> None:
+    log = Turnlog()
+    log.inference_start("s1")
+    log.call_delta("s1", WEATHER)
+    log.call_delta("s1", WIKI)
+    log.inference("s1", "", [WEATHER, WIKI])
+    log.runtime(
+        "approval_requested", approval_request_id="mcpr_1", server_label="deepwiki", call=WIKI.model_dump(mode="json")
+    )
+    log.pause([WEATHER])
+    response = checked(base(), log.bodies)[-1]["response"]
+    assert response["status"] == "completed"
+    assert [(item["type"], item["id"]) for item in response["output"]] == [
+        ("mcp_approval_request", "mcpr_1"),
+        ("function_call", ids.function_call_id(TURN, "call_w1")),
+    ]
+
+
 def test_a_denied_call_is_no_mcp_call() -> None:
     log = Turnlog()
     log.runtime("segment_started", segment_id="resp_" + "b" * 48)
-    meta = {"server_label": "deepwiki", "approval_request_id": "mcpr_1", "denied": True}
+    meta = {**mcp_metadata("deepwiki", "mcpr_1"), "denied": True}  # as the workflow answers a denial
     answer = ToolResponse(call_id="call_m1", tool_name=WIKI.tool_name, content="denied by the user", metadata=meta)
     log.tool_step("d1", [WIKI], [answer])
     log.inference_start("s2")
