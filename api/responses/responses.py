@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Header, Query, Request
@@ -39,6 +39,9 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 IN_FLIGHT = ("queued", "in_progress")
 CANCEL_WAIT_POLLS = 600
 
+_pending_cancels: set[asyncio.Task[None]] = set()
+"""Cancellations of abandoned responses under way (a task must be referenced until it is done)."""
+
 
 async def _stored(runtime: Runtime, tenant: str, response_id: str) -> ResponseRecord:
     """The tenant's stored response; 404 for unknown ids, other tenants' and `store: false` responses alike."""
@@ -49,9 +52,12 @@ async def _stored(runtime: Runtime, tenant: str, response_id: str) -> ResponseRe
 
 
 def _streamed(
-    runtime: Runtime, principal: Principal, events: AsyncIterator[bytes], on_close: Any = None
+    runtime: Runtime,
+    principal: Principal,
+    events: AsyncIterator[bytes],
+    on_close: Callable[[], None] | None = None,
 ) -> StreamingResponse:
-    """SSE holding one of the key's stream slots until it ends."""
+    """SSE holding one of the key's stream slots until it ends; `on_close` runs if it ends early."""
     slot = runtime.streams.take(principal.key_id)
 
     async def framed() -> AsyncIterator[bytes]:
@@ -85,12 +91,9 @@ def _cancel_later(runtime: Runtime, record: ResponseRecord) -> None:
     task.add_done_callback(_pending_cancels.discard)
 
 
-_pending_cancels: set[asyncio.Task[None]] = set()
-
-
-async def _wait_for_end(runtime: Runtime, request: Request, created: Created) -> bool:
-    """Wait until the response's segment ends (its turn completes, pauses or fails), the wait limit passes
-    (False) or the client leaves (False, the turn cancelled)."""
+async def _wait_for_end(runtime: Runtime, request: Request, created: Created) -> None:
+    """Wait until the response's segment ends (its turn completes, pauses or fails), DA_RESPONSE_WAIT passes,
+    or the client leaves (then the turn is cancelled)."""
     record = created.record
     loop = asyncio.get_running_loop()
     deadline = loop.time() + runtime.settings.response_wait
@@ -103,10 +106,9 @@ async def _wait_for_end(runtime: Runtime, request: Request, created: Created) ->
                 break
             if await request.is_disconnected():
                 _cancel_later(runtime, record)
-                return False
+                return
             if loop.time() >= deadline:
-                return False
-        return True
+                return
     finally:
         waiting.cancel()
 
