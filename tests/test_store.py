@@ -267,3 +267,25 @@ async def test_a_llama_stack_pause_is_not_a_pending_call_of_any_tenant(store: St
 
     assert await store.pending_calls(TENANT, ["c1"]) == {}
     assert await store.turn_tenant("t1") == TENANT
+
+
+async def test_a_detached_turn_is_deleted_with_everything_it_has_by_its_tenant_only(store: Store) -> None:
+    settings = TurnSettings(model="m")
+    await store.begin_detached_turn(TENANT, "d1", [UserMessage(content="q")], [], "set1", settings, T0)
+    await store.save_turn_progress(
+        "d1",
+        events=[KeyedEvent(key="e", body={"runtime": {"kind": "segment_started"}})],
+        new_steps=[(0, _step("d1", "s1", "a"))],
+        status=TurnStatus.AWAITING_INPUT,
+        awaiting=["c1"],
+    )
+    assert await store.keep_turn_credentials("d1", "sealed")
+
+    assert await store.delete_detached_turn("tenant-b", "d1") is None
+    assert await store.delete_detached_turn(TENANT, "d1") == TurnStatus.AWAITING_INPUT
+    assert await store.get_turn(None, "d1") is None
+    assert await store.turn_settings("set1") is None
+    assert await store.pending_calls(TENANT, ["c1"]) == {}
+    assert await store.turn_credentials("d1") is None
+    assert await _events(store, "d1", 0) == []
+    assert await store.delete_detached_turn(TENANT, "d1") is None
