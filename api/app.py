@@ -14,9 +14,10 @@ from api.body_limit import BodySizeLimit
 from api.errors import install_error_handlers
 from api.event_hub import EventHub
 from api.host_check import HostOriginCheck
+from api.llama_stack import agents, sessions, shields, tools, turns
 from api.openapi import install_openapi
+from api.operations import health, metrics
 from api.rate_limit import RateLimit
-from api.routers import agents, health, metrics, sessions, shields, tools, turns
 from api.runtime import Runtime
 from api.stream_slots import StreamSlots
 from api.tenancy import DEFAULT_TENANT, principals

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import HTTPException
 
-from api.provider_data import HEADER
+from api.llama_stack.provider_data import HEADER
 from api.runtime import Runtime
 from tool_runtime.catalog import McpHeaders
 from tool_runtime.turn_credentials import CredentialSeal

@@ -11,8 +11,8 @@ import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 
+from api.llama_stack.turn_starter import turn_start, workflow_summary
 from api.runtime import Runtime
-from api.turn_starter import turn_start, workflow_summary
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,11 @@ from fastapi import APIRouter, Depends, HTTPException
 
 from api.deletion import delete_with_turns
 from api.errors import not_found
+from api.llama_stack.schemas import CreateAgentRequest, CreateAgentResponse, PaginatedResponse
+from api.llama_stack.toolgroup_check import require_toolgroups
 from api.pagination import PageDep
 from api.runtime import Runtime, RuntimeDep
-from api.schemas import CreateAgentRequest, CreateAgentResponse, PaginatedResponse
 from api.tenancy import TenantDep
-from api.toolgroup_check import require_toolgroups
 from domain.agents import Agent, AgentConfig
 
 router = APIRouter(tags=["agents"])

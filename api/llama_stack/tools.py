@@ -13,10 +13,10 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, HTTPException
 
 from api.errors import not_found
+from api.llama_stack.provider_data import McpHeadersDep
+from api.llama_stack.schemas import ListResponse, ToolListResponse
 from api.pagination import PageDep
-from api.provider_data import McpHeadersDep
 from api.runtime import Runtime, RuntimeDep
-from api.schemas import ListResponse, ToolListResponse
 from api.tenancy import TenantDep
 from domain.tools import MCP_PROVIDER, RegisterToolGroupRequest, ToolGroup, ToolInvocation, ToolInvocationResult
 from outbound.policy import OutboundRefused

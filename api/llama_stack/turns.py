@@ -11,14 +11,14 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from api import turn_credentials
 from api.errors import not_found
-from api.provider_data import McpHeadersDep
-from api.routers.agents import AgentDep
+from api.llama_stack.agents import AgentDep
+from api.llama_stack.provider_data import McpHeadersDep
+from api.llama_stack.schemas import CreateTurnRequest, ResumeTurnRequest, StepResponse
+from api.llama_stack.turn_responses import respond, stream_events
+from api.llama_stack.turn_starter import reopen_turn, require_input_within_limit, start_turn
 from api.runtime import Runtime, RuntimeDep
-from api.schemas import CreateTurnRequest, ResumeTurnRequest, StepResponse
 from api.tenancy import Principal, PrincipalDep
 from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
-from api.turn_responses import respond, stream_events
-from api.turn_starter import reopen_turn, require_input_within_limit, start_turn
 from domain.agents import Agent
 from domain.content import ToolResponse
 from domain.turns import ToolExecutionStep, Turn, TurnStatus

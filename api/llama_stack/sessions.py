@@ -11,10 +11,10 @@ from fastapi import APIRouter, HTTPException, Query
 
 from api.deletion import delete_with_turns
 from api.errors import not_found
+from api.llama_stack.agents import AgentDep
+from api.llama_stack.schemas import CreateSessionRequest, CreateSessionResponse, PaginatedResponse
 from api.pagination import PageDep
-from api.routers.agents import AgentDep
 from api.runtime import RuntimeDep
-from api.schemas import CreateSessionRequest, CreateSessionResponse, PaginatedResponse
 from domain.turns import Session, TurnStatus
 from store.repository import LimitReached
 

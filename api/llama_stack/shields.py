@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from api.llama_stack.schemas import ListResponse
 from api.runtime import RuntimeDep
-from api.schemas import ListResponse
 
 router = APIRouter(tags=["shields"])
 

@@ -57,7 +57,3 @@ class ListResponse(WireModel):
 class ToolListResponse(ListResponse):
     unavailable: dict[str, str] = Field(default_factory=dict)
     """Toolgroups whose tools could not be listed (their MCP server failed), each with the reason."""
-
-
-class HealthResponse(WireModel):
-    status: str

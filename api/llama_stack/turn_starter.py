@@ -15,11 +15,11 @@ from pydantic import BaseModel
 from api import turn_credentials
 from api.errors import not_found
 from api.fault_points import AFTER_TURN_ROW, crash_point
+from api.llama_stack.schemas import CreateTurnRequest
+from api.llama_stack.toolgroup_check import require_toolgroups
+from api.llama_stack.turn_documents import url_documents, with_documents
 from api.runtime import Runtime
-from api.schemas import CreateTurnRequest
 from api.stuck_turns import still_running
-from api.toolgroup_check import require_toolgroups
-from api.turn_documents import url_documents, with_documents
 from domain.agents import Agent
 from domain.content import InputMessage, ToolResponse, content_as_text
 from domain.turns import InferenceStep, Turn, TurnStatus

@@ -16,7 +16,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from api.runtime import RuntimeDep
-from api.schemas import HealthResponse
+from domain.content import WireModel
 
 router = APIRouter(tags=["health"])
 readiness_router = APIRouter(tags=["health"])
@@ -24,6 +24,10 @@ readiness_router = APIRouter(tags=["health"])
 log = logging.getLogger(__name__)
 
 CHECK_TIMEOUT_SECONDS = 2.0
+
+
+class HealthResponse(WireModel):
+    status: str
 
 
 @router.get("/health", response_model=HealthResponse)

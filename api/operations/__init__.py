@@ -1,0 +1,1 @@
+"""What operators call, whatever the dialect: health, readiness and metrics."""
