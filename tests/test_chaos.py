@@ -7,6 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Starts and kills a service of its own: never beside another such file (tests/xdist_scheduling.py).
+pytestmark = pytest.mark.xdist_group("processes")
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
