@@ -12,16 +12,6 @@ from tests.scripted_model import ThreadedServer
 from tests.stack import Stack
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """`--dist loadgroup` as `make test` runs it: by file, plus the xdist groups (tests/xdist_scheduling.py)."""
-    if config.getvalue("dist") != "loadgroup":
-        return None
-    from tests.xdist_scheduling import FilesAndGroups
-
-    return FilesAndGroups(config, log)
-
-
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     running = Stack(tmp_path_factory.mktemp("stack"))

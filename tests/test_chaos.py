@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-# Starts and kills a service of its own: never beside another such file (tests/xdist_scheduling.py).
-pytestmark = pytest.mark.xdist_group("processes")
+pytestmark = pytest.mark.processes
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,8 +16,7 @@ from tests.processes import ProcessStack
 from tests.rest import create_agent, create_session
 from tests.scripted_model import text
 
-# Starts and kills a service of its own: never beside another such file (tests/xdist_scheduling.py).
-pytestmark = pytest.mark.xdist_group("processes")
+pytestmark = pytest.mark.processes
 
 NO_SWEEP = {"DA_UNSTARTED_TURN_SWEEP": "0"}
 

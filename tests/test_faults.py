@@ -16,8 +16,7 @@ from tests.processes import ProcessStack
 from tests.rest import create_agent, create_session, final_turn, sse_events
 from tests.scripted_model import Reply, text, tool_call
 
-# Starts and kills a service of its own: never beside another such file (tests/xdist_scheduling.py).
-pytestmark = pytest.mark.xdist_group("processes")
+pytestmark = pytest.mark.processes
 
 
 @pytest.fixture(scope="module")

@@ -28,8 +28,7 @@ from tests.processes import ROOT, _wait_until
 from tests.rest import sse_events
 from tests.stack import free_port
 
-# Starts and kills a service of its own: never beside another such file (tests/xdist_scheduling.py).
-pytestmark = pytest.mark.xdist_group("processes")
+pytestmark = pytest.mark.processes
 
 SESSIONS = 10
 TURNS_PER_SESSION = 3

@@ -26,8 +26,7 @@ from tests.rest import create_agent, create_session, final_turn
 from tests.scripted_model import ScriptedModel, ThreadedServer, text
 from tests.stack import SCRIPTED_KEY, SCRIPTED_KEY_ENV, SCRIPTED_MODEL, free_port
 
-# Starts and kills a service of its own: never beside another such file (tests/xdist_scheduling.py).
-pytestmark = pytest.mark.xdist_group("processes")
+pytestmark = pytest.mark.processes
 
 ROOT = Path(__file__).resolve().parent.parent
 
