@@ -73,7 +73,7 @@ def dev_server_command(settings: Settings) -> list[str]:
         str(settings.temporal_ui_port),
         "--log-level",
         "warn",
-        *(f"--search-attribute={key.name}=Keyword" for key in search_attributes.ALL),
+        *(f"--search-attribute={key.name}={search_attributes.TYPE_NAMES[key.name]}" for key in search_attributes.ALL),
         *DEV_SERVER_TUNING,
     ]
 

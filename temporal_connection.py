@@ -52,7 +52,8 @@ async def require_search_attributes(client: Client) -> None:
     missing = [key.name for key in search_attributes.ALL if key.name not in present]
     if missing:
         commands = "\n".join(
-            f"  temporal operator search-attribute create --namespace {client.namespace} --name {name} --type Keyword"
+            f"  temporal operator search-attribute create --namespace {client.namespace} --name {name} "
+            f"--type {search_attributes.TYPE_NAMES[name]}"
             for name in missing
         )
         raise MissingSearchAttributes(

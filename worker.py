@@ -82,6 +82,7 @@ def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
             progress.load_turn_steps,
             documents.fetch_documents,
             tools.resolve_tools,
+            tools.list_mcp_server,
             tools.run_tool,
             shields.run_shields,
         ],

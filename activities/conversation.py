@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.agents import AgentConfig
+from domain.runtime import TurnSettings
 from providers import openai_format
 from store.repository import Store
 
@@ -40,3 +41,16 @@ async def conversation(
         messages += openai_format.turn_messages(turn.input_messages, turn.steps)
     messages += openai_format.turn_messages(current.input_messages, current.steps)
     return Conversation(messages, config)
+
+
+async def detached_conversation(store: Store, turn_id: str, settings: TurnSettings) -> list[dict[str, Any]]:
+    """A detached turn's conversation: the settings' instructions, the prior context the API built
+    (a response chain, a conversation, replayed input), then this turn so far."""
+    found = await store.detached_context(turn_id)
+    if found is None:
+        raise LookupError(f"Turn {turn_id} not found in the store (was it deleted?)")
+    current, context = found
+    messages = openai_format.system_message(settings.instructions)
+    messages += openai_format.context_messages(context)
+    messages += openai_format.turn_messages(current.input_messages, current.steps)
+    return messages

@@ -7,7 +7,7 @@ import time
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.conversation import conversation
+from activities.conversation import conversation, detached_conversation
 from activities.heartbeat import heartbeating
 from activities.pending_writes import write_pending
 from domain.content import CompletionMessage, StopReason, ToolCall
@@ -94,6 +94,8 @@ class InferenceActivities:
 
     async def _chat_request(self, request: InferenceRequest) -> tuple[ChatRequest, ChatModel, str]:
         """The request to send, the model to send it to, and the configured model id (a metrics label)."""
+        if request.settings_id is not None:
+            return await self._detached_chat_request(request, request.settings_id)
         found = await conversation(
             self._store, request.session_id, request.turn_id, self._max_history_bytes, request.agent_config
         )
@@ -114,6 +116,35 @@ class InferenceActivities:
             **openai_format.sampling(config),
         )
         return chat, model, config.model
+
+    async def _detached_chat_request(
+        self, request: InferenceRequest, settings_id: str
+    ) -> tuple[ChatRequest, ChatModel, str]:
+        """A detached turn's request: everything but the server tools comes from its settings row."""
+        settings = await self._store.turn_settings(settings_id)
+        if settings is None:
+            raise ApplicationError(
+                f"Turn {request.turn_id}'s settings {settings_id} are not in the store (was it deleted?)",
+                type=PROVIDER_REJECTED,
+                non_retryable=True,
+            )
+        messages = await detached_conversation(self._store, request.turn_id, settings)
+        model, model_name = self._models.resolve(settings.model)
+        choice = openai_format.settings_tool_choice(settings)
+        tools = [openai_format.function_tool_schema(t) for t in settings.function_tools]
+        tools += [openai_format.server_tool_schema(t) for t in request.server_tools]
+        if choice == "none":
+            tools = []
+        chat = ChatRequest(
+            model=model_name,
+            messages=messages,
+            tools=tools,
+            tool_choice=choice if tools else None,
+            parallel_tool_calls=None if settings.parallel_tool_calls or not tools else False,
+            response_format=openai_format.settings_response_format(settings),
+            **openai_format.settings_sampling(settings),
+        )
+        return chat, model, settings.model
 
     @activity.defn(name=INFER_ACTIVITY)
     async def infer(self, request: InferenceRequest) -> InferenceResult:

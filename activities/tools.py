@@ -16,16 +16,21 @@ from store.repository import Store
 from tool_runtime.catalog import ToolCatalog, ToolNameClash, UnknownToolGroup
 from tool_runtime.mcp import McpUnavailable
 from tool_runtime.output_limit import MAX_TOOL_OUTPUT_CHARS, truncate_text
-from tool_runtime.turn_credentials import CredentialSeal, CredentialsUnreadable, turn_headers
+from tool_runtime.turn_credentials import CredentialSeal, CredentialsUnreadable, turn_headers, turn_label_headers
 from workflows.contracts import (
+    LIST_MCP_SERVER_ACTIVITY,
     RESOLVE_TOOLS_ACTIVITY,
     RUN_TOOL_ACTIVITY,
     TOOLS_UNAVAILABLE,
     TURN_WORKFLOW_PREFIX,
+    ListMcpServerRequest,
+    ListMcpServerResult,
     ResolveToolsRequest,
     ResolveToolsResult,
+    ServerTool,
     ToolRunRequest,
 )
+from workflows.steps import mcp_metadata
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +74,28 @@ class ToolActivities:
             raise ApplicationError(str(problem), type=TOOLS_UNAVAILABLE, non_retryable=True) from problem
         return ResolveToolsResult(tools=tools)
 
+    @activity.defn(name=LIST_MCP_SERVER_ACTIVITY)
+    async def list_mcp_server(self, request: ListMcpServerRequest) -> ListMcpServerResult:
+        """List the tools of an MCP server the turn's request named, with the request's headers for it.
+        A server that cannot be listed is the answer's `error`, not a failure: the turn goes on without it."""
+        server = request.server
+        try:
+            headers = (await turn_label_headers(self._store, self._seal, request.turn_id)).get(server.label)
+            async with heartbeating():
+                tools = await self._catalog.server_tools(server, headers)
+        except (McpUnavailable, CredentialsUnreadable) as problem:
+            return ListMcpServerResult(error=str(problem))
+        return ListMcpServerResult(tools=tools)
+
+    async def _headers(self, turn_id: str, tool: ServerTool) -> dict[str, dict[str, str]] | None:
+        """The turn's headers for the tool's server: by label for a server the request named, else by URI."""
+        if tool.mcp_uri is None:
+            return None
+        if tool.server_label is not None:
+            by_label = await turn_label_headers(self._store, self._seal, turn_id)
+            return {tool.mcp_uri: by_label.get(tool.server_label, {})}
+        return await turn_headers(self._store, self._seal, turn_id)
+
     @activity.defn(name=RUN_TOOL_ACTIVITY)
     async def run_tool(self, request: ToolRunRequest) -> ToolResponse:
         """Run the call; what the tool reports as an error is its response, for the model to read."""
@@ -87,7 +114,7 @@ class ToolActivities:
         )
         arguments = request.call.arguments if isinstance(request.call.arguments, dict) else {}
         try:
-            headers = await turn_headers(self._store, self._seal, request.turn_id) if request.tool.mcp_uri else None
+            headers = await self._headers(request.turn_id, request.tool)
             async with heartbeating():
                 with metrics.tool_call(request.call.tool_name):
                     outcome = await self._catalog.call(request.tool, arguments, headers)
@@ -99,9 +126,12 @@ class ToolActivities:
             raise ApplicationError(str(unreadable), type=TOOL_UNAVAILABLE, non_retryable=True) from None
         if outcome.is_error:
             metrics.tool_answered_with_error(request.call.tool_name)
+        metadata = {"is_error": True} if outcome.is_error else None
+        if request.tool.server_label is not None:
+            metadata = mcp_metadata(request.tool.server_label, request.approval_request_id, error=outcome.is_error)
         return ToolResponse(
             call_id=request.call.call_id,
             tool_name=request.call.tool_name,
             content=truncate_text(outcome.content, self._max_output_chars),
-            metadata={"is_error": True} if outcome.is_error else None,
+            metadata=metadata,
         )

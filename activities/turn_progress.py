@@ -34,6 +34,12 @@ def _closing_event(progress: TurnProgress) -> Callable[[Turn], KeyedEvent] | Non
     return lambda turn: KeyedEvent(key=key, body=chunk_of(payload(turn=turn)).model_dump(mode="json"))
 
 
+def _awaiting(progress: TurnProgress) -> list[str]:
+    """What a pause waits for: its client calls (the output message's) and its approval requests."""
+    calls = [call.call_id for call in progress.output_message.tool_calls] if progress.output_message else []
+    return [*calls, *progress.awaiting]
+
+
 class TurnProgressActivities:
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -54,6 +60,7 @@ class TurnProgressActivities:
                 completed_at=progress.completed_at,
                 error=progress.error,
                 closing_event=_closing_event(progress),
+                awaiting=_awaiting(progress),
             )
         except LookupError as missing:
             raise ApplicationError(str(missing), type="TurnMissing", non_retryable=True) from missing

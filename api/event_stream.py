@@ -20,6 +20,12 @@ KEEPALIVE_SECONDS = 15.0
 LIVENESS_CHECK_SECONDS = 5.0
 
 
+def is_runtime_event(body: dict[str, Any]) -> bool:
+    """An event of the runtime's own vocabulary (segment_started, tools_listed, approval_requested):
+    the Responses dialect renders them; the llama-stack stream has no such events and skips them."""
+    return "runtime" in body
+
+
 def is_final(body: dict[str, Any]) -> bool:
     """The last event of a stream: the turn completed, paused for input, or failed."""
     if "error" in body:
@@ -29,12 +35,17 @@ def is_final(body: dict[str, Any]) -> bool:
 
 
 async def tail_events(
-    hub: EventHub, turn_id: str, after: int, still_running: Callable[[], Awaitable[bool]]
+    hub: EventHub,
+    turn_id: str,
+    after: int,
+    still_running: Callable[[], Awaitable[bool]],
+    include_runtime: bool = False,
 ) -> AsyncIterator[StoredEvent | None]:
     """Yield the turn's events after `after` as they are written, up to and including the next final one.
 
     Yields None when a keepalive is due. Ends early, without a final event, only when
     `still_running` reports that the turn's workflow is gone (and nothing more was written).
+    Runtime events (is_runtime_event) only with `include_runtime`: the llama-stack stream has none.
     """
     async with hub.subscribe(turn_id, after) as subscription:
         quiet_for = 0.0
@@ -52,7 +63,8 @@ async def tail_events(
                     yield None
                 continue
             quiet_for = 0.0
-            yield event
+            if include_runtime or not is_runtime_event(event.body):
+                yield event
             if is_final(event.body):
                 return
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import (
@@ -23,7 +25,7 @@ from domain.content import ToolResponse
 from domain.turns import Turn, TurnStatus
 from observability.tracing import current_trace_carrier, turn_context
 from workflows.contracts import NOT_AWAITING_INPUT, ToolResponsesSubmission, TurnStart, turn_workflow_id
-from workflows.search_attributes import AGENT_ID, SESSION_ID, TENANT_ID, TURN_STATUS
+from workflows.search_attributes import AGENT_ID, RESPONSE_ID, SESSION_ID, TENANT_ID, TURN_STATUS
 from workflows.turn import TurnWorkflow
 
 log = logging.getLogger(__name__)
@@ -73,19 +75,43 @@ class TurnGateway:
         """A worker runs on this client: the server may hand it the turn's first task in the start
         call's reply, saving a round trip through the task queue."""
 
-    async def start(self, start: TurnStart, tenant: str, summary: str, reopening: bool = False) -> None:
+    async def start(
+        self,
+        start: TurnStart,
+        tenant: str,
+        summary: str,
+        reopening: bool = False,
+        extra_attributes: Sequence[SearchAttributePair[Any]] = (),
+    ) -> None:
         """Start the turn's workflow; `summary` (the user's message) labels it in Temporal's UI, and
         `reopening` starts a new run of a turn whose workflow has closed.
 
         The tenant is only a search attribute (operators filter by it): the worker reads a turn's tenant
         from the store, so workflow inputs recorded before tenancy existed still run. With tracing on, the
         workflow carries the request's trace, and its memo the trace context that later requests of the
-        turn (resumes) join."""
+        turn (resumes) join. `extra_attributes`: more search attributes (a Responses turn's response and
+        conversation ids)."""
         with turn_context(start.turn_id, start.session_id, start.agent_id):
-            await self._start(start, tenant, summary, reopening)
+            await self._start(start, tenant, summary, reopening, extra_attributes)
 
-    async def _start(self, start: TurnStart, tenant: str, summary: str, reopening: bool) -> None:
+    async def _start(
+        self,
+        start: TurnStart,
+        tenant: str,
+        summary: str,
+        reopening: bool,
+        extra_attributes: Sequence[SearchAttributePair[Any]],
+    ) -> None:
         trace = current_trace_carrier()
+        owners = [
+            *([SearchAttributePair(AGENT_ID, start.agent_id)] if start.agent_id is not None else []),
+            *([SearchAttributePair(SESSION_ID, start.session_id)] if start.session_id is not None else []),
+            # A resumed segment adds its id to the list (workflows/turn.py).
+            *([SearchAttributePair(RESPONSE_ID, [start.segment_id])] if start.segment_id is not None else []),
+        ]
+        details = f"**Turn:** `{start.turn_id}`  \n**Model:** `{start.turn_plan().model}`"
+        if start.agent_id is not None:
+            details = f"**Agent:** `{start.agent_id}`  \n**Session:** `{start.session_id}`  \n" + details
         await self._client.start_workflow(
             TurnWorkflow.run,
             start,
@@ -100,28 +126,27 @@ class TurnGateway:
             request_eager_start=self._eager_start,
             search_attributes=TypedSearchAttributes(
                 [
-                    SearchAttributePair(AGENT_ID, start.agent_id),
-                    SearchAttributePair(SESSION_ID, start.session_id),
+                    *owners,
                     SearchAttributePair(TURN_STATUS, TurnStatus.RUNNING.value),
                     SearchAttributePair(TENANT_ID, tenant),
+                    *extra_attributes,
                 ]
             ),
             memo={TRACE_MEMO: trace} if trace else None,
             static_summary=_shorten(summary),
-            static_details=(
-                f"**Agent:** `{start.agent_id}`  \n**Session:** `{start.session_id}`  \n"
-                f"**Turn:** `{start.turn_id}`  \n**Model:** `{start.outline().model}`"
-            ),
+            static_details=details,
         )
 
-    async def start_once(self, start: TurnStart, tenant: str, summary: str) -> bool:
+    async def start_once(
+        self, start: TurnStart, tenant: str, summary: str, extra_attributes: Sequence[SearchAttributePair[Any]] = ()
+    ) -> bool:
         """Start the turn's first workflow unless one with its id exists or existed; true if this call did.
 
         The id is the turn's, so whoever comes second — a retried create, the sweep of turns a crash
         left unstarted, the first request itself — finds the workflow there and starts nothing.
         """
         try:
-            await self.start(start, tenant, summary)
+            await self.start(start, tenant, summary, extra_attributes=extra_attributes)
         except WorkflowAlreadyStartedError:
             return False
         return True
@@ -133,8 +158,12 @@ class TurnGateway:
         the worker). That is not a refusal: try again, and only a workflow that is really gone makes
         the turn "not running".
         """
+        return await self.submit(turn_id, ToolResponsesSubmission(tool_responses=responses))
+
+    async def submit(self, turn_id: str, submission: ToolResponsesSubmission) -> int:
+        """Deliver a whole submission (results, approval decisions, followup input, a new segment's plan);
+        returns the pause mark of the pause it ends. Raises as `submit_tool_responses` does."""
         handle = self._client.get_workflow_handle_for(TurnWorkflow.run, turn_workflow_id(turn_id))
-        submission = ToolResponsesSubmission(tool_responses=responses)
         for attempt in range(1, UPDATE_ATTEMPTS + 1):
             try:
                 return await handle.execute_update(TurnWorkflow.submit_tool_responses, submission)

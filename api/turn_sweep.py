@@ -29,6 +29,9 @@ async def start_unstarted_turns(runtime: Runtime, older_than: timedelta) -> list
     started: list[str] = []
     candidates = await runtime.store.unstarted_turns(datetime.now(UTC) - older_than, SWEEP_BATCH)
     for candidate in candidates:
+        if candidate.agent_id is None:
+            await _fail_if_unstarted(runtime, candidate.turn.turn_id)
+            continue
         agent = await runtime.store.get_agent(candidate.tenant, candidate.agent_id)
         if agent is None:  # deleted meanwhile, with its sessions and turns
             continue
@@ -39,6 +42,16 @@ async def start_unstarted_turns(runtime: Runtime, older_than: timedelta) -> list
             log.warning("started turn %s's workflow: the process that recorded the turn died first", turn.turn_id)
             started.append(turn.turn_id)
     return started
+
+
+async def _fail_if_unstarted(runtime: Runtime, turn_id: str) -> None:
+    """A detached turn (a response) cannot be started from its row: its plan (tools, MCP servers) is not
+    stored. One whose workflow never started fails, so that its caller learns to create it again."""
+    if await runtime.turns.is_running(turn_id):
+        return
+    reason = "Its workflow was never started (the API process that recorded it stopped first); create it again."
+    await runtime.store.abandon_turn(turn_id, reason)
+    log.warning("failed turn %s: %s", turn_id, reason)
 
 
 async def sweep_forever(runtime: Runtime, every: timedelta) -> None:

@@ -56,7 +56,7 @@ def configure_logging(process: str, log_format: str, force: bool = True) -> None
     logging.captureWarnings(True)  # warnings as log lines too, not bare text on stderr
 
 
-def log_turn_state(turn_id: str, session_id: str, agent_id: str | None, status: TurnStatus) -> None:
+def log_turn_state(turn_id: str, session_id: str | None, agent_id: str | None, status: TurnStatus) -> None:
     """One line per turn state change: created (running), awaiting_input, running again, final."""
     turn_log.info(
         "turn %s is %s (session %s, agent %s)",

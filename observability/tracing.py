@@ -112,14 +112,16 @@ def temporal_interceptors() -> list[Any]:
 
 
 @contextmanager
-def turn_context(turn_id: str, session_id: str, agent_id: str) -> Iterator[None]:
-    """Mark the current span with the turn's ids and carry them, as baggage, into what starts inside."""
+def turn_context(turn_id: str, session_id: str | None, agent_id: str | None) -> Iterator[None]:
+    """Mark the current span with the turn's ids and carry them, as baggage, into what starts inside.
+    A detached turn has no session or agent: only its id is set."""
     if not _enabled:
         yield
         return
     from opentelemetry import baggage, context, trace
 
-    ids = {TURN_ID: turn_id, SESSION_ID: session_id, AGENT_ID: agent_id}
+    given = {TURN_ID: turn_id, SESSION_ID: session_id, AGENT_ID: agent_id}
+    ids = {key: value for key, value in given.items() if value is not None}
     trace.get_current_span().set_attributes(ids)
     current = context.get_current()
     for key, value in ids.items():

@@ -15,6 +15,8 @@ class ChatRequest:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] = field(default_factory=list)
     tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    """None: the provider's default (parallel calls allowed)."""
     temperature: float | None = None
     top_p: float | None = None
     max_tokens: int | None = None

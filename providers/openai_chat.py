@@ -63,6 +63,8 @@ class OpenAIChatModel:
             arguments["tools"] = request.tools
             if request.tool_choice is not None:
                 arguments["tool_choice"] = request.tool_choice
+            if request.parallel_tool_calls is not None:
+                arguments["parallel_tool_calls"] = request.parallel_tool_calls
         optional = {
             "temperature": request.temperature,
             "top_p": request.top_p,

@@ -17,6 +17,7 @@ from domain.content import (
     UserMessage,
     content_as_text,
 )
+from domain.runtime import ContextMessage, FunctionTool, SystemMessage, TurnSettings
 from domain.turns import InferenceStep, ShieldCallStep, Step, ToolExecutionStep
 from workflows.contracts import ServerTool
 
@@ -78,9 +79,57 @@ def turn_messages(input_messages: Sequence[InputMessage], steps: Sequence[Step])
             messages.append(_assistant(step.model_response, answered))
         elif isinstance(step, ToolExecutionStep):
             messages.extend(_tool_result(r, called) for r in step.tool_responses)
+            messages.extend({"role": "user", "content": _user_content(m.content)} for m in step.followup_messages)
         elif isinstance(step, ShieldCallStep) and step.violation is not None:
             messages.append({"role": "assistant", "content": step.violation.user_message or ""})
     return messages
+
+
+def context_messages(context: Sequence[ContextMessage]) -> list[dict[str, Any]]:
+    """A detached turn's prior context. Calls left unanswered in it are dropped (a request with
+    them would be invalid); results answer calls by id, as in the context the API built."""
+    answered = {m.call_id for m in context if isinstance(m, ToolResponseMessage)}
+    messages: list[dict[str, Any]] = []
+    for message in context:
+        if isinstance(message, UserMessage):
+            messages.append({"role": "user", "content": _user_content(message.content)})
+        elif isinstance(message, SystemMessage):
+            messages.append({"role": "system", "content": content_as_text(message.content)})
+        elif isinstance(message, CompletionMessage):
+            messages.append(_assistant(message, answered))
+        else:
+            messages.append(
+                {"role": "tool", "tool_call_id": message.call_id, "content": content_as_text(message.content)}
+            )
+    return messages
+
+
+def function_tool_schema(tool: FunctionTool) -> dict[str, Any]:
+    function: dict[str, Any] = {
+        "name": tool.name,
+        "parameters": tool.parameters or {"type": "object", "properties": {}},
+    }
+    if tool.description:
+        function["description"] = tool.description
+    if tool.strict is not None:
+        function["strict"] = tool.strict
+    return {"type": "function", "function": function}
+
+
+def settings_tool_choice(settings: TurnSettings) -> str | dict[str, Any]:
+    return tool_choice(ToolConfig(tool_choice=settings.tool_choice))
+
+
+def settings_sampling(settings: TurnSettings) -> dict[str, Any]:
+    """temperature, top_p and max_tokens of a detached turn's request; unset ones are left to the provider."""
+    return {"temperature": settings.temperature, "top_p": settings.top_p, "max_tokens": settings.max_output_tokens}
+
+
+def settings_response_format(settings: TurnSettings) -> dict[str, Any] | None:
+    fmt = settings.response_format
+    if not fmt or fmt.get("type") not in ("json_schema", "json_object"):
+        return None
+    return fmt
 
 
 def system_message(instructions: str) -> list[dict[str, Any]]:

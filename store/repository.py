@@ -15,10 +15,21 @@ from sqlalchemy import Connection, Row, Text, bindparam, cast, delete, func, ins
 from domain.agents import Agent, AgentConfig, AgentToolGroup, ToolConfig
 from domain.content import URL, CompletionMessage, InputMessage
 from domain.events import ErrorChunk, KeyedEvent, StreamError
+from domain.runtime import ContextMessage, TurnSettings
 from domain.tools import ToolGroup
 from domain.turns import Session, Step, Turn, TurnStatus
 from store.database import Database
-from store.tables import AgentRow, EventRow, SessionRow, StepRow, ToolGroupRow, TurnCredentialsRow, TurnRow
+from store.tables import (
+    AgentRow,
+    EventRow,
+    PendingCallRow,
+    SessionRow,
+    StepRow,
+    ToolGroupRow,
+    TurnCredentialsRow,
+    TurnRow,
+    TurnSettingsRow,
+)
 
 _steps = TypeAdapter(Step)
 _HISTORY_BATCH = 32
@@ -27,6 +38,7 @@ _CURSORS_PER_QUERY = 100
 """Windows per UNION ALL statement; SQLite allows at most 500 terms in one compound select."""
 _inputs = TypeAdapter(list[InputMessage])
 _toolgroups = TypeAdapter(list[AgentToolGroup])
+_context = TypeAdapter(list[ContextMessage])
 
 
 class TurnConflict(Exception):
@@ -57,7 +69,8 @@ class TurnTools:
 class UnstartedTurn:
     """A turn recorded as running that may never have had a workflow (see `Store.unstarted_turns`)."""
 
-    agent_id: str
+    agent_id: str | None
+    """None for a detached turn, which the sweep cannot start (its plan is not stored): it fails it."""
     tenant: str
     turn: Turn
     tools: TurnTools
@@ -118,8 +131,12 @@ class Store:
         return Page([_agent(row) for row in page.items], page.has_more)
 
     async def turn_tenant(self, turn_id: str) -> str | None:
-        """The tenant that owns the turn (through its agent); None if the turn is gone."""
-        query = select(AgentRow.tenant_id).join(TurnRow, TurnRow.agent_id == AgentRow.agent_id)
+        """The tenant that owns the turn (its own for a detached turn, else its agent's); None if it is gone."""
+        query = (
+            select(func.coalesce(TurnRow.tenant_id, AgentRow.tenant_id))
+            .select_from(TurnRow)
+            .outerjoin(AgentRow, TurnRow.agent_id == AgentRow.agent_id)
+        )
         return await self.database.read(lambda tx: tx.scalar(query.where(TurnRow.turn_id == turn_id)))
 
     async def delete_agent(self, tenant: str, agent_id: str) -> list[str] | None:
@@ -312,6 +329,87 @@ class Store:
 
         await self.database.write(run)
 
+    async def begin_detached_turn(
+        self,
+        tenant: str,
+        turn_id: str,
+        input_messages: Sequence[InputMessage],
+        context_messages: Sequence[ContextMessage],
+        settings_id: str,
+        settings: TurnSettings,
+        started_at: datetime,
+    ) -> None:
+        """Record a new running turn of no agent or session (a Responses turn) with its first settings."""
+        row = {
+            "turn_id": turn_id,
+            "tenant_id": tenant,
+            "status": TurnStatus.RUNNING.value,
+            "input_messages": _inputs.dump_python(list(input_messages), mode="json"),
+            "context_messages": _context.dump_python(list(context_messages), mode="json"),
+            "started_at": started_at,
+        }
+        body = settings.model_dump(mode="json")
+
+        def run(tx: Connection) -> None:
+            tx.execute(insert(TurnRow).values(**row))
+            tx.execute(insert(TurnSettingsRow).values(settings_id=settings_id, turn_id=turn_id, body=body))
+
+        await self.database.write(run)
+
+    async def add_turn_settings(self, turn_id: str, settings_id: str, settings: TurnSettings) -> None:
+        """Store a segment's settings before the turn is resumed with them; writing the same id again
+        (a retried request) keeps the first."""
+        body = settings.model_dump(mode="json")
+
+        def run(tx: Connection) -> None:
+            if tx.scalar(select(TurnSettingsRow.turn_id).where(TurnSettingsRow.settings_id == settings_id)) is None:
+                tx.execute(insert(TurnSettingsRow).values(settings_id=settings_id, turn_id=turn_id, body=body))
+
+        await self.database.write(run)
+
+    async def turn_settings(self, settings_id: str) -> TurnSettings | None:
+        query = select(TurnSettingsRow.body).where(TurnSettingsRow.settings_id == settings_id)
+        body = await self.database.read(lambda tx: tx.scalar(query))
+        return TurnSettings.model_validate(body) if body is not None else None
+
+    async def pending_calls(self, tenant: str, call_ids: Sequence[str]) -> dict[str, str]:
+        """Which of these client call ids (or approval request ids) a paused detached turn of the tenant
+        waits for: call id → turn id."""
+        if not call_ids:
+            return {}
+        query = select(PendingCallRow.call_id, PendingCallRow.turn_id).where(
+            PendingCallRow.tenant_id == tenant, PendingCallRow.call_id.in_(list(call_ids))
+        )
+        rows = await self.database.read(lambda tx: tx.execute(query).all())
+        return {call_id: turn_id for call_id, turn_id in rows}
+
+    async def delete_detached_turn(self, tenant: str, turn_id: str) -> TurnStatus | None:
+        """Delete a detached turn of the tenant with its steps, events, settings, pending calls and
+        credentials; its status before, None if there was no such turn. A running or paused one's
+        workflow must be stopped (TurnGateway.terminate)."""
+        which = (TurnRow.turn_id == turn_id) & (TurnRow.tenant_id == tenant) & TurnRow.session_id.is_(None)
+
+        def run(tx: Connection) -> TurnStatus | None:
+            status = tx.scalar(select(TurnRow.status).where(which))
+            if status is None:
+                return None
+            _delete_turns(tx, which)
+            return TurnStatus(status)
+
+        return await self.database.write(run)
+
+    async def detached_context(self, turn_id: str) -> tuple[Turn, list[ContextMessage]] | None:
+        """A detached turn as one model call sees it: the turn so far and its prior context."""
+
+        def run(tx: Connection) -> tuple[Turn, list[ContextMessage]] | None:
+            context = tx.execute(select(TurnRow.context_messages).where(TurnRow.turn_id == turn_id)).first()
+            if context is None:
+                return None
+            turn = _load_turns(tx, None, turn_ids=[turn_id])[0]
+            return turn, _context.validate_python(context.context_messages or [])
+
+        return await self.database.read(run)
+
     async def set_input_messages(self, turn_id: str, input_messages: list[InputMessage]) -> None:
         stored = _inputs.dump_python(input_messages, mode="json")
         await self.database.write(
@@ -346,7 +444,8 @@ class Store:
         query = select(func.max(EventRow.event_id)).where(EventRow.turn_id == turn_id)
         return await self.database.read(lambda tx: tx.scalar(query)) or 0
 
-    async def get_turn(self, session_id: str, turn_id: str) -> Turn | None:
+    async def get_turn(self, session_id: str | None, turn_id: str) -> Turn | None:
+        """The turn; `session_id` None for a detached turn (or any turn, by id alone)."""
         turns = await self.database.read(lambda tx: _load_turns(tx, session_id, turn_ids=[turn_id]))
         return turns[0] if turns else None
 
@@ -364,15 +463,16 @@ class Store:
         small: turns that were never started, and turns still in their first model call.
         """
         no_steps = ~select(StepRow.turn_id).where(StepRow.turn_id == TurnRow.turn_id).exists()
+        tenant = func.coalesce(TurnRow.tenant_id, AgentRow.tenant_id).label("owner")
         query = (
-            select(_TURNS, AgentRow.tenant_id)
-            .join(AgentRow, AgentRow.agent_id == TurnRow.agent_id)
+            select(_TURNS, tenant)
+            .outerjoin(AgentRow, AgentRow.agent_id == TurnRow.agent_id)
             .where(TurnRow.status == TurnStatus.RUNNING.value, TurnRow.started_at < started_before, no_steps)
             .order_by(TurnRow.started_at)
             .limit(limit)
         )
         rows = await self.database.read(lambda tx: tx.execute(query).all())
-        return [UnstartedTurn(row.agent_id, row.tenant_id, _turn(row, []), _turn_tools(row)) for row in rows]
+        return [UnstartedTurn(row.agent_id, row.owner, _turn(row, []), _turn_tools(row)) for row in rows]
 
     async def count_turns(self, status: TurnStatus) -> int:
         query = select(func.count()).select_from(TurnRow).where(TurnRow.status == status.value)
@@ -427,11 +527,14 @@ class Store:
         completed_at: datetime | None = None,
         error: str | None = None,
         closing_event: Callable[[Turn], KeyedEvent] | None = None,
+        awaiting: Sequence[str] = (),
     ) -> None:
         """Append steps and events and move the turn's status and output, atomically and idempotently.
 
         `closing_event` builds one more event from the turn as just saved (a pause or the end, which
-        carry the whole turn). A final status also frees the session for its next turn.
+        carry the whole turn). A final status also frees the session for its next turn. `awaiting`:
+        with the awaiting_input status, the call and approval ids a detached turn now waits for
+        (Store.pending_calls); any other status clears them.
         """
         values: dict[str, Any] = {"status": status.value if status is not None else TurnRow.status}
         if status is not None:
@@ -454,9 +557,15 @@ class Store:
         def run(tx: Connection) -> bool:
             # Updating the turn row first takes its row lock (PostgreSQL) or the write lock (SQLite):
             # concurrent writers of one turn are serialised, so event ids follow commit order.
-            locked = tx.execute(update(TurnRow).where(TurnRow.turn_id == turn_id).values(**values))
-            if locked.rowcount == 0:
+            locked = tx.execute(
+                update(TurnRow).where(TurnRow.turn_id == turn_id).values(**values).returning(TurnRow.tenant_id)
+            ).first()
+            if locked is None:
                 raise LookupError(f"Turn {turn_id} not found in the store (was its session deleted?)")
+            if status is not None and locked.tenant_id is not None:
+                _set_pending_calls(
+                    tx, turn_id, locked.tenant_id, awaiting if status == TurnStatus.AWAITING_INPUT else ()
+                )
             if step_rows:
                 positions = [row["position"] for row in step_rows]
                 tx.execute(delete(StepRow).where(StepRow.turn_id == turn_id, StepRow.position.in_(positions)))
@@ -609,6 +718,13 @@ def _unfinished_turn_ids(tx: Connection, sessions_where: Any) -> list[str]:
     return sorted(set(tx.scalars(active)) | set(tx.scalars(unfinished)))
 
 
+def _set_pending_calls(tx: Connection, turn_id: str, tenant: str, call_ids: Sequence[str]) -> None:
+    tx.execute(delete(PendingCallRow).where(PendingCallRow.turn_id == turn_id))
+    rows = [{"turn_id": turn_id, "call_id": call_id, "tenant_id": tenant} for call_id in dict.fromkeys(call_ids)]
+    if rows:
+        tx.execute(insert(PendingCallRow), rows)
+
+
 def _delete_turns(tx: Connection, which: Any) -> None:
     turns = select(TurnRow.turn_id).where(which)
     tx.execute(delete(EventRow).where(EventRow.turn_id.in_(turns)))
@@ -685,7 +801,7 @@ def _turn_tools(row: Row[Any]) -> TurnTools:
 def _turn(row: Row[Any], steps: list[Step]) -> Turn:
     return Turn(
         turn_id=row.turn_id,
-        session_id=row.session_id,
+        session_id=row.session_id or "",  # a detached turn has no session
         input_messages=_inputs.validate_python(row.input_messages),
         steps=steps,
         output_message=CompletionMessage.model_validate(row.output_message) if row.output_message else None,

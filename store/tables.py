@@ -66,8 +66,11 @@ class TurnRow(Base):
     )
 
     turn_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.session_id", ondelete="CASCADE"))
-    agent_id: Mapped[str] = mapped_column(String(64))
+    session_id: Mapped[str | None] = mapped_column(ForeignKey("sessions.session_id", ondelete="CASCADE"))
+    agent_id: Mapped[str | None] = mapped_column(String(64))
+    """Both NULL for a detached turn (a Responses turn), which belongs to no agent or session."""
+    tenant_id: Mapped[str | None] = mapped_column(String(64))
+    """A detached turn's tenant; NULL for llama-stack turns, whose tenant is their agent's."""
     status: Mapped[str] = mapped_column(String(32))
     input_messages: Mapped[list] = mapped_column(JSON)
     output_message: Mapped[dict | None] = mapped_column(JSON)
@@ -78,6 +81,8 @@ class TurnRow(Base):
     """The turn's own toolgroups, replacing the agent's; kept so a reopened turn has them again."""
     tool_config: Mapped[dict | None] = mapped_column(JSON)
     """The turn's own tool configuration, replacing the agent's; kept for the same reason."""
+    context_messages: Mapped[list | None] = mapped_column(JSON)
+    """A detached turn's prior context (domain/runtime.py ContextMessage), read before its input."""
 
 
 class StepRow(Base):
@@ -133,3 +138,26 @@ class TurnCredentialsRow(Base):
 
     turn_id: Mapped[str] = mapped_column(ForeignKey("turns.turn_id", ondelete="CASCADE"), primary_key=True)
     ciphertext: Mapped[str] = mapped_column(Text)
+
+
+class TurnSettingsRow(Base):
+    """What a detached turn's inferences read (domain/runtime.py TurnSettings), one row per segment
+    that brought new settings; the workflow carries only the id."""
+
+    __tablename__ = "turn_settings"
+
+    settings_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    turn_id: Mapped[str] = mapped_column(ForeignKey("turns.turn_id", ondelete="CASCADE"), index=True)
+    body: Mapped[dict] = mapped_column(JSON)
+
+
+class PendingCallRow(Base):
+    """A client call id (or approval request id) a paused detached turn waits for: written with the
+    pause, deleted when the turn goes on or ends, so continuing requests find their turn by call id."""
+
+    __tablename__ = "turn_pending_calls"
+    __table_args__ = (Index("ix_turn_pending_calls_tenant_call", "tenant_id", "call_id"),)
+
+    turn_id: Mapped[str] = mapped_column(ForeignKey("turns.turn_id", ondelete="CASCADE"), primary_key=True)
+    call_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64))

@@ -14,6 +14,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
@@ -39,6 +40,18 @@ def test_the_recordings_cover_a_pause_and_resume() -> None:
     events = " ".join(path.read_text() for path in HISTORIES)
     assert "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED" in events  # a client tool's results arrived
     assert "EVENT_TYPE_MARKER_RECORDED" in events  # a store write as a local activity
+
+
+def test_the_recordings_cover_a_turn_still_paused() -> None:
+    """A turn that paused under an earlier release and waits: the next worker replays it before resuming it."""
+    ends = [WorkflowHistory.from_json(p.stem, p.read_text()).events[-1].event_type for p in HISTORIES]
+    assert EventType.EVENT_TYPE_MARKER_RECORDED in ends  # its last event: the pause written to the store
+
+
+def test_the_recordings_cover_a_detached_turn_resumed_as_a_segment() -> None:
+    """A Responses turn: request-named MCP server, a pause with an approval, a resume with a new plan."""
+    detached = [path.read_text() for path in HISTORIES if "list_mcp_server" in path.read_text()]
+    assert any("EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED" in history for history in detached)
 
 
 def test_the_recordings_cover_both_start_shapes() -> None:

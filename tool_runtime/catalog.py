@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domain.agents import PARAMETER_TYPES, AgentToolGroup, ToolParameter, toolgroup_name
+from domain.runtime import McpServer
 from domain.tools import BUILTIN_PROVIDER, MCP_PROVIDER, Tool, ToolGroup
 from outbound.http import outbound_from
 from outbound.policy import OutboundPolicy
@@ -146,6 +147,25 @@ class ToolCatalog:
                 mcp_uri=group.mcp_endpoint.uri,
             )
             for tool in listed
+        ]
+
+    async def server_tools(self, server: McpServer, headers: dict[str, str] | None = None) -> list[ServerTool]:
+        """The tools of an MCP server a request names, as it lists them now, within its `allowed_tools`
+        (raises McpUnavailable). `headers`: the request's for this server."""
+        listed = await self._mcp.list_tools(server.url, self._headers_for(server.url, {server.url: headers or {}}))
+        allowed = server.allowed_tools
+        return [
+            ServerTool(
+                toolgroup_id=f"mcp_server:{server.label}",
+                provider_id=MCP_PROVIDER,
+                name=tool.name,
+                description=tool.description,
+                input_schema=tool.input_schema,
+                mcp_uri=server.url,
+                server_label=server.label,
+            )
+            for tool in listed
+            if allowed is None or tool.name in allowed
         ]
 
     async def listing(self, tenant: str, headers: McpHeaders | None = None) -> Listing:

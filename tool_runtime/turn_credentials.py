@@ -27,14 +27,30 @@ UNREADABLE = (
 )
 
 
+BY_LABEL = "mcp_server_labels"
+"""Where a sealed document keeps the headers of MCP servers named in the request (Responses `mcp` tools),
+by server label, beside the llama-stack ones by endpoint URI; no URI has this name."""
+
+
 class CredentialSeal:
     def __init__(self, key: str) -> None:
         self._fernet = Fernet(key)
 
-    def seal(self, headers: McpHeaders) -> str:
-        return self._fernet.encrypt(json.dumps(headers).encode()).decode()
+    def seal(self, headers: McpHeaders, by_label: McpHeaders | None = None) -> str:
+        """`headers` by endpoint URI (llama-stack requests), `by_label` by MCP server label (Responses
+        requests): one turn can hold several servers' headers either way."""
+        document: dict[str, object] = {**headers, **({BY_LABEL: by_label} if by_label else {})}
+        return self._fernet.encrypt(json.dumps(document).encode()).decode()
 
     def open(self, sealed: str) -> McpHeaders:
+        """The headers by endpoint URI."""
+        return {uri: headers for uri, headers in self._document(sealed).items() if uri != BY_LABEL}
+
+    def open_labels(self, sealed: str) -> McpHeaders:
+        """The headers by MCP server label."""
+        return self._document(sealed).get(BY_LABEL, {})
+
+    def _document(self, sealed: str) -> dict[str, McpHeaders]:
         try:
             return json.loads(self._fernet.decrypt(sealed.encode()))
         except InvalidToken:
@@ -51,3 +67,13 @@ async def turn_headers(store: Store, seal: CredentialSeal | None, turn_id: str) 
     if seal is None:
         raise CredentialsUnreadable(UNREADABLE.format(why="this worker has no DA_CREDENTIALS_KEY"))
     return seal.open(sealed)
+
+
+async def turn_label_headers(store: Store, seal: CredentialSeal | None, turn_id: str) -> McpHeaders:
+    """The headers of the MCP servers the turn's requests named, by server label (raises CredentialsUnreadable)."""
+    sealed = await store.turn_credentials(turn_id)
+    if sealed is None:
+        return {}
+    if seal is None:
+        raise CredentialsUnreadable(UNREADABLE.format(why="this worker has no DA_CREDENTIALS_KEY"))
+    return seal.open_labels(sealed)

@@ -13,10 +13,12 @@ from pydantic import BaseModel, Field
 from domain.agents import AgentConfig, AgentToolGroup, ToolConfig
 from domain.content import CompletionMessage, InputMessage, ToolCall, ToolResponse
 from domain.events import KeyedEvent, StepComplete, chunk_of
+from domain.runtime import ApprovalDecision, McpServer
 from domain.turns import SafetyViolation, Step, TurnStatus
 
 INFER_ACTIVITY = "infer"
 RESOLVE_TOOLS_ACTIVITY = "resolve_tools"
+LIST_MCP_SERVER_ACTIVITY = "list_mcp_server"
 RUN_TOOL_ACTIVITY = "run_tool"
 RUN_SHIELDS_ACTIVITY = "run_shields"
 TOOLS_UNAVAILABLE = "ToolsUnavailable"
@@ -78,6 +80,12 @@ class PendingWrites(BaseModel):
         return [*derived, *self.events]
 
 
+def runtime_event(key: str, kind: str, **fields: Any) -> KeyedEvent:
+    """An event of the runtime's own (not a llama-stack stream chunk): a top-level "runtime" key,
+    which the llama-stack stream skips."""
+    return KeyedEvent(key=key, body={"runtime": {"kind": kind, **fields}})
+
+
 def step_complete_event(step: Step) -> KeyedEvent:
     payload = StepComplete(step_type=step.step_type, step_id=step.step_id, step_details=step)
     return KeyedEvent(key=f"{step.step_id}:complete", body=chunk_of(payload).model_dump(mode="json"))
@@ -94,6 +102,9 @@ class ServerTool(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
     """The toolgroup's arguments, merged into every call (e.g. a vector DB id)."""
     mcp_uri: str | None = None
+    server_label: str | None = None
+    """Set for a tool of an MCP server named in the turn's request (TurnPlan.mcp_servers): its
+    headers are the turn's sealed ones for this label, and its results say which server answered."""
 
 
 class Continuation(BaseModel):
@@ -102,6 +113,10 @@ class Continuation(BaseModel):
     inferences: int
     last_time: datetime
     server_tools: list[ServerTool]
+    listed_servers: list[str] = Field(default_factory=list)
+    """Labels of the request-named MCP servers already listed (successfully or not) in this turn."""
+    segment_server_calls: int = 0
+    """Server calls run in the current segment so far (TurnPlan.max_tool_calls)."""
 
 
 class AgentOutline(BaseModel):
@@ -130,14 +145,53 @@ class AgentOutline(BaseModel):
         )
 
 
+class TurnPlan(BaseModel):
+    """What the workflow decides with, whatever dialect started the turn. The rest (instructions,
+    tool definitions, sampling) is read by the activities: from the agent's row for llama-stack
+    turns, from the `turn_settings` row named by `settings_id` for detached (Responses) turns."""
+
+    model: str
+    client_tool_names: list[str] = Field(default_factory=list)
+    toolgroups: list[AgentToolGroup] | None = None
+    """llama-stack registered or built-in toolgroups."""
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+    """MCP servers named in the request itself (Responses `mcp` tools)."""
+    tool_config: ToolConfig | None = None
+    max_infer_iters: int | None = None
+    max_tool_calls: int | None = None
+    """The most server (MCP, built-in) calls one segment runs; further calls are answered unexecuted."""
+    input_shields: list[str] = Field(default_factory=list)
+    output_shields: list[str] = Field(default_factory=list)
+    settings_id: str | None = None
+    """None: activities read the agent's row (llama-stack turns); else this turn_settings row."""
+
+    @classmethod
+    def of(cls, outline: AgentOutline) -> TurnPlan:
+        return cls(
+            model=outline.model,
+            client_tool_names=outline.client_tool_names,
+            toolgroups=outline.toolgroups,
+            tool_config=outline.tool_config,
+            max_infer_iters=outline.max_infer_iters,
+            input_shields=outline.input_shields,
+            output_shields=outline.output_shields,
+        )
+
+
 class TurnStart(BaseModel):
     """The workflow's input. It carries references, not data: the user's messages are in the turn's
-    row and the agent's config in the agent's row, so its size does not depend on what the caller sent."""
+    row and the agent's config in the agent's row (or the turn's settings row), so its size does not
+    depend on what the caller sent."""
 
-    agent_id: str
-    session_id: str
+    agent_id: str | None = None
+    session_id: str | None = None
+    """Both None for a detached turn (a Responses turn), which belongs to no agent or session."""
     turn_id: str
+    plan: TurnPlan | None = None
+    segment_id: str | None = None
+    """The id of the turn's first segment (the first response's id), for search attributes."""
     agent: AgentOutline | None = None
+    """Turns started by earlier releases carry this instead of `plan`."""
     agent_config: AgentConfig | None = None
     """Turns started by earlier releases carry the whole config instead of `agent`."""
     input_messages: list[InputMessage] = Field(default_factory=list)
@@ -159,12 +213,14 @@ class TurnStart(BaseModel):
     reopened_with: list[ToolResponse] | None = None
     """Results a client submitted for a completed turn (ReAct-style clients parse calls themselves)."""
 
-    def outline(self) -> AgentOutline:
+    def turn_plan(self) -> TurnPlan:
+        if self.plan is not None:
+            return self.plan
         if self.agent is not None:
-            return self.agent
+            return TurnPlan.of(self.agent)
         if self.agent_config is None:
-            raise ValueError(f"Turn {self.turn_id}'s start carries no agent")
-        return AgentOutline.of(self.agent_config)
+            raise ValueError(f"Turn {self.turn_id}'s start carries no plan")
+        return TurnPlan.of(AgentOutline.of(self.agent_config))
 
 
 class TurnOutcome(BaseModel):
@@ -177,22 +233,35 @@ class TurnOutcome(BaseModel):
 
 
 class ToolResponsesSubmission(BaseModel):
+    """What resumes a paused turn (update `submit_tool_responses`, or its signal). Outputs must answer
+    exactly the pending client calls, decisions exactly the pending approval requests."""
+
     tool_responses: list[ToolResponse]
+    """Required (empty when the pause holds only approvals): a signal of another shape is refused."""
+    approvals: list[ApprovalDecision] = Field(default_factory=list)
+    followup_messages: list[InputMessage] = Field(default_factory=list)
+    """Further input (a new user message) the model reads right after the tool results."""
+    plan: TurnPlan | None = None
+    """The new segment's tools and settings; None keeps the current ones."""
+    segment_id: str | None = None
+    """The id of the segment (response) this resumption starts."""
 
 
 class InferenceRequest(BaseModel):
     turn_id: str
-    session_id: str
+    session_id: str | None = None
     step_id: str
     agent_config: AgentConfig | None = None
     """None: the activity reads the turn's agent from the store (earlier releases carried it here)."""
     tool_config: ToolConfig
     server_tools: list[ServerTool] = Field(default_factory=list)
+    settings_id: str | None = None
+    """None: the activity reads the turn's agent (llama-stack turns); else this turn_settings row."""
     pending: PendingWrites = Field(default_factory=PendingWrites)
 
 
 class FetchDocumentsRequest(BaseModel):
-    session_id: str
+    session_id: str | None = None
     turn_id: str
     urls: list[str]
 
@@ -203,7 +272,7 @@ class FetchDocumentsResult(BaseModel):
 
 
 class LoadStepsRequest(BaseModel):
-    session_id: str
+    session_id: str | None = None
     turn_id: str
 
 
@@ -223,12 +292,25 @@ class ResolveToolsResult(BaseModel):
     tools: list[ServerTool]
 
 
+class ListMcpServerRequest(BaseModel):
+    turn_id: str
+    server: McpServer
+
+
+class ListMcpServerResult(BaseModel):
+    tools: list[ServerTool] = Field(default_factory=list)
+    error: str | None = None
+    """Why the server could not be listed; the turn goes on without its tools."""
+
+
 class ToolRunRequest(BaseModel):
     turn_id: str
-    session_id: str
+    session_id: str | None = None
     step_id: str
     tool: ServerTool
     call: ToolCall
+    approval_request_id: str | None = None
+    """The approval this call runs under (an MCP server's call the caller approved)."""
     pending: PendingWrites = Field(default_factory=PendingWrites)
 
 
@@ -237,7 +319,7 @@ Touchpoint = Literal["user-input", "assistant-output"]
 
 class ShieldRequest(BaseModel):
     turn_id: str
-    session_id: str
+    session_id: str | None = None
     step_id: str
     touchpoint: Touchpoint
     shield_ids: list[str]
@@ -263,7 +345,7 @@ class TurnProgress(BaseModel):
     `turn_awaiting_input` / `turn_complete` (built from the stored turn) or an error message."""
 
     turn_id: str
-    session_id: str
+    session_id: str | None = None
     pending: PendingWrites = Field(default_factory=PendingWrites)
     status: TurnStatus
     output_message: CompletionMessage | None = None
@@ -273,3 +355,6 @@ class TurnProgress(BaseModel):
     event: Literal["turn_awaiting_input", "turn_complete", "error"] | None = None
     agent_id: str | None = None
     """For the state change's log line; absent in turns started before it was added."""
+    awaiting: list[str] = Field(default_factory=list)
+    """With the awaiting_input status: the approval request ids the turn waits for besides the
+    output message's client calls (Store.pending_calls finds a paused detached turn by either)."""

@@ -14,5 +14,11 @@ SESSION_ID = SearchAttributeKey.for_keyword("SessionId")
 TURN_STATUS = SearchAttributeKey.for_keyword("TurnStatus")
 TENANT_ID = SearchAttributeKey.for_keyword("TenantId")
 """The tenant that owns the turn (api/tenancy.py): `default` without API keys."""
+RESPONSE_ID = SearchAttributeKey.for_keyword_list("ResponseId")
+"""Every response (segment) id of a Responses turn: `ResponseId="resp_…"` finds the response's workflow."""
+CONVERSATION_ID = SearchAttributeKey.for_keyword("ConversationId")
+"""The conversation a Responses turn belongs to, if any."""
 
-ALL = (AGENT_ID, SESSION_ID, TURN_STATUS, TENANT_ID)
+ALL = (AGENT_ID, SESSION_ID, TURN_STATUS, TENANT_ID, RESPONSE_ID, CONVERSATION_ID)
+TYPE_NAMES = {key.name: "KeywordList" if key is RESPONSE_ID else "Keyword" for key in ALL}
+"""Each attribute's type as `temporal operator search-attribute create --type` and the dev server take it."""

@@ -26,13 +26,17 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
     from domain.agents import AgentToolGroup, ToolConfig
-    from domain.content import CompletionMessage, ToolCall, ToolResponse, content_as_text
-    from domain.turns import InferenceStep, ShieldCallStep, Step, ToolExecutionStep, Turn, TurnStatus
+    from domain.content import CompletionMessage, ToolCall, ToolResponse, UserMessage, content_as_text
+    from domain.events import KeyedEvent
+    from domain.runtime import ApprovalDecision, ApprovalRequest, McpServer
+    from domain.turns import InferenceStep, Step, ToolExecutionStep, Turn, TurnStatus
+    from workflows import steps
     from workflows.contracts import (
         DOCUMENT_UNAVAILABLE,
         FETCH_DOCUMENTS_ACTIVITY,
         INFER_ACTIVITY,
         INFERENCE_HEARTBEAT_TIMEOUT,
+        LIST_MCP_SERVER_ACTIVITY,
         LOAD_STEPS_ACTIVITY,
         NOT_AWAITING_INPUT,
         PAYLOAD_BUDGET_BYTES,
@@ -51,6 +55,8 @@ with workflow.unsafe.imports_passed_through():
         FetchDocumentsResult,
         InferenceRequest,
         InferenceResult,
+        ListMcpServerRequest,
+        ListMcpServerResult,
         LoadStepsRequest,
         LoadStepsResult,
         PendingWrites,
@@ -63,11 +69,13 @@ with workflow.unsafe.imports_passed_through():
         ToolRunRequest,
         Touchpoint,
         TurnOutcome,
+        TurnPlan,
         TurnProgress,
         TurnStart,
         pause_event_key,
+        runtime_event,
     )
-    from workflows.search_attributes import TURN_STATUS
+    from workflows.search_attributes import RESPONSE_ID, TURN_STATUS
 
 
 def _step_line(step: Step) -> str:
@@ -103,8 +111,8 @@ class TurnWorkflow:
     @workflow.init
     def __init__(self, start: TurnStart) -> None:
         self._start = start
-        self._agent = start.outline()
-        self._tool_config: ToolConfig = start.tool_config or self._agent.tool_config or ToolConfig()
+        self._plan: TurnPlan = start.turn_plan()
+        self._tool_config: ToolConfig = start.tool_config or self._plan.tool_config or ToolConfig()
         self._status = TurnStatus.RUNNING
         self._stored_status = TurnStatus.RUNNING
         self._steps: list[Step] = []
@@ -115,10 +123,16 @@ class TurnWorkflow:
         self._inferences = 0
         self._pause_mark = 0
         self._pending_calls: list[ToolCall] = []
-        self._submitted: list[ToolResponse] | None = None
+        self._pending_approvals: list[ApprovalRequest] = []
+        self._submitted: ToolResponsesSubmission | None = None
+        self._runtime_events: list[KeyedEvent] = []
+        """Runtime events (domain: segment_started, tools_listed, approval_requested) the next write stores."""
         self._last_time = start.started_at
         self._saving: asyncio.Future[None] | None = None
         self._server_tools: list[ServerTool] = []
+        self._listed_servers: list[str] = []
+        """Labels of the request-named MCP servers listed so far: each is listed once per turn."""
+        self._segment_server_calls = 0
         self._input_messages = start.input_messages
         self._ignored_signal: str | None = None
         """Why the last tool-results signal changed nothing, shown in the current details."""
@@ -145,8 +159,8 @@ class TurnWorkflow:
     async def _open(self, start: TurnStart) -> CompletionMessage | None:
         """Get the turn ready: its documents, tools and input check — or, for a continued or reopened
         turn, its state so far. Returns a shield's refusal if the input is refused."""
-        client_tools = sorted(self._agent.client_tool_names)
-        toolgroups = start.toolgroups if start.toolgroups is not None else self._agent.toolgroups
+        client_tools = sorted(self._plan.client_tool_names)
+        toolgroups = start.toolgroups if start.toolgroups is not None else self._plan.toolgroups
         if start.continuation is not None:
             await self._restore(start.continuation)
             if not self._server_tools and toolgroups:
@@ -156,14 +170,16 @@ class TurnWorkflow:
             await self._fetch_documents(start.document_urls)
         if toolgroups:
             self._server_tools = await self._resolve_tools(toolgroups, client_tools)
+        await self._list_new_mcp_servers()
         return await self._guard("user-input", None)
 
     async def _converse(self, start: TurnStart) -> TurnOutcome:
         """Infer, run or hand out the tool calls, and again, until the model answers or the limit is hit."""
-        client_tools = set(self._agent.client_tool_names)
-        server_tools = {tool.name: tool for tool in self._server_tools}
-        max_inferences = self._agent.max_infer_iters or 10
         while True:
+            # Read each round: a resumed segment may bring other tools and limits.
+            client_tools = set(self._plan.client_tool_names)
+            server_tools = {tool.name: tool for tool in self._offered_tools()}
+            max_inferences = self._plan.max_infer_iters or 10
             history = workflow.info()
             if (
                 history.get_current_history_length() >= start.continue_as_new_after_events
@@ -177,6 +193,10 @@ class TurnWorkflow:
                 message, done = message.model_copy(update={"stop_reason": "end_of_turn"}), True
             calls = [] if done else message.tool_calls
             server_calls = [call for call in calls if call.tool_name in server_tools]
+            approvals = self._approvals_needed(server_calls, server_tools)
+            if approvals:
+                held = {request.call.call_id for request in approvals}
+                server_calls = [call for call in server_calls if call.call_id not in held]
             if server_calls:
                 await self._run_server_tools(server_calls, server_tools)
             unknown = [c for c in calls if c.tool_name not in client_tools and c.tool_name not in server_tools]
@@ -188,14 +208,16 @@ class TurnWorkflow:
                 return await self._finish(refusal)
             if done:
                 return await self._finish(message)
-            if client_calls:
-                responses = await self._await_client_tools(client_calls)
-                if responses is None:
+            if client_calls or approvals:
+                paused_at = self._now()
+                submission = await self._await_input(client_calls, approvals)
+                if submission is None:
                     return await self._end(
                         TurnStatus.EXPIRED,
                         f"Turn {start.turn_id} expired: no client tool results within "
                         f"{start.awaiting_input_timeout}. Start a new turn.",
                     )
+                responses = await self._resume(submission, client_calls, approvals, paused_at)
                 if refusal := await self._guard("user-input", [content_as_text(r.content) for r in responses]):
                     return await self._finish(refusal)
 
@@ -204,7 +226,7 @@ class TurnWorkflow:
         """The turn as it stands: status, steps so far, and the tool calls it waits for."""
         return Turn(
             turn_id=self._start.turn_id,
-            session_id=self._start.session_id,
+            session_id=self._start.session_id or "",
             input_messages=self._input_messages,
             steps=self._steps,
             output_message=self._output,
@@ -219,7 +241,7 @@ class TurnWorkflow:
         """Hand the paused turn its client tools' results; returns the number of the pause it ends."""
         # Two submissions can both pass validation within one workflow task; only the first counts.
         self._check_tool_responses(submission)
-        self._submitted = submission.tool_responses
+        self._submitted = submission
         return self._pause_mark
 
     @workflow.signal(name=TOOL_RESPONSES_SIGNAL)
@@ -241,7 +263,7 @@ class TurnWorkflow:
             self._ignore_signal(f"its input is not {shape}: {' '.join(str(unreadable).split())[:300]}")
             return
         self._ignored_signal = None
-        self._submitted = submission.tool_responses
+        self._submitted = submission
 
     def _ignore_signal(self, reason: str) -> None:
         self._ignored_signal = reason
@@ -262,6 +284,19 @@ class TurnWorkflow:
                 "send exactly one response per pending call",
                 type=TOOL_RESPONSES_MISMATCH,
             )
+        expected = [request.approval_request_id for request in self._pending_approvals]
+        given = [decision.approval_request_id for decision in submission.approvals]
+        if sorted(given) != sorted(expected):
+            raise ApplicationError(
+                f"Turn {self._start.turn_id} awaits decisions for approval requests {expected}, got {given}: "
+                "send exactly one decision per pending approval request",
+                type=TOOL_RESPONSES_MISMATCH,
+            )
+        if any(not isinstance(message, UserMessage) for message in submission.followup_messages):
+            raise ApplicationError(
+                "followup_messages must be user messages; tool results go in tool_responses",
+                type=TOOL_RESPONSES_MISMATCH,
+            )
 
     def _set_status(self, status: TurnStatus) -> None:
         self._status = status
@@ -274,6 +309,12 @@ class TurnWorkflow:
         if self._pending_calls:
             lines += ["", "**Waiting for client tool results:**"]
             lines += [f"- `{call.tool_name}` (call_id `{call.call_id}`)" for call in self._pending_calls]
+        if self._pending_approvals:
+            lines += ["", "**Waiting for approval:**"]
+            lines += [
+                f"- `{request.call.tool_name}` of `{request.server_label}` (`{request.approval_request_id}`)"
+                for request in self._pending_approvals
+            ]
         if self._error:
             lines += ["", f"**Error:** {self._error}"]
         if self._ignored_signal:
@@ -298,14 +339,15 @@ class TurnWorkflow:
             session_id=self._start.session_id,
             step_id=step_id,
             tool_config=self._tool_config,
-            server_tools=self._server_tools,
+            server_tools=self._offered_tools(),
+            settings_id=self._plan.settings_id,
         )
         pending = await self._carry(request)
         result = await workflow.execute_activity(
             INFER_ACTIVITY,
             request.model_copy(update={"pending": pending}),
             result_type=InferenceResult,
-            summary=f"inference · {self._agent.model}",
+            summary=f"inference · {self._plan.model}",
             start_to_close_timeout=timedelta(minutes=10),
             heartbeat_timeout=INFERENCE_HEARTBEAT_TIMEOUT,
             # A cancelled turn's last events are written only after its model call has stopped.
@@ -320,15 +362,7 @@ class TurnWorkflow:
         self._written(pending)
         self._inferences += 1
         message = result.message
-        self._add_step(
-            InferenceStep(
-                turn_id=self._start.turn_id,
-                step_id=step_id,
-                started_at=started_at,
-                completed_at=self._now(),
-                model_response=message,
-            )
-        )
+        self._add_step(steps.inference(self._start.turn_id, step_id, started_at, self._now(), message))
         return message
 
     async def _fetch_documents(self, urls: list[str]) -> None:
@@ -347,6 +381,8 @@ class TurnWorkflow:
         self._inferences = continuation.inferences
         self._last_time = continuation.last_time
         self._server_tools = continuation.server_tools
+        self._listed_servers = continuation.listed_servers
+        self._segment_server_calls = continuation.segment_server_calls
         result = await workflow.execute_activity(
             LOAD_STEPS_ACTIVITY,
             LoadStepsRequest(session_id=self._start.session_id, turn_id=self._start.turn_id),
@@ -364,14 +400,7 @@ class TurnWorkflow:
         its results become a tool_execution step with no calls of ours, and the turn goes on."""
         now = self._now()
         self._add_step(
-            ToolExecutionStep(
-                turn_id=self._start.turn_id,
-                step_id=str(workflow.uuid4()),
-                started_at=now,
-                completed_at=self._now(),
-                tool_calls=[],
-                tool_responses=responses,
-            )
+            steps.tool_execution(self._start.turn_id, str(workflow.uuid4()), now, self._now(), [], responses)
         )
         return await self._guard("user-input", [content_as_text(r.content) for r in responses])
 
@@ -390,14 +419,19 @@ class TurnWorkflow:
             inferences=self._inferences,
             last_time=self._last_time,
             server_tools=self._server_tools,
+            listed_servers=self._listed_servers,
+            segment_server_calls=self._segment_server_calls,
         )
-        workflow.continue_as_new(self._start.model_copy(update={"continuation": continuation}))
+        update: dict[str, object] = {"continuation": continuation}
+        if self._plan != self._start.turn_plan():  # a resumed segment brought a new plan
+            update["plan"] = self._plan
+        workflow.continue_as_new(self._start.model_copy(update=update))
 
     async def _guard(self, touchpoint: Touchpoint, texts: list[str] | None) -> CompletionMessage | None:
         """Run the touchpoint's shields as one shield_call step; the refusal to answer with, if violated.
 
         `texts` None: the turn's input messages (read from the store unless the start carried them)."""
-        shields = self._agent.input_shields if touchpoint == "user-input" else self._agent.output_shields
+        shields = self._plan.input_shields if touchpoint == "user-input" else self._plan.output_shields
         if not shields:
             return None
         step_id = str(workflow.uuid4())
@@ -425,15 +459,7 @@ class TurnWorkflow:
         )
         self._written(pending)
         violation = result.violation
-        self._add_step(
-            ShieldCallStep(
-                turn_id=self._start.turn_id,
-                step_id=step_id,
-                started_at=started_at,
-                completed_at=self._now(),
-                violation=violation,
-            )
-        )
+        self._add_step(steps.shield_call(self._start.turn_id, step_id, started_at, self._now(), violation))
         if violation is None or violation.violation_level != "error":
             return None
         return CompletionMessage(content=violation.user_message or "", stop_reason="end_of_turn")
@@ -449,8 +475,107 @@ class TurnWorkflow:
         )
         return result.tools
 
-    async def _run_server_tools(self, calls: list[ToolCall], tools: dict[str, ServerTool]) -> None:
-        """Run the calls concurrently, each its own activity and step; a failure is that call's answer."""
+    def _offered_tools(self) -> list[ServerTool]:
+        """The server tools the model may call now: a request-named MCP server's only while the current
+        segment's plan names it."""
+        labels = {server.label for server in self._plan.mcp_servers}
+        return [tool for tool in self._server_tools if tool.server_label is None or tool.server_label in labels]
+
+    def _approvals_needed(self, calls: list[ToolCall], tools: dict[str, ServerTool]) -> list[ApprovalRequest]:
+        """The calls the caller must approve first (their server's require_approval), as approval requests."""
+        policies = {server.label: server.approval for server in self._plan.mcp_servers}
+        requests = []
+        for call in calls:
+            label = tools[call.tool_name].server_label
+            if label is not None and label in policies and policies[label].required(call.tool_name):
+                request_id = f"mcpr_{workflow.uuid4().hex}"
+                requests.append(ApprovalRequest(approval_request_id=request_id, server_label=label, call=call))
+                self._runtime_events.append(
+                    runtime_event(
+                        f"approval:{request_id}",
+                        "approval_requested",
+                        approval_request_id=request_id,
+                        server_label=label,
+                        call=call.model_dump(mode="json"),
+                    )
+                )
+        return requests
+
+    async def _list_new_mcp_servers(self) -> None:
+        """List the plan's MCP servers not listed yet in this turn, concurrently; each listing is a
+        tools_listed event. A server that cannot be listed is reported there, and the turn goes on
+        without it. A tool whose name another tool of the turn has already is left out."""
+        new = [server for server in self._plan.mcp_servers if server.label not in self._listed_servers]
+        if not new:
+            return
+        results = await asyncio.gather(*(self._list_mcp_server(server) for server in new))
+        taken = {tool.name for tool in self._server_tools} | set(self._plan.client_tool_names)
+        for server, result in zip(new, results, strict=True):
+            self._listed_servers.append(server.label)
+            tools = [tool for tool in result.tools if tool.name not in taken]
+            taken |= {tool.name for tool in tools}
+            self._server_tools = [*self._server_tools, *tools]
+            listed = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
+            self._runtime_events.append(
+                runtime_event(
+                    f"tools_listed:{server.label}",
+                    "tools_listed",
+                    server_label=server.label,
+                    tools=listed,
+                    error=result.error,
+                )
+            )
+
+    async def _list_mcp_server(self, server: McpServer) -> ListMcpServerResult:
+        try:
+            return await workflow.execute_activity(
+                LIST_MCP_SERVER_ACTIVITY,
+                ListMcpServerRequest(turn_id=self._start.turn_id, server=server),
+                result_type=ListMcpServerResult,
+                summary=f"tools · list {server.label}",
+                start_to_close_timeout=timedelta(seconds=60),
+                heartbeat_timeout=TOOL_HEARTBEAT_TIMEOUT,
+                retry_policy=RetryPolicy(maximum_attempts=3, maximum_interval=timedelta(seconds=10)),
+            )
+        except ActivityError as failure:
+            if is_cancelled_exception(failure):
+                raise
+            cause = failure.cause
+            reason = cause.message if isinstance(cause, ApplicationError) else str(cause or failure)
+            return ListMcpServerResult(error=f"The MCP server {server.label} could not be listed: {reason}")
+
+    @staticmethod
+    def _mcp_metadata(tool: ServerTool, approval_request_id: str | None, error: bool) -> dict[str, object] | None:
+        """A server tool's answer's metadata when the runtime answers for a request-named MCP server's tool."""
+        if tool.server_label is None:
+            return None
+        return steps.mcp_metadata(tool.server_label, approval_request_id, error=error)
+
+    async def _run_server_tools(
+        self, calls: list[ToolCall], tools: dict[str, ServerTool], approved: dict[str, str] | None = None
+    ) -> None:
+        """Run the calls concurrently, each its own activity and step; a failure is that call's answer.
+        `approved`: call id → the approval request it runs under. Calls beyond the segment's
+        max_tool_calls are answered unexecuted."""
+        approved = approved or {}
+        if self._plan.max_tool_calls is not None:
+            room = max(0, self._plan.max_tool_calls - self._segment_server_calls)
+            calls, over = calls[:room], calls[room:]
+            if over:
+                reason = (
+                    f"Error: not executed: this response reached its limit of {self._plan.max_tool_calls} tool calls."
+                )
+                answers = [
+                    steps.answer(c, reason, self._mcp_metadata(tools[c.tool_name], approved.get(c.call_id), True))
+                    for c in over
+                ]
+                now = self._now()
+                self._add_step(
+                    steps.tool_execution(self._start.turn_id, str(workflow.uuid4()), now, self._now(), over, answers)
+                )
+            self._segment_server_calls += len(calls)
+            if not calls:
+                return
         started_at = self._now()
         requests = [
             ToolRunRequest(
@@ -459,6 +584,7 @@ class TurnWorkflow:
                 step_id=str(workflow.uuid4()),
                 tool=tools[call.tool_name],
                 call=call,
+                approval_request_id=approved.get(call.call_id),
             )
             for call in calls
         ]
@@ -472,14 +598,7 @@ class TurnWorkflow:
         self._written(pending)
         for step_id, call, response in zip(step_ids, calls, responses, strict=True):
             self._add_step(
-                ToolExecutionStep(
-                    turn_id=self._start.turn_id,
-                    step_id=step_id,
-                    started_at=started_at,
-                    completed_at=self._now(),
-                    tool_calls=[call],
-                    tool_responses=[response],
-                )
+                steps.tool_execution(self._start.turn_id, step_id, started_at, self._now(), [call], [response])
             )
 
     async def _run_tool(self, request: ToolRunRequest) -> ToolResponse:
@@ -500,65 +619,125 @@ class TurnWorkflow:
                 raise
             cause = failure.cause
             reason = cause.message if isinstance(cause, ApplicationError) else str(cause or failure)
-            return ToolResponse(
-                call_id=call.call_id, tool_name=call.tool_name, content=f"Error: the tool failed: {reason}"
-            )
+            metadata = self._mcp_metadata(request.tool, request.approval_request_id, error=True)
+            return steps.answer(call, f"Error: the tool failed: {reason}", metadata)
 
     def _answer_unknown_tools(self, calls: list[ToolCall]) -> None:
         """Calls to tools the agent does not have go back to the model as errors, not to the client."""
         now = self._now()
+        answers = [steps.answer(call, f"Error: this agent has no tool named {call.tool_name!r}.") for call in calls]
         self._add_step(
-            ToolExecutionStep(
-                turn_id=self._start.turn_id,
-                step_id=str(workflow.uuid4()),
-                started_at=now,
-                completed_at=self._now(),
-                tool_calls=calls,
-                tool_responses=[
-                    ToolResponse(
-                        call_id=call.call_id,
-                        tool_name=call.tool_name,
-                        content=f"Error: this agent has no tool named {call.tool_name!r}.",
-                    )
-                    for call in calls
-                ],
-            )
+            steps.tool_execution(self._start.turn_id, str(workflow.uuid4()), now, self._now(), calls, answers)
         )
 
-    async def _await_client_tools(self, calls: list[ToolCall]) -> list[ToolResponse] | None:
-        """Pause until the caller submits the calls' results; None if it does not before the expiry."""
+    async def _await_input(
+        self, calls: list[ToolCall], approvals: list[ApprovalRequest]
+    ) -> ToolResponsesSubmission | None:
+        """Pause until the caller submits the calls' results and decides the approval requests;
+        None if it does not before the expiry."""
         self._pending_calls = calls
+        self._pending_approvals = approvals
         self._set_status(TurnStatus.AWAITING_INPUT)
         self._describe()
         self._pause_mark = len(self._steps)
         self._output = CompletionMessage(content="", stop_reason="end_of_message", tool_calls=calls)
-        paused_at = self._now()
-        await self._save(pause_event_key(self._pause_mark), "turn_awaiting_input")
+        awaiting = [request.approval_request_id for request in approvals]
+        await self._save(pause_event_key(self._pause_mark), "turn_awaiting_input", awaiting)
         try:
             await workflow.wait_condition(
                 lambda: self._submitted is not None, timeout=self._start.awaiting_input_timeout
             )
         except TimeoutError:
             self._pending_calls = []
+            self._pending_approvals = []
             return None
-        by_call = {response.call_id: response for response in self._submitted or []}
-        responses = [by_call[call.call_id] for call in calls]
+        submission = self._submitted
+        assert submission is not None
         self._submitted = None
         self._pending_calls = []
+        self._pending_approvals = []
         self._ignored_signal = None
         self._set_status(TurnStatus.RUNNING)
         self._output = None
-        self._add_step(
-            ToolExecutionStep(
+        return submission
+
+    async def _resume(
+        self,
+        submission: ToolResponsesSubmission,
+        calls: list[ToolCall],
+        approvals: list[ApprovalRequest],
+        paused_at: datetime,
+    ) -> list[ToolResponse]:
+        """Go on from a pause: start the submission's segment with its plan, record the client's results,
+        answer denied calls, run approved ones, and put the followup input after all of them; returns
+        the client's results."""
+        if submission.segment_id is not None:
+            await self._begin_segment(submission.segment_id)
+        if submission.plan is not None:
+            self._plan = submission.plan
+            await self._list_new_mcp_servers()
+        first_new = len(self._steps)
+        responses: list[ToolResponse] = []
+        if calls:
+            by_call = {response.call_id: response for response in submission.tool_responses}
+            responses = [by_call[call.call_id] for call in calls]
+            self._add_step(
+                steps.tool_execution(
+                    self._start.turn_id, str(workflow.uuid4()), paused_at, self._now(), calls, responses
+                )
+            )
+        if approvals:
+            await self._decide(approvals, submission.approvals, paused_at)
+        followups = [message for message in submission.followup_messages if isinstance(message, UserMessage)]
+        if followups:
+            last = self._steps[-1]
+            if len(self._steps) - 1 >= max(first_new, self._saved_steps) and isinstance(last, ToolExecutionStep):
+                self._steps[-1] = last.model_copy(update={"followup_messages": followups})
+            else:  # the last result is stored already: the input follows as a step of its own
+                now = self._now()
+                step = steps.tool_execution(self._start.turn_id, str(workflow.uuid4()), now, now, [], [], followups)
+                self._add_step(step)
+        return responses
+
+    async def _decide(
+        self, approvals: list[ApprovalRequest], decisions: list[ApprovalDecision], paused_at: datetime
+    ) -> None:
+        """Denied calls are answered to the model as denied, without running; approved ones run once."""
+        by_id = {decision.approval_request_id: decision for decision in decisions}
+        denied = [request for request in approvals if not by_id[request.approval_request_id].approve]
+        if denied:
+            answers = []
+            for request in denied:
+                reason = by_id[request.approval_request_id].reason
+                text = f"denied by the user: {reason}" if reason else "denied by the user"
+                metadata = {**steps.mcp_metadata(request.server_label, request.approval_request_id), "denied": True}
+                answers.append(steps.answer(request.call, text, metadata))
+            calls = [request.call for request in denied]
+            self._add_step(
+                steps.tool_execution(self._start.turn_id, str(workflow.uuid4()), paused_at, self._now(), calls, answers)
+            )
+        approved = [request for request in approvals if by_id[request.approval_request_id].approve]
+        if approved:
+            tools = {tool.name: tool for tool in self._server_tools}
+            ids = {request.call.call_id: request.approval_request_id for request in approved}
+            await self._run_server_tools([request.call for request in approved], tools, ids)
+
+    async def _begin_segment(self, segment_id: str) -> None:
+        """Mark where the segment (a response) begins in the turn's events, before anything of it; its
+        model calls count afresh against max_infer_iters."""
+        self._runtime_events.append(runtime_event(f"segment:{segment_id}", "segment_started", segment_id=segment_id))
+        self._inferences = 0
+        self._segment_server_calls = 0
+        segments = workflow.info().typed_search_attributes.get(RESPONSE_ID) or []
+        workflow.upsert_search_attributes([RESPONSE_ID.value_set([*segments, segment_id])])
+        await self._write(
+            TurnProgress(
                 turn_id=self._start.turn_id,
-                step_id=str(workflow.uuid4()),
-                started_at=paused_at,
-                completed_at=self._now(),
-                tool_calls=calls,
-                tool_responses=responses,
+                session_id=self._start.session_id,
+                pending=self._pending(),
+                status=self._status,
             )
         )
-        return responses
 
     async def _finish(self, message: CompletionMessage) -> TurnOutcome:
         self._set_status(TurnStatus.COMPLETED)
@@ -573,6 +752,7 @@ class TurnWorkflow:
         if self._saving is not None and not self._saving.done():
             await self._saving
         self._pending_calls = []
+        self._pending_approvals = []
         self._output = None
         self._error = reason
         self._set_status(status)
@@ -596,6 +776,7 @@ class TurnWorkflow:
             session_id=self._start.session_id if resumed else None,
             agent_id=self._start.agent_id if resumed else None,
             step_events=True,
+            events=list(self._runtime_events),
         )
 
     async def _carry(self, *requests: BaseModel) -> PendingWrites:
@@ -620,10 +801,17 @@ class TurnWorkflow:
         return pending
 
     def _written(self, pending: PendingWrites) -> None:
+        written = {event.key for event in pending.events}
+        self._runtime_events = [event for event in self._runtime_events if event.key not in written]
         self._stored_status = pending.status or self._stored_status
         self._saved_steps = max(self._saved_steps, pending.first_new_step + len(pending.new_steps))
 
-    async def _save(self, event_key: str, event: Literal["turn_awaiting_input", "turn_complete", "error"]) -> None:
+    async def _save(
+        self,
+        event_key: str,
+        event: Literal["turn_awaiting_input", "turn_complete", "error"],
+        awaiting: list[str] | None = None,
+    ) -> None:
         """Write the pending steps and events with the turn's status, then its final event."""
         pending = self._pending()
         progress = TurnProgress(
@@ -637,6 +825,7 @@ class TurnWorkflow:
             event_key=event_key,
             event=event,
             agent_id=self._start.agent_id,
+            awaiting=awaiting or [],
         )
         # Shielded: a cancellation must not interleave a later write with this one (see _end).
         self._saving = asyncio.ensure_future(self._write(progress))

@@ -27,7 +27,7 @@ from observability.logs import log_turn_state
 from observability.metrics import TURNS_STARTED
 from settings import Settings
 from store.repository import LimitReached, TurnConflict, TurnTools
-from workflows.contracts import PAYLOAD_BUDGET_BYTES, AgentOutline, Continuation, TurnStart
+from workflows.contracts import PAYLOAD_BUDGET_BYTES, AgentOutline, Continuation, TurnPlan, TurnStart
 
 log = logging.getLogger(__name__)
 
@@ -88,15 +88,19 @@ async def _begun(beginning: Awaitable[None], session_id: str) -> None:
 
 
 def turn_start(runtime: Runtime, agent: Agent, turn: Turn, tools: TurnTools, document_urls: list[str]) -> TurnStart:
-    """The workflow input of a new turn: references to its stored rows, its own tools, its URL documents."""
+    """The workflow input of a new turn: references to its stored rows, its plan (the agent's, with the
+    turn's own tools in place of the agent's), its URL documents."""
+    plan = TurnPlan.of(AgentOutline.of(agent.agent_config))
+    if tools.toolgroups is not None:
+        plan.toolgroups = tools.toolgroups
+    if tools.tool_config is not None:
+        plan.tool_config = tools.tool_config
     return TurnStart(
         agent_id=agent.agent_id,
         session_id=turn.session_id,
         turn_id=turn.turn_id,
-        agent=AgentOutline.of(agent.agent_config),
+        plan=plan,
         started_at=turn.started_at,
-        tool_config=tools.tool_config,
-        toolgroups=tools.toolgroups,
         document_urls=document_urls,
         awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
         continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
