@@ -60,13 +60,16 @@ def _pyenv_versions(pyenv: str) -> list[str]:
 
 
 def find_python() -> Path | None:
+    """The first Python >= 3.12 that runs: python3.12, python3.13, then pyenv's versions, oldest first."""
     for name in ("python3.12", "python3.13"):
         if shutil.which(name) and (found := _probe([name])):
             return found
     pyenv = shutil.which("pyenv")
-    for version in _pyenv_versions(pyenv) if pyenv else []:
+    if pyenv is None:
+        return None
+    for version in _pyenv_versions(pyenv):
         minor = ".".join(version.split(".")[:2])
-        if found := _probe([pyenv, "exec", f"python{minor}"], {**os.environ, "PYENV_VERSION": version}):  # type: ignore[list-item]
+        if found := _probe([pyenv, "exec", f"python{minor}"], {**os.environ, "PYENV_VERSION": version}):
             return found
     return None
 
