@@ -6,7 +6,8 @@ tests/test_llama_stack_client.py, so it runs as a script (tests/clients/lsc_agen
 which `make test` builds (tests/client_venvs.py); without a suitable Python these tests skip and say so.
 The helper is driven both ways its docs name: over a `LlamaStackClient(base_url=<root>)`, which parses
 stream events into typed unions (and needs `response_id` on item events, spec §9b), and over a plain
-`openai.OpenAI(base_url=<root>/v1)`.
+`openai.OpenAI(base_url=<root>/v1)`. A second script (tests/clients/lsc_more.py) covers the rest of §9b:
+parallel client calls in a `stream=False` turn, retrieve/list/delete, and an MCP server among the tools.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import httpx
 import pytest
 
 from tests.client_venvs import run_client
-from tests.scripted_model import ScriptedModel, text, tool_call
+from tests.scripted_model import Reply, ScriptedModel, ThreadedServer, text, tool_call
 from tests.stack import SCRIPTED_MODEL, Stack
 
 pytestmark = pytest.mark.responses_clients
 
 SCRIPT = Path(__file__).parent / "clients" / "lsc_agent.py"
+MORE = Path(__file__).parent / "clients" / "lsc_more.py"
 ANSWER = "It boils at -100."
 
 
@@ -65,3 +67,39 @@ def test_agent_helper_runs_its_client_tool_and_continues_the_conversation(
         "message",
         "message",
     ]
+
+
+@pytest.mark.parametrize("client", ["llama-stack-client", "openai"])
+def test_parallel_client_calls_a_non_streamed_turn_the_response_calls_and_an_mcp_server(
+    lsc_python: Path, stack: Stack, model: ScriptedModel, mcp: ThreadedServer, client: str
+) -> None:
+    both = Reply(
+        tool_calls=[
+            ("get_boiling_point", {"liquid_name": "polyjuice"}),
+            ("get_boiling_point", {"liquid_name": "water"}),
+        ]
+    )
+    model.script(both, text(ANSWER), tool_call("add_numbers", {"a": 2, "b": 3}), text("2 + 3 = 5"))
+
+    result = run_client(lsc_python, MORE, stack.base_url, client, SCRIPTED_MODEL, f"{mcp.allowed_url}/mcp")
+
+    # create_turn(stream=False) returns the last response; both calls ran and were answered in one continuation.
+    assert sorted(result["calls"]) == ["polyjuice", "water"]
+    assert result["response"]["status"] == "completed" and result["response"]["text"].strip() == ANSWER
+    assert sorted(m["content"] for m in model.requests[1]["messages"] if m["role"] == "tool") == ["-100", "100"]
+    assert result["retrieved"] == "completed"
+    assert result["items"] == [
+        "message",
+        "function_call",
+        "function_call",
+        "function_call_output",
+        "function_call_output",
+        "message",
+    ]
+    if client == "llama-stack-client":
+        assert result["response"]["id"] in result["listed"] and result["deleted"] is True
+    assert result["after_delete"] == 404
+    # The MCP server's tool runs inside the response: the helper shows it as a server-side tool step.
+    mcp_turn = result["mcp"]
+    assert mcp_turn["failed"] == [] and [text.strip() for text in mcp_turn["final_text"]] == ["2 + 3 = 5"]
+    assert "add_numbers" in mcp_turn["server_calls"] and mcp_turn["step_types"][-1] == "inference"
