@@ -12,16 +12,16 @@ response ends cancels the turn (spec §5.4e: generation stops); a background res
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from api.event_stream import tail_events
 from api.responses import view
+from api.responses.conversation_errors import ERROR_RESPONSES
 from api.responses.create import Created, create, prior_context, response_id_for, retried
 from api.responses.errors import OpenAIError, invalid, not_found
 from api.responses.plan import check_mcp_urls
@@ -33,19 +33,14 @@ from store.responses import ResponseRecord, ResponseStore
 
 log = logging.getLogger(__name__)
 
-router = APIRouter(tags=["responses"])
+router = APIRouter(tags=["responses"], responses=ERROR_RESPONSES)
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 IN_FLIGHT = ("queued", "in_progress")
 CANCEL_WAIT_POLLS = 600
 
-
-async def _json_body(request: Request) -> Any:
-    raw = await request.body()
-    try:
-        return json.loads(raw) if raw else None
-    except ValueError as error:
-        raise invalid(f"The request body is not valid JSON: {error}.") from None
+_pending_cancels: set[asyncio.Task[None]] = set()
+"""Cancellations of abandoned responses under way (a task must be referenced until it is done)."""
 
 
 async def _stored(runtime: Runtime, tenant: str, response_id: str) -> ResponseRecord:
@@ -57,9 +52,12 @@ async def _stored(runtime: Runtime, tenant: str, response_id: str) -> ResponseRe
 
 
 def _streamed(
-    runtime: Runtime, principal: Principal, events: AsyncIterator[bytes], on_close: Any = None
+    runtime: Runtime,
+    principal: Principal,
+    events: AsyncIterator[bytes],
+    on_close: Callable[[], None] | None = None,
 ) -> StreamingResponse:
-    """SSE holding one of the key's stream slots until it ends."""
+    """SSE holding one of the key's stream slots until it ends; `on_close` runs if it ends early."""
     slot = runtime.streams.take(principal.key_id)
 
     async def framed() -> AsyncIterator[bytes]:
@@ -93,12 +91,9 @@ def _cancel_later(runtime: Runtime, record: ResponseRecord) -> None:
     task.add_done_callback(_pending_cancels.discard)
 
 
-_pending_cancels: set[asyncio.Task[None]] = set()
-
-
-async def _wait_for_end(runtime: Runtime, request: Request, created: Created) -> bool:
-    """Wait until the response's segment ends (its turn completes, pauses or fails), the wait limit passes
-    (False) or the client leaves (False, the turn cancelled)."""
+async def _wait_for_end(runtime: Runtime, request: Request, created: Created) -> None:
+    """Wait until the response's segment ends (its turn completes, pauses or fails), DA_RESPONSE_WAIT passes,
+    or the client leaves (then the turn is cancelled)."""
     record = created.record
     loop = asyncio.get_running_loop()
     deadline = loop.time() + runtime.settings.response_wait
@@ -111,10 +106,9 @@ async def _wait_for_end(runtime: Runtime, request: Request, created: Created) ->
                 break
             if await request.is_disconnected():
                 _cancel_later(runtime, record)
-                return False
+                return
             if loop.time() >= deadline:
-                return False
-        return True
+                return
     finally:
         waiting.cancel()
 
@@ -127,14 +121,22 @@ async def _drain(events: AsyncIterator[Any]) -> None:
 @router.post("/responses")
 async def create_response(
     request: Request,
+    raw: Annotated[dict[str, Any], Body(description="The create parameters of the OpenAI Responses API")],
     runtime: RuntimeDep,
     principal: PrincipalDep,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> Any:
     """Create a response. With an Idempotency-Key, a retried request answers with the same response and
     starts nothing new (the openai SDK retries 429s and 5xx on its own)."""
-    body = parse_create(await _json_body(request))
+    body = parse_create(raw)
     require_known_tool_choice(body)
+    if runtime.settings.model(body.model) is None:
+        known = ", ".join(sorted(runtime.settings.models))
+        raise invalid(
+            f"The model '{body.model}' is not configured on this server; configured: {known}.",
+            "model",
+            "model_not_found",
+        )
     tenant = principal.tenant
     response_id = response_id_for(tenant, idempotency_key)
     responses = ResponseStore(runtime.store.database)
