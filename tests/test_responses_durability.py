@@ -23,7 +23,6 @@ from api.event_stream import LIVENESS_CHECK_SECONDS
 from tests.processes import ProcessStack
 from tests.scripted_model import text, tool_call
 from tests.stack import SCRIPTED_MODEL
-from workflows.contracts import turn_workflow_id
 
 pytestmark = pytest.mark.xdist_group("processes")
 
@@ -109,8 +108,9 @@ async def test_worker_killed_while_the_model_streams_a_new_worker_finishes_the_r
     final = assert_completed_once(events, WORDS)
     assert len(processes.model.requests) == 2  # the call cut short, and the new worker's
     assert (await client.responses.retrieve(final.id)).model_dump() == final.model_dump()
-    replay = await events_of(await client.responses.retrieve(final.id, stream=True))
-    assert dumped(replay) == dumped(events)
+    if background:  # a stream is replayable when created with background (spec §5.5)
+        replay = await events_of(await client.responses.retrieve(final.id, stream=True))
+        assert dumped(replay) == dumped(events)
 
 
 async def test_api_killed_mid_stream_the_client_resumes_after_its_last_event(
@@ -158,8 +158,7 @@ async def test_dev_server_restarted_mid_response_it_completes_once(
     assert restarted
     final = assert_completed_once(events, WORDS)
     assert len(processes.model.requests) in (1, 2)  # 2 if the dev server lost the first attempt's completion
-    assert (await client.responses.retrieve(final.id)).status == "completed"
-    assert dumped(await events_of(await client.responses.retrieve(final.id, stream=True))) == dumped(events)
+    assert (await client.responses.retrieve(final.id)).model_dump() == final.model_dump()
 
 
 async def test_a_function_call_pause_survives_every_restart_and_resumes_its_own_workflow(
@@ -204,7 +203,8 @@ async def test_the_temporal_ui_finds_a_responses_workflow_and_tells_what_it_wait
     [workflow_id] = await workflows_found(processes, f'ResponseId = "{first.id}"')
     handle = (await processes.temporal_client()).get_workflow_handle(workflow_id)
     description = await handle.describe()
-    assert await description.static_summary() == question
+    assert description.workflow_type == "AgentTurn" and await description.static_summary() == question
+    assert f"**Model:** `{SCRIPTED_MODEL}`" in (await description.static_details() or "")
     metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
     assert "**Status:** awaiting_input" in metadata.current_details
     assert f"`get_weather` (call_id `{call.call_id}`)" in metadata.current_details
@@ -220,5 +220,4 @@ async def test_the_temporal_ui_finds_a_responses_workflow_and_tells_what_it_wait
     assert await workflows_found(processes, f'ResponseId = "{second.id}" AND TurnStatus = "completed"') == [workflow_id]
     assert await workflows_found(processes, f'ConversationId = "{conversation.id}"') == [workflow_id]
     metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
-    assert "**Status:** completed" in metadata.current_details
-    assert workflow_id.startswith(turn_workflow_id(""))
+    assert "**Status:** completed" in metadata.current_details and "**Steps so far:** 3" in metadata.current_details
