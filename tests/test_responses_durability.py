@@ -164,24 +164,41 @@ async def test_dev_server_restarted_mid_response_it_completes_once(
 async def test_a_function_call_pause_survives_every_restart_and_resumes_its_own_workflow(
     processes: ProcessStack, client: AsyncOpenAI
 ) -> None:
-    processes.model.script(tool_call("get_weather", {"city": "Paris"}), text("Sunny in Paris."))
+    """The pause outlives a worker, an API and a dev server; its continuation, sent while no worker runs,
+    resumes the same workflow, whose new worker is killed while the resumed segment streams: it completes once."""
+    answer = text(WORDS, token_delay_seconds=0.1)
+    processes.model.script(tool_call("get_weather", {"city": "Paris"}), answer, answer)
     first = await client.responses.create(model=SCRIPTED_MODEL, input="Weather in Paris?", tools=[WEATHER])  # type: ignore[list-item]
     assert first.status == "completed" and [item.type for item in first.output] == ["function_call"]
     [waiting] = await workflows_found(processes, f'ResponseId = "{first.id}" AND TurnStatus = "awaiting_input"')
 
-    for which in ("worker", "api", "temporal"):
+    await asyncio.to_thread(processes.kill, processes.worker)  # the pause outlives its worker,
+    for which in ("api", "temporal"):  # its API and its dev server
         await restart(processes, which)
         assert (await client.responses.retrieve(first.id)).model_dump() == first.model_dump(), which
 
     output = {"type": "function_call_output", "call_id": first.output[0].call_id, "output": "sunny"}
-    second = await client.responses.create(
-        model=SCRIPTED_MODEL,
-        previous_response_id=first.id,
-        input=[output],  # type: ignore[list-item]
-        tools=[WEATHER],  # type: ignore[list-item]
+    continuation = asyncio.ensure_future(
+        client.responses.create(
+            model=SCRIPTED_MODEL,
+            previous_response_id=first.id,
+            input=[output],  # type: ignore[list-item]
+            tools=[WEATHER],  # type: ignore[list-item]
+            stream=True,
+        )
     )
-    assert second.status == "completed" and second.output_text.strip() == "Sunny in Paris."
-    assert len(processes.model.requests) == 2
+    await asyncio.sleep(1)  # sent while no worker runs: it goes through once one does
+    processes.start_worker()
+    events: list[Any] = []
+    killed = False
+    async for event in await continuation:
+        events.append(event)
+        if not killed and len(deltas(events)) >= 5:
+            killed = True
+            await restart(processes, "worker")
+
+    second = assert_completed_once(events, WORDS)
+    assert len(processes.model.requests) == 3  # the call, the resumed answer cut short, and its retry
     assert [m["content"] for m in processes.model.requests[-1]["messages"] if m["role"] == "tool"] == ["sunny"]
     assert await workflows_found(processes, f'ResponseId = "{second.id}" AND TurnStatus = "completed"') == [waiting]
     assert await workflows_found(processes, f'ResponseId = "{first.id}"') == [waiting]
