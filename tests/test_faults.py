@@ -15,6 +15,8 @@ from tests.processes import ProcessStack
 from tests.rest import create_agent, create_session, final_turn, sse_events
 from tests.scripted_model import Reply, text, tool_call
 
+pytestmark = pytest.mark.processes
+
 
 @pytest.fixture
 def http(processes: ProcessStack) -> Iterator[httpx.Client]:

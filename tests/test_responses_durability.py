@@ -24,7 +24,7 @@ from tests.processes import ProcessStack
 from tests.scripted_model import text, tool_call
 from tests.stack import SCRIPTED_MODEL
 
-pytestmark = pytest.mark.xdist_group("processes")
+pytestmark = pytest.mark.processes
 
 WORDS = " ".join(f"w{i}" for i in range(30))
 WEATHER = {
