@@ -20,8 +20,9 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import RetryConfig
 
 from api.event_stream import LIVENESS_CHECK_SECONDS
+from tests import mcp_server
 from tests.processes import ProcessStack
-from tests.scripted_model import text, tool_call
+from tests.scripted_model import ThreadedServer, text, tool_call
 from tests.stack import SCRIPTED_MODEL
 
 pytestmark = pytest.mark.processes
@@ -111,6 +112,33 @@ async def test_worker_killed_while_the_model_streams_a_new_worker_finishes_the_r
     if background:  # a stream is replayable when created with background (spec §5.5)
         replay = await events_of(await client.responses.retrieve(final.id, stream=True))
         assert dumped(replay) == dumped(events)
+
+
+async def test_worker_killed_during_an_mcp_call_the_call_runs_again_and_shows_once(
+    processes: ProcessStack, client: AsyncOpenAI, mcp: ThreadedServer
+) -> None:
+    processes.model.script(tool_call("wait_then_echo", {"seconds": 3, "text": "echoed"}), text("after the tool"))
+    slow = {
+        "type": "mcp",
+        "server_label": "slow",
+        "server_url": f"{mcp.allowed_url}/mcp",
+        "allowed_tools": ["wait_then_echo"],
+        "require_approval": "never",
+    }
+    mcp_server.STARTED.clear()
+    created = asyncio.ensure_future(client.responses.create(model=SCRIPTED_MODEL, input="use it", tools=[slow]))  # type: ignore[list-item]
+    for _ in range(300):
+        if "wait_then_echo" in mcp_server.STARTED:
+            break
+        await asyncio.sleep(0.1)
+    await restart(processes, "worker")
+    response = await created
+
+    assert response.status == "completed"
+    assert [item.type for item in response.output] == ["mcp_list_tools", "mcp_call", "message"]
+    assert response.output[1].output == "echoed" and response.output_text.strip() == "after the tool"  # type: ignore[union-attr]
+    assert mcp_server.STARTED == ["wait_then_echo", "wait_then_echo"]  # the call was retried
+    assert len(processes.model.requests) == 2
 
 
 async def test_api_killed_mid_stream_the_client_resumes_after_its_last_event(
