@@ -141,11 +141,20 @@ async def test_worker_killed_during_an_mcp_call_the_call_runs_again_and_shows_on
     assert len(processes.model.requests) == 2
 
 
+@pytest.mark.parametrize("resumed_segment", [False, True], ids=["first-segment", "resumed-segment"])
 async def test_api_killed_mid_stream_the_client_resumes_after_its_last_event(
-    processes: ProcessStack, client: AsyncOpenAI
+    processes: ProcessStack, client: AsyncOpenAI, resumed_segment: bool
 ) -> None:
-    processes.model.script(text(WORDS, token_delay_seconds=0.1))
-    stream = await client.responses.create(model=SCRIPTED_MODEL, input="talk", stream=True, background=True)
+    """Also for a response that continues a paused turn: its numbering starts at its own segment."""
+    answer = text(WORDS, token_delay_seconds=0.1)
+    chain: dict[str, Any] = {"input": "talk"}
+    processes.model.script(answer)
+    if resumed_segment:
+        processes.model.script(tool_call("get_weather", {"city": "Rome"}), answer)
+        paused = await client.responses.create(model=SCRIPTED_MODEL, input="Weather in Rome?", tools=[WEATHER])  # type: ignore[list-item]
+        output = {"type": "function_call_output", "call_id": paused.output[0].call_id, "output": "warm"}
+        chain = {"input": [output], "previous_response_id": paused.id, "tools": [WEATHER]}
+    stream = await client.responses.create(model=SCRIPTED_MODEL, stream=True, background=True, **chain)
     seen: list[Any] = []
     with pytest.raises((httpx.HTTPError, openai.APIError)):
         async for event in stream:
@@ -160,7 +169,7 @@ async def test_api_killed_mid_stream_the_client_resumes_after_its_last_event(
     whole = await events_of(await client.responses.retrieve(response_id, stream=True))
     assert dumped(seen + resumed) == dumped(whole)
     assert_completed_once(whole, WORDS)
-    assert len(processes.model.requests) == 1  # the turn ran on, untouched by the API's death
+    assert len(processes.model.requests) == (2 if resumed_segment else 1)  # untouched by the API's death
 
 
 async def test_dev_server_restarted_mid_response_it_completes_once(
