@@ -27,7 +27,8 @@ from tests.stack import SCRIPTED_MODEL
 
 pytestmark = pytest.mark.processes
 
-WORDS = " ".join(f"w{i}" for i in range(30))
+WORDS = " ".join(f"w{i}" for i in range(40))
+"""Streamed a word per 0.1 s: four seconds in which to kill something mid-stream, even on a loaded machine."""
 WEATHER = {
     "type": "function",
     "name": "get_weather",
