@@ -200,7 +200,9 @@ def test_errors_have_the_openai_envelope(http: httpx.Client) -> None:
     refused = http.post("/v1/responses", json={"model": SCRIPTED_MODEL, "input": "x", "tools": [{"type": "shell"}]})
     assert refused.status_code == 400
     assert refused.json()["error"]["param"] == "tools" and refused.json()["error"]["type"] == "invalid_request_error"
-    assert http.post("/v1/responses", content=b"{not json").json()["error"]["message"].startswith("The request body")
+    assert http.post("/v1/responses", content=b"{not json").status_code == 400
+    unknown = http.post("/v1/responses", json={"model": "gpt-nope", "input": "x"})
+    assert unknown.status_code == 400 and unknown.json()["error"]["param"] == "model"
     wrong = http.get("/v1/responses/resp_x/input_items", params={"limit": 1000})
     assert wrong.status_code == 400 and wrong.json()["error"]["param"] == "limit"
     missing = http.get("/v1/responses/resp_missing")
@@ -283,3 +285,49 @@ async def test_a_client_leaving_a_synchronous_response_cancels_it(
     response_id = response_id_for("default", key)
     cancelled = await until(client, response_id, "cancelled", "completed", seconds=30)
     assert cancelled.status == "cancelled"
+
+
+RESPONSE_ROUTES = {
+    ("post", "/v1/responses"),
+    ("get", "/v1/responses"),
+    ("get", "/v1/responses/{response_id}"),
+    ("post", "/v1/responses/{response_id}/cancel"),
+    ("delete", "/v1/responses/{response_id}"),
+    ("get", "/v1/responses/{response_id}/input_items"),
+}
+"""Walked by the tenancy test here (tests/test_tenancy.py counts them as walked)."""
+
+
+def _foreign_requests(response_id: str) -> list[tuple[str, str, dict[str, Any] | None]]:
+    path = f"/v1/responses/{response_id}"
+    return [
+        ("get", path, None),
+        ("get", f"{path}?stream=true", None),
+        ("post", f"{path}/cancel", None),
+        ("get", f"{path}/input_items", None),
+        ("delete", path, None),
+    ]
+
+
+def test_another_tenants_response_is_not_found_on_every_route(stack: Stack, model: ScriptedModel) -> None:
+    model.script(text("mine"), text("theirs"))
+    settings = stack.settings.model_copy(update={"api_keys": ("resp-owner-0123", "resp-other-4567")})
+    with stack.other_api(settings) as url:
+        owner = httpx.Client(base_url=url, headers={"Authorization": "Bearer resp-owner-0123"}, timeout=30)
+        other = httpx.Client(base_url=url, headers={"Authorization": "Bearer resp-other-4567"}, timeout=30)
+        mine = owner.post("/v1/responses", json={"model": SCRIPTED_MODEL, "input": "x", "background": True}).json()
+        for method, path, body in _foreign_requests(mine["id"]):
+            refused = other.request(method, path, json=body)
+            assert refused.status_code == 404, (method, path, refused.text)
+            assert refused.json()["error"]["message"] == f"Response with id '{mine['id']}' not found."
+        assert other.get("/v1/responses").json()["data"] == []
+        chained = other.post(
+            "/v1/responses", json={"model": SCRIPTED_MODEL, "input": "y", "previous_response_id": mine["id"]}
+        )
+        assert chained.status_code == 400 and chained.json()["error"]["code"] == "previous_response_not_found"
+        assert owner.get(f"/v1/responses/{mine['id']}").status_code == 200
+    walked = {
+        (method, re.sub(r"resp_\w+", "{response_id}", path.split("?")[0]))
+        for method, path, _ in _foreign_requests("resp_x")
+    }
+    assert walked | {("post", "/v1/responses"), ("get", "/v1/responses")} == RESPONSE_ROUTES

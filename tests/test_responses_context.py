@@ -152,9 +152,13 @@ def test_items_become_the_messages_a_model_reads() -> None:
     assert isinstance(assistant, CompletionMessage)
     assert assistant.content == "Let me look." and assistant.tool_calls[0].arguments == {"city": "Paris"}
     split = split_input(messages)
-    assert split.input == messages[-2:] and split.context == messages[:-2]  # trailing tool results and user input
+    assert split.input == messages[-1:] and split.context == messages[:-1]
     replayed = split_input(to_messages(items(USER, CALL, OUTPUT)))
-    assert [type(m) for m in replayed.input] == [ToolResponseMessage] and len(replayed.context) == 2
+    assert replayed.input == [] and [type(m) for m in replayed.context] == [
+        UserMessage,
+        CompletionMessage,
+        ToolResponseMessage,
+    ]
 
 
 def test_truncation_auto_drops_the_oldest_and_disabled_refuses() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import openai
@@ -289,3 +290,18 @@ async def test_a_conversation_continuation_resumes_and_its_items_are_appended_on
     assert third.output_text.strip() == "You asked about Paris."
     seen = [message.get("content") for message in model.requests[-1]["messages"]]
     assert "Weather?" in seen and '"cloudy"' in seen and seen[-1] == "What did I ask?"
+
+
+async def test_an_expired_pause_is_continued_by_a_new_turn(stack: Stack, model: ScriptedModel) -> None:
+    settings = stack.settings.model_copy(update={"awaiting_input_timeout": timedelta(seconds=1)})
+    with stack.other_api(settings) as url:
+        async with AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=60) as client:
+            first = await paused_call(client, model, "Late but sunny.")
+            await asyncio.sleep(3)  # the turn expires waiting
+            output = {"type": "function_call_output", "call_id": first.output[0].call_id, "output": "sunny"}
+            second = await client.responses.create(
+                model=SCRIPTED_MODEL, previous_response_id=first.id, input=[output], tools=[WEATHER]
+            )
+    assert second.output_text.strip() == "Late but sunny." and tool_results_seen(model) == ["sunny"]
+    assert await workflows_of(stack, second.id) != await workflows_of(stack, first.id)
+    assert model.requests[-1]["messages"][-2]["tool_calls"][0]["function"]["name"] == "get_weather"

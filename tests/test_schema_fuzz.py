@@ -33,6 +33,8 @@ CONFIGURATION_DEPENDENT = {
     # An item id may be given once per conversation.
     "POST /v1/conversations",
     "POST /v1/conversations/{conversation_id}/items",
+    # The model must be configured, and an output must answer a call its context has.
+    "POST /v1/responses",
 }
 
 

@@ -151,16 +151,17 @@ def _error_text(error: Any) -> str:
 
 @dataclass(frozen=True)
 class TurnInput:
-    """A new turn's prior context and its own input (the trailing user messages and tool results)."""
+    """A new turn's prior context and its own input (the trailing user messages)."""
 
     context: list[ContextMessage]
     input: list[InputMessage]
 
 
 def split_input(messages: Sequence[ContextMessage]) -> TurnInput:
-    """The trailing user messages and tool results are the turn's input; what precedes them, its context."""
+    """The trailing user messages are the turn's input; what precedes them, its context. Tool results stay in
+    the context with the calls they answer (a replayed history may end with them: the input is then empty)."""
     start = len(messages)
-    while start > 0 and isinstance(messages[start - 1], UserMessage | ToolResponseMessage):
+    while start > 0 and isinstance(messages[start - 1], UserMessage):
         start -= 1
     return TurnInput(context=list(messages[:start]), input=list(messages[start:]))  # type: ignore[arg-type]
 

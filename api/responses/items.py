@@ -38,6 +38,7 @@ from domain.events import Payload
 from domain.turns import InferenceStep, ShieldCallStep, ToolExecutionStep, Turn, TurnStatus
 
 _payloads: TypeAdapter[Any] = TypeAdapter(Payload)
+_READ = frozenset({"step_progress", "step_complete", "turn_awaiting_input", "turn_complete"})
 
 
 # --- what changed with one event -------------------------------------------------------------------
@@ -98,10 +99,11 @@ def function_call_item(turn_id: str, call: ToolCall) -> FunctionCallItem:
 
 def mcp_call_item(turn_id: str, step_id: str, call: ToolCall, response: ToolResponse) -> McpCallItem | None:
     """The mcp_call item of a server step's call; None when the call was not to a request's MCP server
-    (a client's result, an answer to a call of an unknown tool)."""
+    (a client's result, an answer to a call of an unknown tool) or did not happen: the caller denied
+    it (the model reads the denial; the caller's own mcp_approval_response already says so)."""
     metadata = response.metadata or {}
     label = metadata.get("server_label")
-    if not label:
+    if not label or metadata.get("denied"):
         return None
     text = content_as_text(response.content)
     failed = bool(metadata.get("error") or metadata.get("is_error"))
@@ -192,9 +194,9 @@ class SegmentFold:
         if "error" in body:
             message = str((body.get("error") or {}).get("message") or "The response failed.")
             return self._fail(message, cancelled=turn_status == TurnStatus.CANCELLED)
-        raw = (body.get("event") or {}).get("payload")
-        if raw is None:
-            return []
+        raw = (body.get("event") or {}).get("payload") or {}
+        if raw.get("event_type") not in _READ:
+            return []  # step starts, and kinds a later runtime may add: nothing to show
         payload = _payloads.validate_python(raw)
         match payload.event_type:
             case "step_progress" if payload.step_type == "inference" and payload.delta.type == "text":

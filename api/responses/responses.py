@@ -12,16 +12,16 @@ response ends cancels the turn (spec §5.4e: generation stops); a background res
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from api.event_stream import tail_events
 from api.responses import view
+from api.responses.conversation_errors import ERROR_RESPONSES
 from api.responses.create import Created, create, prior_context, response_id_for, retried
 from api.responses.errors import OpenAIError, invalid, not_found
 from api.responses.plan import check_mcp_urls
@@ -33,19 +33,11 @@ from store.responses import ResponseRecord, ResponseStore
 
 log = logging.getLogger(__name__)
 
-router = APIRouter(tags=["responses"])
+router = APIRouter(tags=["responses"], responses=ERROR_RESPONSES)
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 IN_FLIGHT = ("queued", "in_progress")
 CANCEL_WAIT_POLLS = 600
-
-
-async def _json_body(request: Request) -> Any:
-    raw = await request.body()
-    try:
-        return json.loads(raw) if raw else None
-    except ValueError as error:
-        raise invalid(f"The request body is not valid JSON: {error}.") from None
 
 
 async def _stored(runtime: Runtime, tenant: str, response_id: str) -> ResponseRecord:
@@ -127,14 +119,22 @@ async def _drain(events: AsyncIterator[Any]) -> None:
 @router.post("/responses")
 async def create_response(
     request: Request,
+    raw: Annotated[dict[str, Any], Body(description="The create parameters of the OpenAI Responses API")],
     runtime: RuntimeDep,
     principal: PrincipalDep,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> Any:
     """Create a response. With an Idempotency-Key, a retried request answers with the same response and
     starts nothing new (the openai SDK retries 429s and 5xx on its own)."""
-    body = parse_create(await _json_body(request))
+    body = parse_create(raw)
     require_known_tool_choice(body)
+    if runtime.settings.model(body.model) is None:
+        known = ", ".join(sorted(runtime.settings.models))
+        raise invalid(
+            f"The model '{body.model}' is not configured on this server; configured: {known}.",
+            "model",
+            "model_not_found",
+        )
     tenant = principal.tenant
     response_id = response_id_for(tenant, idempotency_key)
     responses = ResponseStore(runtime.store.database)

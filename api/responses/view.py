@@ -8,7 +8,6 @@ one at the `segment_started` runtime event that names it; each ends at the first
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,7 +18,7 @@ from sqlalchemy import Connection, select
 from api.event_stream import is_final, tail_events
 from api.responses.items import fold_segment, render_response
 from api.responses.stream import ResponseStream
-from api.responses.wire import EventBase, Response
+from api.responses.wire import KEEPALIVE_FRAME, Response, sse_frame
 from api.runtime import Runtime
 from api.stuck_turns import still_running
 from domain.turns import TurnStatus
@@ -109,11 +108,6 @@ async def output_items(runtime: Runtime, record: ResponseRecord) -> list[dict[st
     return [item.model_dump(mode="json") for item in fold.visible_output] if fold.ended else None
 
 
-def _frame(event: EventBase) -> bytes:
-    body = event.model_dump(mode="json")
-    return f"event: {body['type']}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
-
-
 async def sse(runtime: Runtime, record: ResponseRecord, starting_after: int | None) -> AsyncIterator[bytes]:
     """The response's stream events after sequence number `starting_after` (all without it), live to its end.
 
@@ -121,7 +115,7 @@ async def sse(runtime: Runtime, record: ResponseRecord, starting_after: int | No
     often and wherever the stream is resumed."""
     stream = ResponseStream(base_response(record), record.turn_id, starting_after)
     for event in stream.open():
-        yield _frame(event)
+        yield sse_frame(event)
     latest = await runtime.store.last_event_id(record.turn_id)  # before the lookup: nothing is missed
     found = await segment(runtime, record)
     begun = found.after is not None
@@ -131,7 +125,7 @@ async def sse(runtime: Runtime, record: ResponseRecord, starting_after: int | No
     )
     async for stored in tail:
         if stored is None:
-            yield b": keepalive\n\n"
+            yield KEEPALIVE_FRAME
             continue
         if not begun:  # a resumed segment: its events begin with its segment_started
             begun = _starts(stored.body, record)
@@ -139,12 +133,12 @@ async def sse(runtime: Runtime, record: ResponseRecord, starting_after: int | No
                 continue
         status = await runtime.store.turn_status(record.turn_id) if "error" in stored.body else None
         for event in stream.feed(stored.body, status):
-            yield _frame(event)
+            yield sse_frame(event)
         if stream.finished:
             return
     if not stream.finished:
         for event in stream.feed(_ENDED_UNEXPECTEDLY, await runtime.store.turn_status(record.turn_id)):
-            yield _frame(event)
+            yield sse_frame(event)
 
 
 async def conversation_items(runtime: Runtime, tenant: str, conversation_id: str) -> list[dict[str, Any]] | None:

@@ -464,6 +464,10 @@ StreamEvent = Annotated[
 TERMINAL_EVENT_TYPES = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
+KEEPALIVE_FRAME = b": keep-alive\n\n"
+"""A comment line: SSE decoders skip it, proxies see traffic."""
+
+
 def sse_frame(event: EventBase) -> bytes:
     """One Server-Sent Event as OpenAI frames it: `event:` line, one `data:` line, blank line.
 
