@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from domain.content import (
     CompletionMessage,
@@ -40,9 +41,12 @@ class ToolExecutionStep(StepBase):
     step_type: Literal["tool_execution"] = "tool_execution"
     tool_calls: list[ToolCall]
     tool_responses: list[ToolResponse]
-    followup_messages: list[UserMessage] = Field(default_factory=list, exclude_if=lambda messages: not messages)
+    followup_messages: SkipJsonSchema[list[UserMessage]] = Field(
+        default_factory=list, exclude_if=lambda messages: not messages
+    )
     """Input that came with these results when a paused detached turn was resumed: the model reads it
-    right after them. Left out of the JSON when empty, so llama-stack turns look as they always did."""
+    right after them. Left out of the JSON when empty and out of the llama-stack schema, so llama-stack
+    turns look as they always did."""
 
 
 class ShieldCallStep(StepBase):

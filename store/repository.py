@@ -385,6 +385,21 @@ class Store:
         rows = await self.database.read(lambda tx: tx.execute(query).all())
         return {call_id: turn_id for call_id, turn_id in rows}
 
+    async def delete_detached_turn(self, tenant: str, turn_id: str) -> TurnStatus | None:
+        """Delete a detached turn of the tenant with its steps, events, settings, pending calls and
+        credentials; its status before, None if there was no such turn. A running or paused one's
+        workflow must be stopped (TurnGateway.terminate)."""
+        which = (TurnRow.turn_id == turn_id) & (TurnRow.tenant_id == tenant) & TurnRow.session_id.is_(None)
+
+        def run(tx: Connection) -> TurnStatus | None:
+            status = tx.scalar(select(TurnRow.status).where(which))
+            if status is None:
+                return None
+            _delete_turns(tx, which)
+            return TurnStatus(status)
+
+        return await self.database.write(run)
+
     async def detached_context(self, turn_id: str) -> tuple[Turn, list[ContextMessage]] | None:
         """A detached turn as one model call sees it: the turn so far and its prior context."""
 

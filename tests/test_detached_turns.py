@@ -5,6 +5,7 @@ new settings."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import time
@@ -15,6 +16,8 @@ from typing import Any
 
 from temporalio.common import SearchAttributePair
 
+from api.event_hub import EventHub
+from api.event_stream import tail_events
 from api.runtime import Runtime
 from api.turn_gateway import ResumeRejected, TurnGateway
 from api.turn_sweep import start_unstarted_turns
@@ -432,3 +435,30 @@ def test_one_pause_holds_client_calls_and_approvals_together(
     assert [m["role"] for m in last[-4:]] == ["assistant", "tool", "tool", "user"]
     assert {m["content"] for m in last[-3:-1]} == {"warm", "the vault is open"}
     assert last[-1] == {"role": "user", "content": "Thanks!"}
+
+
+def test_the_llama_stack_stream_skips_runtime_events_and_the_runtime_reads_them(
+    stack: Stack, model: ScriptedModel
+) -> None:
+    model.script(text("Hello."))
+    plan = TurnPlan(model=SCRIPTED_MODEL, mcp_servers=[McpServer(label="gone", url="http://127.0.0.1:9/mcp")])
+    turn_id = start_detached(stack, settings_for(stack), plan)
+    wait_for(stack, turn_id, TurnStatus.COMPLETED)
+    stored = kinds(events(stack, turn_id))
+    assert stored[0] == "tools_listed" and stored[-1] == "turn_complete"
+
+    async def tailed(include_runtime: bool) -> list[str]:
+        hub = EventHub(stack.store)
+        polling = asyncio.create_task(hub.run())
+
+        async def running() -> bool:
+            return False
+
+        try:
+            found = tail_events(hub, turn_id, 0, running, include_runtime=include_runtime)
+            return kinds([event.body async for event in found if event is not None])
+        finally:
+            polling.cancel()
+
+    assert stack.background.run(tailed(include_runtime=False)) == stored[1:]
+    assert stack.background.run(tailed(include_runtime=True)) == stored

@@ -48,6 +48,12 @@ def test_the_recordings_cover_a_turn_still_paused() -> None:
     assert EventType.EVENT_TYPE_MARKER_RECORDED in ends  # its last event: the pause written to the store
 
 
+def test_the_recordings_cover_a_detached_turn_resumed_as_a_segment() -> None:
+    """A Responses turn: request-named MCP server, a pause with an approval, a resume with a new plan."""
+    detached = [path.read_text() for path in HISTORIES if "list_mcp_server" in path.read_text()]
+    assert any("EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED" in history for history in detached)
+
+
 def test_the_recordings_cover_both_start_shapes() -> None:
     """Turns started before references (inline agent config and messages) and after (an outline)."""
     starts = [WorkflowHistory.from_json(p.stem, p.read_text()).events[0] for p in HISTORIES]

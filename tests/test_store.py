@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from domain.agents import Agent, AgentConfig, ToolConfig, ToolGroupWithArgs
-from domain.content import CompletionMessage, UserMessage
+from domain.content import CompletionMessage, ToolCall, UserMessage
 from domain.events import KeyedEvent
+from domain.runtime import FunctionTool, TurnSettings
 from domain.turns import InferenceStep, TurnStatus
 from store.database import open_database
 from store.repository import Store, StoredEvent, TurnConflict, TurnTools
@@ -226,3 +227,65 @@ async def test_a_reopened_turn_gets_back_the_tools_it_was_started_with(store: St
     assert await store.reopen_turn("s1", "own") == tools
     await store.save_turn_progress("own", status=TurnStatus.COMPLETED, completed_at=T0)
     assert await store.reopen_turn("s1", "agents") == TurnTools()  # the agent's, as it was started
+
+
+async def test_detached_turns_keep_their_tenant_context_settings_and_pending_calls(store: Store) -> None:
+    first = TurnSettings(model="m", instructions="one", function_tools=[FunctionTool(name="f")])
+    context = [UserMessage(content="before"), CompletionMessage(content="answer")]
+    await store.begin_detached_turn(TENANT, "d1", [UserMessage(content="now")], context, "set1", first, T0)
+    await store.add_turn_settings("d1", "set2", TurnSettings(model="m", instructions="two"))
+    await store.add_turn_settings("d1", "set2", TurnSettings(model="m", instructions="retried"))
+
+    assert await store.turn_tenant("d1") == TENANT
+    assert await store.turn_settings("set1") == first
+    settings = await store.turn_settings("set2")
+    assert settings is not None and settings.instructions == "two"
+    assert await store.turn_settings("unknown") is None
+    found = await store.detached_context("d1")
+    assert found is not None and found[1] == context and found[0].session_id == ""
+    turn = await store.get_turn(None, "d1")
+    assert turn is not None and turn.input_messages == [UserMessage(content="now")]
+
+    paused = CompletionMessage(content="", tool_calls=[ToolCall(call_id="c1", tool_name="f")])
+    await store.save_turn_progress(
+        "d1", status=TurnStatus.AWAITING_INPUT, output_message=paused, awaiting=["c1", "mcpr_1"]
+    )
+    assert await store.pending_calls(TENANT, ["c1", "mcpr_1", "c2"]) == {"c1": "d1", "mcpr_1": "d1"}
+    assert await store.pending_calls("tenant-b", ["c1"]) == {}
+    await store.save_turn_progress("d1", status=TurnStatus.RUNNING)
+    assert await store.pending_calls(TENANT, ["c1"]) == {}
+    await store.save_turn_progress("d1", status=TurnStatus.AWAITING_INPUT, output_message=paused, awaiting=["c1"])
+    await store.save_turn_progress("d1", status=TurnStatus.EXPIRED, completed_at=T0)
+    assert await store.pending_calls(TENANT, ["c1"]) == {}
+
+
+async def test_a_llama_stack_pause_is_not_a_pending_call_of_any_tenant(store: Store) -> None:
+    await _session(store)
+    await store.begin_turn("a1", "s1", "t1", [UserMessage(content="q")], T0)
+    paused = CompletionMessage(content="", tool_calls=[ToolCall(call_id="c1", tool_name="f")])
+    await store.save_turn_progress("t1", status=TurnStatus.AWAITING_INPUT, output_message=paused, awaiting=["c1"])
+
+    assert await store.pending_calls(TENANT, ["c1"]) == {}
+    assert await store.turn_tenant("t1") == TENANT
+
+
+async def test_a_detached_turn_is_deleted_with_everything_it_has_by_its_tenant_only(store: Store) -> None:
+    settings = TurnSettings(model="m")
+    await store.begin_detached_turn(TENANT, "d1", [UserMessage(content="q")], [], "set1", settings, T0)
+    await store.save_turn_progress(
+        "d1",
+        events=[KeyedEvent(key="e", body={"runtime": {"kind": "segment_started"}})],
+        new_steps=[(0, _step("d1", "s1", "a"))],
+        status=TurnStatus.AWAITING_INPUT,
+        awaiting=["c1"],
+    )
+    assert await store.keep_turn_credentials("d1", "sealed")
+
+    assert await store.delete_detached_turn("tenant-b", "d1") is None
+    assert await store.delete_detached_turn(TENANT, "d1") == TurnStatus.AWAITING_INPUT
+    assert await store.get_turn(None, "d1") is None
+    assert await store.turn_settings("set1") is None
+    assert await store.pending_calls(TENANT, ["c1"]) == {}
+    assert await store.turn_credentials("d1") is None
+    assert await _events(store, "d1", 0) == []
+    assert await store.delete_detached_turn(TENANT, "d1") is None
