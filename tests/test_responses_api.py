@@ -15,7 +15,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from api.responses.create import response_id_for
-from tests.scripted_model import ScriptedModel, text
+from tests.scripted_model import ScriptedModel, failure, text
 from tests.stack import SCRIPTED_MODEL, Stack
 
 
@@ -331,3 +331,13 @@ def test_another_tenants_response_is_not_found_on_every_route(stack: Stack, mode
         for method, path, _ in _foreign_requests("resp_x")
     }
     assert walked | {("post", "/v1/responses"), ("get", "/v1/responses")} == RESPONSE_ROUTES
+
+
+async def test_a_response_cut_short_is_incomplete_and_a_failed_one_says_why(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
+    model.script(text("cut off mid", finish_reason="length"), failure(400))
+    cut = await client.responses.create(model=SCRIPTED_MODEL, input="x", max_output_tokens=16)
+    assert cut.status == "incomplete" and cut.incomplete_details.reason == "max_output_tokens"  # type: ignore[union-attr]
+    failed = await client.responses.create(model=SCRIPTED_MODEL, input="x")
+    assert failed.status == "failed" and failed.error is not None and failed.error.message

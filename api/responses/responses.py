@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Header, Query, Request
@@ -40,6 +40,9 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 IN_FLIGHT = ("queued", "in_progress")
 CANCEL_WAIT_POLLS = 600
 
+_pending_cancels: set[asyncio.Task[None]] = set()
+"""Cancellations of abandoned responses under way (a task must be referenced until it is done)."""
+
 
 async def _stored(runtime: Runtime, tenant: str, response_id: str) -> ResponseRecord:
     """The tenant's stored response; 404 for unknown ids, other tenants' and `store: false` responses alike."""
@@ -50,9 +53,12 @@ async def _stored(runtime: Runtime, tenant: str, response_id: str) -> ResponseRe
 
 
 def _streamed(
-    runtime: Runtime, principal: Principal, events: AsyncIterator[bytes], on_close: Any = None
+    runtime: Runtime,
+    principal: Principal,
+    events: AsyncIterator[bytes],
+    on_close: Callable[[], None] | None = None,
 ) -> StreamingResponse:
-    """SSE holding one of the key's stream slots until it ends."""
+    """SSE holding one of the key's stream slots until it ends; `on_close` runs if it ends early."""
     slot = runtime.streams.take(principal.key_id)
 
     async def framed() -> AsyncIterator[bytes]:
@@ -86,12 +92,9 @@ def _cancel_later(runtime: Runtime, record: ResponseRecord) -> None:
     task.add_done_callback(_pending_cancels.discard)
 
 
-_pending_cancels: set[asyncio.Task[None]] = set()
-
-
 async def _wait_for_end(runtime: Runtime, request: Request, created: Created) -> list[dict[str, Any]] | None:
     """Wait until the response's segment ends (its turn completes, pauses or fails): its events, as read while
-    waiting. None when the wait limit passes, the client leaves (the turn is then cancelled) or the tail ended
+    waiting. None when DA_RESPONSE_WAIT passes, the client leaves (then the turn is cancelled) or the tail ended
     without a final event (the workflow is gone): the caller reads the store instead."""
     record = created.record
     loop = asyncio.get_running_loop()
