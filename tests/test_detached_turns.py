@@ -462,3 +462,28 @@ def test_the_llama_stack_stream_skips_runtime_events_and_the_runtime_reads_them(
 
     assert stack.background.run(tailed(include_runtime=False)) == stored[1:]
     assert stack.background.run(tailed(include_runtime=True)) == stored
+
+
+def test_a_resumed_segment_lists_the_mcp_servers_its_plan_adds(
+    stack: Stack, model: ScriptedModel, mcp: ThreadedServer
+) -> None:
+    model.script(tool_call("get_weather", {"city": "Bern"}), tool_call("add_numbers", {"a": 2, "b": 2}), text("4."))
+    turn_id = start_detached(stack, settings_for(stack, function_tools=[WEATHER]))
+    paused = wait_for(stack, turn_id, TurnStatus.AWAITING_INPUT)
+    assert paused.output_message is not None and runtime_bodies(stack, turn_id, "tools_listed") == []
+    [call] = paused.output_message.tool_calls
+    settings_id = f"set_{uuid.uuid4().hex}"
+    stack.background.run(stack.store.add_turn_settings(turn_id, settings_id, settings_for(stack)))
+    submission = ToolResponsesSubmission(
+        tool_responses=[ToolResponse(call_id=call.call_id, tool_name=call.tool_name, content="mild")],
+        plan=mcp_plan(mcp, allowed_tools=["add_numbers"]).model_copy(update={"settings_id": settings_id}),
+        segment_id=f"resp_{uuid.uuid4().hex}",
+    )
+    stack.background.run(gateway(stack).submit(turn_id, submission))
+
+    done = wait_for(stack, turn_id, TurnStatus.COMPLETED)
+    stored = kinds(events(stack, turn_id))
+    assert stored.index("turn_awaiting_input") < stored.index("segment_started") < stored.index("tools_listed")
+    assert [tool["function"]["name"] for tool in model.requests[1]["tools"]] == ["add_numbers"]
+    answers = [r.content for s in done.steps if isinstance(s, ToolExecutionStep) for r in s.tool_responses]
+    assert answers == ["mild", "4"]
