@@ -116,7 +116,8 @@ class ResponseStore:
         order: Literal["asc", "desc"],
         model: str | None = None,
     ) -> Page[ResponseRecord]:
-        """Stored responses of the tenant by creation time; `after` is the id the previous page ended with."""
+        """Stored responses of the tenant by creation time; `after` is the id the previous page ended with
+        (LookupError when the tenant has no such response)."""
 
         def run(tx: Connection) -> Page[ResponseRecord]:
             query = select(_COLUMNS).where(ResponseRow.tenant_id == tenant, ResponseRow.store.is_(True))
@@ -124,18 +125,20 @@ class ResponseStore:
                 query = query.where(ResponseRow.model == model)
             key = (ResponseRow.created_at, ResponseRow.response_id)
             if after is not None:
-                cursor = tx.execute(select(*key).where(ResponseRow.response_id == after)).first()
-                if cursor is not None:
-                    if order == "asc":
-                        query = query.where(
-                            (ResponseRow.created_at > cursor.created_at)
-                            | ((ResponseRow.created_at == cursor.created_at) & (ResponseRow.response_id > after))
-                        )
-                    else:
-                        query = query.where(
-                            (ResponseRow.created_at < cursor.created_at)
-                            | ((ResponseRow.created_at == cursor.created_at) & (ResponseRow.response_id < after))
-                        )
+                cursor = tx.execute(
+                    select(*key).where(ResponseRow.response_id == after, ResponseRow.tenant_id == tenant)
+                ).first()
+                if cursor is None:
+                    raise LookupError(after)
+                same_time = ResponseRow.created_at == cursor.created_at
+                if order == "asc":
+                    query = query.where(
+                        (ResponseRow.created_at > cursor.created_at) | (same_time & (ResponseRow.response_id > after))
+                    )
+                else:
+                    query = query.where(
+                        (ResponseRow.created_at < cursor.created_at) | (same_time & (ResponseRow.response_id < after))
+                    )
             ordering = key if order == "asc" else tuple(column.desc() for column in key)
             rows = tx.execute(query.order_by(*ordering).limit(limit + 1)).all()
             return Page([_record(row) for row in rows[:limit]], len(rows) > limit)

@@ -163,6 +163,7 @@ async def test_delete_input_items_and_list(client: AsyncOpenAI, model: ScriptedM
     assert listed["object"] == "list" and listed["data"][0]["id"] == other.id and listed["has_more"]
     after = (await api.get("/v1/responses", params={"after": other.id, "limit": 1})).json()
     assert after["data"][0]["id"] == response.id
+    assert (await api.get("/v1/responses", params={"after": "resp_nope"})).json()["error"]["param"] == "after"
 
     await client.responses.delete(response.id)
     with pytest.raises(openai.NotFoundError, match="not found"):

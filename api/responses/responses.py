@@ -272,6 +272,9 @@ async def list_responses(
     order: Literal["asc", "desc"] = "desc",
 ) -> Any:
     """The tenant's stored responses, newest first by default (llama-stack-client's `responses.list`)."""
-    page = await ResponseStore(runtime.store.database).page(principal.tenant, after, limit, order, model)
+    try:
+        page = await ResponseStore(runtime.store.database).page(principal.tenant, after, limit, order, model)
+    except LookupError:
+        raise invalid(f"No response with id '{after}' to list after.", "after") from None
     objects = [await view.response_object(runtime, record) for record in page.items]
     return _page(objects, limit, page.has_more)
