@@ -21,9 +21,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from api.event_stream import is_final, tail_events
 from api.responses import view
-from api.responses.conversation_errors import ERROR_RESPONSES
 from api.responses.create import Created, create, prior_context, response_id_for, retried
-from api.responses.errors import OpenAIError, invalid, not_found
+from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
 from api.responses.plan import check_mcp_urls
 from api.responses.request import parse_create, require_known_tool_choice
 from api.runtime import Runtime, RuntimeDep
@@ -273,8 +272,11 @@ async def list_responses(
 ) -> Any:
     """The tenant's stored responses, newest first by default (llama-stack-client's `responses.list`)."""
     try:
-        page = await ResponseStore(runtime.store.database).page(principal.tenant, after, limit, order, model)
+        page = await ResponseStore(runtime.store.database).page(principal.tenant, after or None, limit, order, model)
     except LookupError:
-        raise invalid(f"No response with id '{after}' to list after.", "after") from None
+        # 404 like an unknown item cursor of a conversation: the id names nothing of this caller's.
+        raise OpenAIError(
+            404, f"Response with id '{after}' not found; `after` takes the id of a listed response.", "after"
+        ) from None
     objects = [await view.response_object(runtime, record) for record in page.items]
     return _page(objects, limit, page.has_more)
