@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstraints, Tag
 
-from api.responses.conversation_ids import new_id
+from api.responses.ids import new_item_id
 from store.conversations import Item
 
 ItemId = Annotated[str, StringConstraints(min_length=1, max_length=128)]
@@ -132,7 +132,7 @@ def stored_item(item: MessageItem | FunctionCallItem | FunctionCallOutputItem | 
     kind = item.type
     if isinstance(item, MessageItem):
         body["content"] = _parts(item)
-    item_id = item.id or new_id(_ID_PREFIXES.get(kind, "item"))
+    item_id = item.id or new_item_id(_ID_PREFIXES.get(kind, "item"))
     if kind in _WITH_STATUS and body.get("status") is None:
         body["status"] = "completed"
     return Item(item_id, {"id": item_id, "type": kind, **{k: v for k, v in body.items() if k not in ("id", "type")}})

@@ -15,9 +15,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from api.responses.conversation_errors import ERROR_RESPONSES, OpenAIError, OpenAIErrorRoute, not_found
-from api.responses.conversation_ids import new_conversation_id
 from api.responses.conversation_items import InputItem, stored_item
+from api.responses.errors import ERROR_RESPONSES, OpenAIError, not_found
+from api.responses.ids import new_conversation_id
 from api.runtime import RuntimeDep
 from api.tenancy import TenantDep
 from store.conversations import Conversation, ConversationNotFound, DuplicateItem, ItemPage, UnknownCursor
@@ -31,7 +31,7 @@ Metadata = Annotated[
 ]
 Items = Annotated[list[InputItem], Field(max_length=MAX_ITEMS_PER_REQUEST)]
 
-router = APIRouter(tags=["conversations"], route_class=OpenAIErrorRoute, responses=ERROR_RESPONSES)
+router = APIRouter(tags=["conversations"], responses=ERROR_RESPONSES)
 
 
 class CreateConversationRequest(BaseModel):

@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from fastapi import HTTPException
+from pydantic import BaseModel
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -47,6 +48,27 @@ def invalid(message: str, param: str | None = None, code: str | None = None) -> 
 
 def not_found(kind: str, identifier: str) -> OpenAIError:
     return OpenAIError(404, f"{kind} with id '{identifier}' not found.")
+
+
+class ErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class ErrorEnvelope(BaseModel):
+    """The body of every error of an OpenAI-dialect route."""
+
+    error: ErrorDetail
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorEnvelope, "description": "Invalid request: `error.message` says what to change"},
+    404: {"model": ErrorEnvelope, "description": "No such object (of this caller's tenant)"},
+    "default": {"model": ErrorEnvelope, "description": "Any other error, in the same envelope"},
+}
+"""What the routes declare in the OpenAPI document."""
 
 
 def error_type(status: int) -> str:
