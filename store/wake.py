@@ -52,7 +52,9 @@ class WakeSender:
         for target in self._targets:
             try:
                 self._socket.sendto(b"w", target)
-            except OSError:  # an API that has stopped, or one whose buffer is full (it is awake anyway)
+            except ConnectionRefusedError:  # nobody reads it: an API that was killed left its socket
+                Path(target).unlink(missing_ok=True)
+            except OSError:  # an API whose buffer is full (it is awake anyway), or a path gone meanwhile
                 continue
 
     def close(self) -> None:

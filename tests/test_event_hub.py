@@ -4,6 +4,7 @@ stream waits on another's backlog."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 import uuid
@@ -138,6 +139,8 @@ async def test_another_processs_write_wakes_the_hub_without_waiting_for_a_poll(
     hub = EventHub(reader)
     receiver = WakeReceiver(tmp_path / "wake", hub.wake)
     assert receiver.open()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as killed:  # an API SIGKILLed: its socket stays
+        killed.bind(str(tmp_path / "wake" / "api-killed.sock"))
     poller = asyncio.create_task(hub.run())
     try:
         async with hub.subscribe("turn-1", 0) as subscription:
@@ -153,7 +156,8 @@ async def test_another_processs_write_wakes_the_hub_without_waiting_for_a_poll(
         sender.close()
         await reader_db.dispose()
         await writer_db.dispose()
-    assert not list((tmp_path / "wake").glob("*.sock"))  # a stopped API leaves no socket behind
+    # A stopped API leaves no socket behind; a killed one's is removed by the first writer it refuses.
+    assert not list((tmp_path / "wake").glob("*.sock"))
 
 
 def test_a_long_replay_from_the_start_does_not_wait_on_another_stream(stack: Stack, http: httpx.Client) -> None:
