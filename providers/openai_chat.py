@@ -9,6 +9,7 @@ from typing import Any
 
 import openai
 from openai import AsyncStream
+from openai._types import RequestOptions
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from domain.content import StopReason, ToolCall
@@ -23,6 +24,12 @@ from providers.base import (
 )
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
+
+# What `create` asks of the client besides the body: the bearer key, which openai 3 sends only when a
+# request asks for it (earlier majors have no such option and send the key with every request).
+_REQUEST_OPTIONS: RequestOptions = (
+    {"security": {"bearer_auth": True}} if "security" in RequestOptions.__annotations__ else {}
+)
 
 _STOP_REASONS: dict[str | None, StopReason] = {"length": "out_of_tokens", "content_filter": "end_of_turn"}
 
@@ -85,7 +92,7 @@ class OpenAIChatModel:
             response = await self._client.post(
                 "/chat/completions",
                 body=self._arguments(request),
-                options={"security": {"bearer_auth": True}},
+                options=_REQUEST_OPTIONS,
                 cast_to=ChatCompletion,
                 stream=True,
                 stream_cls=AsyncStream[ChatCompletionChunk],
