@@ -272,6 +272,9 @@ class Settings(BaseSettings):
     """The most one turn takes in: a create's messages, or a resume's tool results, in total (else 413)."""
     max_history_bytes: PositiveInt = 1024 * 1024
     """How much of a session's earlier turns (stored JSON, newest first) one model call is given."""
+    response_wait: PositiveSeconds = 600.0
+    """How long a non-streamed, non-background `POST /v1/responses` waits for its response to end before it
+    answers with the response as it stands (`in_progress`; GET it later)."""
     max_tool_output_chars: PositiveInt = 256 * 1024
     """Tool results (server or client) longer than this are cut, with a marker saying how much."""
     worker_in_api: Flag = False

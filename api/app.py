@@ -18,6 +18,9 @@ from api.llama_stack import agents, sessions, shields, tools, turns
 from api.openapi import install_openapi
 from api.operations import health, metrics
 from api.rate_limit import RateLimit
+from api.responses import conversations, responses
+from api.responses.errors import OpenAIErrorEnvelope
+from api.responses.view import settle_conversation
 from api.runtime import Runtime
 from api.stream_slots import StreamSlots
 from api.tenancy import DEFAULT_TENANT, principals
@@ -82,7 +85,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         turns = TurnGateway(client, config.task_queue, eager_start=config.worker_in_api)
         streams = StreamSlots(config.max_streams_per_key)
         app.state.runtime = runtime = Runtime(
-            config, store, turns, ToolCatalog.from_settings(store, config), events, streams
+            config,
+            store,
+            turns,
+            ToolCatalog.from_settings(store, config),
+            events,
+            streams,
+            settle_conversation=settle_conversation,
         )
         background = [poller]
         if config.unstarted_turn_sweep is not None:
@@ -119,10 +128,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RateLimit, settings=current_settings)
     app.add_middleware(BearerAuth, settings=current_settings)
     app.add_middleware(HostOriginCheck, settings=current_settings)
+    app.add_middleware(OpenAIErrorEnvelope)  # outermost: the Responses paths' errors in OpenAI's shape
     routers = (agents.router, sessions.router, turns.router, tools.router, shields.router, health.router)
+    routers += (conversations.router,)
     for router in routers:
         app.include_router(router, prefix="/v1")
     install_openapi(app, routers, prefix="/v1")
+    app.include_router(responses.router, prefix="/v1")
     app.include_router(health.readiness_router)
     app.include_router(metrics.router)
     instrument_api(app, lambda turn_id: app.state.runtime.turns.trace_carrier(turn_id))

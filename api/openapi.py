@@ -51,19 +51,26 @@ def _document_errors(schema: dict[str, Any]) -> None:
     components["ErrorResponse"] = definition
     for operation in (op for path in schema.get("paths", {}).values() for op in path.values()):
         responses = operation.setdefault("responses", {})
+        # A route of another dialect declares its own error shape (its "default"); it is kept.
+        own = responses.get("default", {}).get("content")
         if responses.pop("422", None) is not None:
-            responses["400"] = {"description": "Invalid request: `detail` says what to change", "content": _ERROR}
+            responses.setdefault(
+                "400", {"description": "Invalid request: `detail` says what to change", "content": _ERROR}
+            )
         if "requestBody" in operation:
             responses["413"] = {
                 "description": "The body is larger than DA_MAX_REQUEST_BYTES, or a turn's messages or tool results "
                 "larger than DA_MAX_MESSAGE_BYTES",
-                "content": _ERROR,
+                "content": own or _ERROR,
             }
-        responses["default"] = {
-            "description": "Any other error: 401 without an accepted API key (when the server has DA_API_KEYS), "
-            "404 for an unknown id, 409 for a conflict with the current state, 5xx when the runtime failed",
-            "content": _ERROR,
-        }
+        responses.setdefault(
+            "default",
+            {
+                "description": "Any other error: 401 without an accepted API key (when the server has DA_API_KEYS), "
+                "404 for an unknown id, 409 for a conflict with the current state, 5xx when the runtime failed",
+                "content": _ERROR,
+            },
+        )
     for unused in ("HTTPValidationError", "ValidationError"):  # FastAPI's, for the 422 it documented
         components.pop(unused, None)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -15,6 +16,10 @@ from store.repository import Store
 from tool_runtime.catalog import ToolCatalog
 
 
+async def _nothing_to_settle(runtime: Runtime, tenant: str, conversation_id: str) -> None:
+    """Without the Responses routes no response writes into a conversation, so there is nothing to append."""
+
+
 @dataclass(frozen=True)
 class Runtime:
     settings: Settings
@@ -23,6 +28,10 @@ class Runtime:
     tools: ToolCatalog
     events: EventHub
     streams: StreamSlots
+    settle_conversation: Callable[[Runtime, str, str], Awaitable[None]] = _nothing_to_settle
+    """Called with (runtime, tenant, conversation_id) before a conversation's items are read or added: appends
+    the items of the conversation's finished responses that are not in it yet (see RESPONSES_DESIGN.md,
+    "Conversations"), so every reader sees them in order."""
 
 
 def get_runtime(request: Request) -> Runtime:

@@ -19,6 +19,7 @@ from domain.events import ErrorChunk, KeyedEvent, StreamError
 from domain.runtime import ContextMessage, TurnSettings
 from domain.tools import ToolGroup
 from domain.turns import Session, Step, Turn, TurnStatus
+from store.conversations import ConversationStore
 from store.database import Database
 from store.tables import (
     AgentRow,
@@ -105,6 +106,7 @@ class Store:
 
     def __init__(self, database: Database) -> None:
         self.database = database
+        self.conversations = ConversationStore(database)
         self._event_listeners: list[Callable[[], None]] = []
         self._history = _HistoryCache()
 

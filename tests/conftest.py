@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 from llama_stack_client import LlamaStackClient
 
-from tests import mcp_server
+from tests import client_venvs, mcp_server
 from tests.scripted_model import ThreadedServer
 from tests.stack import Stack
 
@@ -50,3 +51,13 @@ def toolgroup(http: httpx.Client, mcp: ThreadedServer) -> Iterator[str]:
     """A freshly registered MCP toolgroup on `mcp`, unregistered afterwards."""
     with mcp_server.registered_toolgroup(http, mcp) as toolgroup_id:
         yield toolgroup_id
+
+
+@pytest.fixture(scope="session")
+def lsc_python() -> Path:
+    """The interpreter of `.venv-lsc`, where the current llama-stack-client lives (tests/client_venvs.py);
+    built here if `make test` has not; skips, saying why, when no Python >= 3.12 is found."""
+    found = client_venvs.ensure()
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found

@@ -16,6 +16,8 @@ from tests.processes import ProcessStack
 from tests.rest import create_agent, create_session
 from tests.scripted_model import text
 
+pytestmark = pytest.mark.processes
+
 NO_SWEEP = {"DA_UNSTARTED_TURN_SWEEP": "0"}
 
 

@@ -16,6 +16,8 @@ from tests.processes import ProcessStack
 from tests.rest import create_agent, create_session, final_turn, sse_events
 from tests.scripted_model import Reply, text, tool_call
 
+pytestmark = pytest.mark.processes
+
 
 @pytest.fixture(scope="module")
 def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessStack]:

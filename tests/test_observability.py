@@ -22,6 +22,8 @@ from tests.rest import BOILING_TOOL, create_agent, create_session
 from tests.scripted_model import text, tool_call
 from tests.stack import SCRIPTED_MODEL, free_port
 
+pytestmark = pytest.mark.processes
+
 SERVER, CLIENT = 2, 3  # OTLP span kinds
 TURN_ID, SESSION_ID, AGENT_ID = "durable_agents.turn_id", "durable_agents.session_id", "durable_agents.agent_id"
 CREATE_SPAN = "POST /v1/agents/{agent_id}/session/{session_id}/turn"

@@ -28,6 +28,8 @@ from tests.processes import ROOT, _wait_until
 from tests.rest import sse_events
 from tests.stack import free_port
 
+pytestmark = pytest.mark.processes
+
 SESSIONS = 10
 TURNS_PER_SESSION = 3
 MODEL = "bench"

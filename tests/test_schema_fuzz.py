@@ -1,8 +1,8 @@
 """The API against its own OpenAPI schema: schemathesis fuzzes every operation over real HTTP.
 
 Bounded: a fixed number of cases per operation, derandomized, and no example database. Half the
-schema-valid cases address an agent, session, turn and step that exist, so fuzzing gets past the 404s of
-random ids into real sessions and turns.
+schema-valid cases address an agent, session, turn, step, conversation and item that exist, so fuzzing gets
+past the 404s of random ids into real sessions, turns and conversations.
 """
 
 from __future__ import annotations
@@ -30,6 +30,11 @@ CONFIGURATION_DEPENDENT = {
     # Each call_id may be answered once, and a paused turn takes exactly its pending calls: rules a
     # JSON schema cannot state.
     "POST /v1/agents/{agent_id}/session/{session_id}/turn/{turn_id}/resume",
+    # An item id may be given once per conversation.
+    "POST /v1/conversations",
+    "POST /v1/conversations/{conversation_id}/items",
+    # The model must be configured, and an output must answer a call its context has.
+    "POST /v1/responses",
 }
 
 
@@ -40,8 +45,10 @@ def _existing_ids(http: httpx.Client) -> dict[str, str]:
         f"/v1/agents/{agent_id}/session/{session_id}/turn",
         json={"messages": [{"role": "user", "content": "hello"}], "stream": False},
     ).json()
+    conversation = http.post("/v1/conversations", json={"items": [{"role": "user", "content": "hello"}]}).json()
+    item = http.get(f"/v1/conversations/{conversation['id']}/items").json()["data"][0]
     ids = {"agent_id": agent_id, "session_id": session_id, "turn_id": turn["turn_id"]}
-    return ids | {"step_id": turn["steps"][0]["step_id"]}
+    return ids | {"step_id": turn["steps"][0]["step_id"], "conversation_id": conversation["id"], "item_id": item["id"]}
 
 
 def _addressing_existing(ids: dict[str, str], case_and_choice: tuple[Case, bool]) -> Case:

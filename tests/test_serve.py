@@ -26,6 +26,8 @@ from tests.rest import create_agent, create_session, final_turn
 from tests.scripted_model import ScriptedModel, ThreadedServer, text
 from tests.stack import SCRIPTED_KEY, SCRIPTED_KEY_ENV, SCRIPTED_MODEL, free_port
 
+pytestmark = pytest.mark.processes
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

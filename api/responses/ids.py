@@ -46,9 +46,9 @@ def new_approval_response_id() -> str:
     return _random("mcpa_")
 
 
-def new_item_id() -> str:
-    """An item of another kind a caller added without an id."""
-    return _random("item_")
+def new_item_id(prefix: str = "item") -> str:
+    """An item a caller added without an id: `prefix` is its kind's (`msg`, `fc`, …), `item` for the others."""
+    return _random(f"{prefix}_")
 
 
 def message_id(turn_id: str, step_id: str) -> str:

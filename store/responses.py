@@ -1,0 +1,183 @@
+"""The `responses` table's reads and writes (revision 0007): Responses-API responses and their turns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import Connection, Row, delete, func, select, update
+
+from domain.turns import TurnStatus
+from store.database import Database
+from store.repository import Page
+from store.tables import EventRow, ResponseRow, StepRow, TurnRow
+
+
+@dataclass(frozen=True)
+class ResponseRecord:
+    response_id: str
+    tenant_id: str
+    turn_id: str
+    segment_index: int
+    conversation_id: str | None
+    previous_response_id: str | None
+    model: str
+    request: dict[str, Any]
+    background: bool
+    store: bool
+    created_at: datetime
+    appended_to_conversation: bool = False
+
+    def input_items(self) -> list[dict[str, Any]]:
+        return list(self.request.get("input", []))
+
+
+_COLUMNS = ResponseRow.__table__
+
+
+def _record(row: Row[Any]) -> ResponseRecord:
+    return ResponseRecord(
+        response_id=row.response_id,
+        tenant_id=row.tenant_id,
+        turn_id=row.turn_id,
+        segment_index=row.segment_index,
+        conversation_id=row.conversation_id,
+        previous_response_id=row.previous_response_id,
+        model=row.model,
+        request=row.request,
+        background=row.background,
+        store=row.store,
+        created_at=row.created_at,
+        appended_to_conversation=row.appended_to_conversation,
+    )
+
+
+class ResponseStore:
+    """Every statement on `responses`; each method is one transaction of the given database."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def add(self, record: ResponseRecord) -> bool:
+        """Record a response; False when its id exists already (a retried create with the same key)."""
+
+        def run(tx: Connection) -> bool:
+            if tx.scalar(select(ResponseRow.response_id).where(ResponseRow.response_id == record.response_id)):
+                return False
+            tx.execute(ResponseRow.__table__.insert().values(**record.__dict__))
+            return True
+
+        return await self.database.write(run)
+
+    async def get(self, tenant: str, response_id: str) -> ResponseRecord | None:
+        """The tenant's response, stored or not; another tenant's is None as an unknown id is."""
+        query = select(_COLUMNS).where(ResponseRow.response_id == response_id, ResponseRow.tenant_id == tenant)
+        row = await self.database.read(lambda tx: tx.execute(query).first())
+        return _record(row) if row else None
+
+    async def of_turn(self, turn_id: str) -> list[ResponseRecord]:
+        """The turn's responses, in segment order."""
+        query = select(_COLUMNS).where(ResponseRow.turn_id == turn_id).order_by(ResponseRow.segment_index)
+        rows = await self.database.read(lambda tx: tx.execute(query).all())
+        return [_record(row) for row in rows]
+
+    async def chain(self, tenant: str, response_id: str, most: int = 10_000) -> list[ResponseRecord]:
+        """The response and its predecessors by previous_response_id, oldest first."""
+
+        def run(tx: Connection) -> list[ResponseRecord]:
+            found: list[ResponseRecord] = []
+            current: str | None = response_id
+            while current is not None and len(found) < most:
+                row = tx.execute(
+                    select(_COLUMNS).where(ResponseRow.response_id == current, ResponseRow.tenant_id == tenant)
+                ).first()
+                if row is None:
+                    break
+                found.append(_record(row))
+                current = row.previous_response_id
+            return found[::-1]
+
+        return await self.database.read(run)
+
+    async def of_conversation(self, conversation_id: str, unappended_only: bool = False) -> list[ResponseRecord]:
+        query = select(_COLUMNS).where(ResponseRow.conversation_id == conversation_id)
+        if unappended_only:
+            query = query.where(ResponseRow.appended_to_conversation.is_(False))
+        query = query.order_by(ResponseRow.created_at, ResponseRow.response_id)
+        rows = await self.database.read(lambda tx: tx.execute(query).all())
+        return [_record(row) for row in rows]
+
+    async def page(
+        self,
+        tenant: str,
+        after: str | None,
+        limit: int,
+        order: Literal["asc", "desc"],
+        model: str | None = None,
+    ) -> Page[ResponseRecord]:
+        """Stored responses of the tenant by creation time; `after` is the id the previous page ended with
+        (LookupError when the tenant has no such response)."""
+
+        def run(tx: Connection) -> Page[ResponseRecord]:
+            query = select(_COLUMNS).where(ResponseRow.tenant_id == tenant, ResponseRow.store.is_(True))
+            if model is not None:
+                query = query.where(ResponseRow.model == model)
+            key = (ResponseRow.created_at, ResponseRow.response_id)
+            if after is not None:
+                cursor = tx.execute(
+                    select(*key).where(ResponseRow.response_id == after, ResponseRow.tenant_id == tenant)
+                ).first()
+                if cursor is None:
+                    raise LookupError(after)
+                same_time = ResponseRow.created_at == cursor.created_at
+                if order == "asc":
+                    query = query.where(
+                        (ResponseRow.created_at > cursor.created_at) | (same_time & (ResponseRow.response_id > after))
+                    )
+                else:
+                    query = query.where(
+                        (ResponseRow.created_at < cursor.created_at) | (same_time & (ResponseRow.response_id < after))
+                    )
+            ordering = key if order == "asc" else tuple(column.desc() for column in key)
+            rows = tx.execute(query.order_by(*ordering).limit(limit + 1)).all()
+            return Page([_record(row) for row in rows[:limit]], len(rows) > limit)
+
+        return await self.database.read(run)
+
+    async def forget(self, response_id: str) -> None:
+        """Remove a response whose segment never began (its turn refused the resumption)."""
+        await self.database.write(
+            lambda tx: tx.execute(delete(ResponseRow).where(ResponseRow.response_id == response_id))
+        )
+
+    async def delete(self, tenant: str, response_id: str) -> str | None:
+        """Delete the response; when it was its turn's last, the finished turn goes with it.
+        Returns the turn id, or None if the tenant has no such response."""
+
+        def run(tx: Connection) -> str | None:
+            which = (ResponseRow.response_id == response_id) & (ResponseRow.tenant_id == tenant)
+            turn_id = tx.scalar(select(ResponseRow.turn_id).where(which))
+            if turn_id is None:
+                return None
+            tx.execute(delete(ResponseRow).where(which))
+            others = tx.scalar(select(func.count()).select_from(ResponseRow).where(ResponseRow.turn_id == turn_id))
+            status = tx.scalar(select(TurnRow.status).where(TurnRow.turn_id == turn_id))
+            if not others and status is not None and TurnStatus(status).is_final:
+                tx.execute(delete(EventRow).where(EventRow.turn_id == turn_id))
+                tx.execute(delete(StepRow).where(StepRow.turn_id == turn_id))
+                tx.execute(delete(TurnRow).where(TurnRow.turn_id == turn_id))
+            return turn_id
+
+        return await self.database.write(run)
+
+
+def mark_appended(tx: Connection, response_id: str) -> bool:
+    """Inside a caller's transaction: flag the response's items appended to its conversation; False when
+    another writer did first (its items are there already)."""
+    done = tx.execute(
+        update(ResponseRow)
+        .where(ResponseRow.response_id == response_id, ResponseRow.appended_to_conversation.is_(False))
+        .values(appended_to_conversation=True)
+    )
+    return done.rowcount == 1
