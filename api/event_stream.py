@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from temporalio.service import RPCError
+
 from api.event_hub import POLL_MAX_SECONDS, EventHub
 from store.repository import StoredEvent
+
+log = logging.getLogger(__name__)
 
 FINAL_EVENT_TYPES = {"turn_complete", "turn_awaiting_input"}
 KEEPALIVE_SECONDS = 15.0
@@ -54,7 +59,7 @@ async def tail_events(
                 event = await asyncio.wait_for(subscription.events.get(), timeout=LIVENESS_CHECK_SECONDS)
             except TimeoutError:
                 quiet_for += LIVENESS_CHECK_SECONDS
-                if not await still_running():
+                if not await _still_running(still_running, turn_id):
                     await asyncio.sleep(POLL_MAX_SECONDS * 2)  # let the hub deliver a last write
                     if subscription.events.empty():
                         return
@@ -67,6 +72,16 @@ async def tail_events(
                 yield event
             if is_final(event.body):
                 return
+
+
+async def _still_running(still_running: Callable[[], Awaitable[bool]], turn_id: str) -> bool:
+    """The liveness check, answered "yes" when Temporal cannot be asked (a restart of its server outlasting
+    its client's retries): the turn's events are in the store and keep the stream going once it is back."""
+    try:
+        return await still_running()
+    except RPCError as error:
+        log.warning("turn %s: cannot ask Temporal whether its workflow runs (%s); still following", turn_id, error)
+        return True
 
 
 def sse_frame(event: StoredEvent | None) -> bytes:

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/benchmark.py                 # full run (--iterations 50)
     .venv/bin/python bench/benchmark.py --quick         # smoke run, well under a minute of measuring
+    .venv/bin/python bench/benchmark.py --responses-only  # only the Responses dialect's figures
 
 It starts everything itself: two bench/model_server.py processes (latency 0, and TTFT 100 ms +
 30 ms per token) and `serve.py` (dev server with its SQLite file, worker, API) with a temporary
@@ -15,7 +16,13 @@ DA_DATA_DIR and free ports; it stops them all at the end (SIGINT to serve.py). F
   stamped with time.monotonic(), one clock for all processes here);
 - a turn's cost as its session grows: 300 streamed turns in one session, each answered with 50
   words; p50 latency and CPU per turn of the first 20 turns against the last 20;
-- Temporal's floor: a one-activity workflow run with the temporalio SDK on the same dev server.
+- Temporal's floor: a one-activity workflow run with the temporalio SDK on the same dev server;
+- the Responses dialect (`/v1/responses`, model latency 0, plain httpx): non-streamed response p50,
+  POST → first `response.output_text.delta` p50 (the client reads the SSE), a function-tool round
+  trip (a response with a function_call → `previous_response_id` + function_call_output →
+  completed), N (20) concurrent clients each creating M (10) non-streamed responses in sequence,
+  and the non-streamed figure once more through the `openai` SDK (its overhead on the client's
+  side). `--responses-only` measures only these.
 
 Each measured turn gets a fresh session (not timed), so session history does not grow across
 iterations, except in the session-growth phase; in the throughput phase each simulated client keeps
@@ -53,6 +60,7 @@ from common import (
     is_final,
     is_text_delta,
     iter_sse,
+    json_request,
     log,
     models_env,
     percentiles_ms,
@@ -64,6 +72,7 @@ from common import (
     turn_path,
     wait_for_http,
 )
+from openai import AsyncOpenAI
 from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -447,6 +456,135 @@ async def measure_growth(client: httpx.AsyncClient, agent_id: str, plan: Plan, p
     }
 
 
+# --- The Responses dialect ------------------------------------------------------------------------
+
+RESPONSE_TOOL: dict[str, Any] = {
+    "type": "function",
+    "name": "lookup",
+    "description": "Look up",
+    "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+}
+
+
+def expect_response(body: dict[str, Any], output_types: list[str]) -> dict[str, Any]:
+    """A completed response whose output items are of the wanted types, in order."""
+    if body.get("status") != "completed":
+        raise RuntimeError(f"response {body.get('id')} is {body.get('status')}: {body.get('error')}")
+    got = [item.get("type") for item in body.get("output") or []]
+    if got != output_types:
+        raise RuntimeError(f"response {body.get('id')}: output {got}, expected {output_types}")
+    return body
+
+
+async def create_response(client: httpx.AsyncClient, body: dict[str, Any], output_types: list[str]) -> dict[str, Any]:
+    made: dict[str, Any] = await json_request(client, "POST", "/v1/responses", body)
+    return expect_response(made, output_types)
+
+
+async def non_streamed_response(client: httpx.AsyncClient) -> float:
+    started = time.perf_counter()
+    await create_response(client, {"model": FAST_MODEL, "input": "Say something short."}, ["message"])
+    return time.perf_counter() - started
+
+
+async def response_first_delta(client: httpx.AsyncClient) -> float:
+    """POST (stream) → the first `response.output_text.delta` read; the stream is then read to its end,
+    which must be `response.completed`."""
+    body = {"model": FAST_MODEL, "input": "Say something short.", "stream": True}
+    started = time.perf_counter()
+    first_delta: float | None = None
+    async with client.stream("POST", "/v1/responses", json=body) as response:
+        if response.status_code != 200:
+            raise HttpStatusError(response.status_code, (await response.aread()).decode())
+        async for event in iter_sse(response):
+            kind = event.data.get("type")
+            if first_delta is None and kind == "response.output_text.delta":
+                first_delta = time.perf_counter()
+            if kind in ("response.completed", "response.failed", "response.incomplete", "error"):
+                expect_response(event.data.get("response") or event.data, ["message"])
+                if first_delta is None:
+                    raise RuntimeError("the response completed without a response.output_text.delta")
+                return first_delta - started
+    raise RuntimeError("the response's stream ended without a terminal event")
+
+
+async def tool_round_trip(client: httpx.AsyncClient) -> float:
+    """A response that calls the function tool → the next one, by previous_response_id, carrying its output."""
+    started = time.perf_counter()
+    paused = await create_response(
+        client, {"model": FAST_MODEL, "input": "Use the tool.", "tools": [RESPONSE_TOOL]}, ["function_call"]
+    )
+    output = {"type": "function_call_output", "call_id": paused["output"][0]["call_id"], "output": "42"}
+    resume = {"model": FAST_MODEL, "previous_response_id": paused["id"], "input": [output], "tools": [RESPONSE_TOOL]}
+    await create_response(client, resume, ["message"])
+    return time.perf_counter() - started
+
+
+async def sdk_non_streamed_response(client: AsyncOpenAI) -> float:
+    """The non-streamed figure through the `openai` SDK: what a user of the SDK sees."""
+    started = time.perf_counter()
+    made = await client.responses.create(model=FAST_MODEL, input="Say something short.")
+    expect_response(made.model_dump(mode="json"), ["message"])
+    return time.perf_counter() - started
+
+
+async def response_client(client: httpx.AsyncClient, count: int, seconds: float, result: ThroughputResult) -> None:
+    """One client creating `count` non-streamed responses one after another."""
+    for _ in range(count):
+        try:
+            result.durations.append(await asyncio.wait_for(non_streamed_response(client), seconds))
+        except Exception as error:
+            result.errors.append(describe(error))
+
+
+async def measure_responses(
+    client: httpx.AsyncClient, api_url: str, plan: Plan, pids: dict[str, int]
+) -> dict[str, Any]:
+    """The Responses dialect's figures (model latency 0), each with the CPU per response of each process."""
+    timeout = plan.turn_timeout
+
+    async def sequential(label: str, one: Callable[[], Awaitable[float]], each: str = "response") -> dict[str, Any]:
+        log(f"responses: {label} x{plan.iterations}")
+        before = cpu_seconds(pids)
+        phase = await repeat(plan.iterations, one, timeout, f"responses: {label}")
+        cpu = cpu_ms_per_turn(before, cpu_seconds(pids), len(phase.results))
+        return {**phase.figure(phase.results), f"cpu_ms_per_{each}": cpu}
+
+    log(f"responses: warm-up, {plan.warmup} of each kind")
+    for one in (non_streamed_response, response_first_delta, tool_round_trip):
+        await repeat(plan.warmup, lambda one=one: one(client), timeout, "responses: warm-up")
+    non_streamed = await sequential("non-streamed", lambda: non_streamed_response(client))
+    first_delta = await sequential("first text delta", lambda: response_first_delta(client))
+    round_trip = await sequential("function-tool round trip", lambda: tool_round_trip(client), "round_trip")
+    async with AsyncOpenAI(base_url=f"{api_url}/v1", api_key="unused", max_retries=0, timeout=timeout) as sdk:
+        await repeat(plan.warmup, lambda: sdk_non_streamed_response(sdk), timeout, "responses: warm-up")
+        via_sdk = await sequential("non-streamed, openai SDK", lambda: sdk_non_streamed_response(sdk))
+    clients, each = plan.response_clients, plan.responses_per_client
+    log(f"responses: {clients} concurrent clients x {each} non-streamed responses")
+    result = ThroughputResult([], [], 0.0, cpu_before=cpu_seconds(pids))
+    started = time.perf_counter()
+    await asyncio.gather(*(response_client(client, each, timeout, result) for _ in range(clients)))
+    result.elapsed = time.perf_counter() - started
+    result.cpu_after = cpu_seconds(pids)
+    return {
+        "non_streamed_ms": non_streamed,
+        "post_to_first_text_delta_ms": first_delta,
+        "function_tool_round_trip_ms": round_trip,
+        "non_streamed_openai_sdk_ms": via_sdk,
+        "concurrent": {
+            "clients": clients,
+            "responses_per_client": each,
+            "completed": len(result.durations),
+            "errors": len(result.errors),
+            "first_errors": result.errors[:3],
+            "elapsed_s": round(result.elapsed, 2),
+            "responses_per_s": round(len(result.durations) / result.elapsed, 2),
+            "response_ms": percentiles_ms(result.durations),
+            "cpu_ms_per_response": cpu_ms_per_turn(result.cpu_before, result.cpu_after, len(result.durations)),
+        },
+    }
+
+
 # --- Report ------------------------------------------------------------------------------------------
 
 
@@ -456,16 +594,28 @@ def target(actual: float | int | None, op: str, bound: float) -> dict[str, Any]:
 
 
 def targets(report: dict[str, Any]) -> dict[str, Any]:
-    """The targets of issue #15, for the embedded stack with model latency 0 (first delta: TTFT 100 ms)."""
-    throughput = report["throughput"]
-    return {
-        "simple_streamed_p50_ms": target(report["simple_streamed_ms"]["p50"], "<=", 85),
-        "client_tool_p50_ms": target(report["client_tool_turn_ms"]["p50"], "<=", 190),
-        "tool_turns_per_s": target(throughput["tool_turns_per_s"], ">=", 10),
-        "throughput_errors": target(throughput["errors"], "<=", 0),
-        "post_to_first_text_delta_p50_ms": target(report["first_text_delta_ms"]["post_to_delta"]["p50"], "<=", 135),
-        "session_growth_last_over_first_p50": target(report["session_growth"]["last_over_first_p50"], "<=", 1.3),
-    }
+    """The targets of issue #15, for the embedded stack with model latency 0 (first delta of the llama-stack
+    dialect: TTFT 100 ms), for the figures this run measured."""
+    found: dict[str, Any] = {}
+    if "throughput" in report:
+        throughput = report["throughput"]
+        found |= {
+            "simple_streamed_p50_ms": target(report["simple_streamed_ms"]["p50"], "<=", 85),
+            "client_tool_p50_ms": target(report["client_tool_turn_ms"]["p50"], "<=", 190),
+            "tool_turns_per_s": target(throughput["tool_turns_per_s"], ">=", 10),
+            "throughput_errors": target(throughput["errors"], "<=", 0),
+            "post_to_first_text_delta_p50_ms": target(report["first_text_delta_ms"]["post_to_delta"]["p50"], "<=", 135),
+            "session_growth_last_over_first_p50": target(report["session_growth"]["last_over_first_p50"], "<=", 1.3),
+        }
+    if "responses" in report:
+        responses = report["responses"]
+        found |= {
+            "responses_non_streamed_p50_ms": target(responses["non_streamed_ms"]["p50"], "<=", 60),
+            "responses_first_text_delta_p50_ms": target(responses["post_to_first_text_delta_ms"]["p50"], "<=", 40),
+            "responses_per_s": target(responses["concurrent"]["responses_per_s"], ">=", 24),
+            "responses_concurrent_errors": target(responses["concurrent"]["errors"], "<=", 0),
+        }
+    return found
 
 
 @dataclass
@@ -477,11 +627,15 @@ class Plan:
     turn_timeout: float
     growth_turns: int
     growth_window: int
+    response_clients: int
+    responses_per_client: int
+    responses_only: bool
 
 
 def plan_from(args: argparse.Namespace) -> Plan:
     if args.quick:
-        return Plan(min(args.iterations, 5), 1, 4, 3, args.turn_timeout, min(args.growth_turns, 40), 10)
+        growth = min(args.growth_turns, 40)
+        return Plan(min(args.iterations, 5), 1, 4, 3, args.turn_timeout, growth, 10, 4, 3, args.responses_only)
     window = min(20, args.growth_turns // 2)
     return Plan(
         args.iterations,
@@ -491,44 +645,56 @@ def plan_from(args: argparse.Namespace) -> Plan:
         args.turn_timeout,
         args.growth_turns,
         window,
+        args.response_clients,
+        args.responses_per_client,
+        args.responses_only,
     )
 
 
 async def measure(stack: EmbeddedStack, plan: Plan) -> dict[str, Any]:
-    assert stack.slow is not None
     limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
     async with httpx.AsyncClient(base_url=stack.api_url, timeout=REQUEST_TIMEOUT, limits=limits) as client:
-        agent_id = await create_agent(client, FAST_MODEL)
-        slow_agent_id = await create_agent(client, SLOW_MODEL)
-        slow, timeout = stack.slow, plan.turn_timeout
+        report = {} if plan.responses_only else await measure_llama_stack(client, stack, plan)
+        report["responses"] = await measure_responses(client, stack.api_url, plan, stack.pids())
+    if not plan.responses_only:
+        log(f"Temporal floor x{plan.iterations}")
+        floor = measure_temporal_floor(stack.temporal_address, plan.iterations, plan.warmup)
+        report["temporal_floor_one_activity_ms"] = percentiles_ms(await asyncio.wait_for(floor, 120))
+    return report
 
-        def fresh(run: TurnRunner, label: str) -> Callable[[], Awaitable[float]]:
-            return lambda: in_fresh_session(client, agent_id, run, label)
 
-        def probe() -> Awaitable[DeltaTiming]:
-            return first_delta_timing(client, slow_agent_id, slow)
+async def measure_llama_stack(client: httpx.AsyncClient, stack: EmbeddedStack, plan: Plan) -> dict[str, Any]:
+    """The llama-stack dialect's figures."""
+    assert stack.slow is not None
+    agent_id = await create_agent(client, FAST_MODEL)
+    slow_agent_id = await create_agent(client, SLOW_MODEL)
+    slow, timeout = stack.slow, plan.turn_timeout
 
-        log(f"warm-up: {plan.warmup} simple, {plan.warmup} client-tool, 1 slow-model turn")
-        await repeat(plan.warmup, fresh(simple_turn, "warmup"), timeout, "warm-up")
-        await repeat(plan.warmup, fresh(tool_turn, "warmup"), timeout, "warm-up")
-        await repeat(1, probe, timeout, "warm-up")
-        pids = stack.pids()
-        log(f"simple streamed turns x{plan.iterations}")
-        cpu_before = cpu_seconds(pids)
-        simple = await repeat(plan.iterations, fresh(simple_turn, "simple"), timeout, "simple")
-        simple_cpu = cpu_ms_per_turn(cpu_before, cpu_seconds(pids), len(simple.results))
-        log(f"client-tool turns x{plan.iterations}")
-        cpu_before = cpu_seconds(pids)
-        tool = await repeat(plan.iterations, fresh(tool_turn, "tool"), timeout, "client-tool")
-        tool_cpu = cpu_ms_per_turn(cpu_before, cpu_seconds(pids), len(tool.results))
-        log(f"throughput: {plan.sessions} sessions x {plan.turns_per_session} client-tool turns")
-        throughput = await measure_throughput(client, agent_id, plan, pids)
-        log(f"first text delta x{plan.iterations} (model TTFT {SLOW_TTFT_MS:g} ms, {SLOW_TOKEN_MS:g} ms/token)")
-        deltas = await repeat(plan.iterations, probe, timeout, "first text delta")
-        log(f"session growth: {plan.growth_turns} turns of {GROWTH_WORDS} words in one session")
-        growth = await measure_growth(client, agent_id, plan, pids)
-    log(f"Temporal floor x{plan.iterations}")
-    floor = await asyncio.wait_for(measure_temporal_floor(stack.temporal_address, plan.iterations, plan.warmup), 120)
+    def fresh(run: TurnRunner, label: str) -> Callable[[], Awaitable[float]]:
+        return lambda: in_fresh_session(client, agent_id, run, label)
+
+    def probe() -> Awaitable[DeltaTiming]:
+        return first_delta_timing(client, slow_agent_id, slow)
+
+    log(f"warm-up: {plan.warmup} simple, {plan.warmup} client-tool, 1 slow-model turn")
+    await repeat(plan.warmup, fresh(simple_turn, "warmup"), timeout, "warm-up")
+    await repeat(plan.warmup, fresh(tool_turn, "warmup"), timeout, "warm-up")
+    await repeat(1, probe, timeout, "warm-up")
+    pids = stack.pids()
+    log(f"simple streamed turns x{plan.iterations}")
+    cpu_before = cpu_seconds(pids)
+    simple = await repeat(plan.iterations, fresh(simple_turn, "simple"), timeout, "simple")
+    simple_cpu = cpu_ms_per_turn(cpu_before, cpu_seconds(pids), len(simple.results))
+    log(f"client-tool turns x{plan.iterations}")
+    cpu_before = cpu_seconds(pids)
+    tool = await repeat(plan.iterations, fresh(tool_turn, "tool"), timeout, "client-tool")
+    tool_cpu = cpu_ms_per_turn(cpu_before, cpu_seconds(pids), len(tool.results))
+    log(f"throughput: {plan.sessions} sessions x {plan.turns_per_session} client-tool turns")
+    throughput = await measure_throughput(client, agent_id, plan, pids)
+    log(f"first text delta x{plan.iterations} (model TTFT {SLOW_TTFT_MS:g} ms, {SLOW_TOKEN_MS:g} ms/token)")
+    deltas = await repeat(plan.iterations, probe, timeout, "first text delta")
+    log(f"session growth: {plan.growth_turns} turns of {GROWTH_WORDS} words in one session")
+    growth = await measure_growth(client, agent_id, plan, pids)
     return {
         "simple_streamed_ms": {**simple.figure(simple.results), "cpu_ms_per_turn": simple_cpu},
         "client_tool_turn_ms": {**tool.figure(tool.results), "cpu_ms_per_turn": tool_cpu},
@@ -553,7 +719,6 @@ async def measure(stack: EmbeddedStack, plan: Plan) -> dict[str, Any]:
             "post_to_delta": percentiles_ms([d.post_to_delta for d in deltas.results]),
         },
         "session_growth": growth,
-        "temporal_floor_one_activity_ms": percentiles_ms(floor),
     }
 
 
@@ -565,8 +730,15 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--turns-per-session", type=int, default=10, help="client-tool turns per session there")
     parser.add_argument("--turn-timeout", type=float, default=60, help="a turn not done by then is an error")
     parser.add_argument("--growth-turns", type=int, default=300, help="turns in the one session of the growth phase")
+    parser.add_argument("--response-clients", type=int, default=20, help="concurrent Responses clients")
     parser.add_argument(
-        "--quick", action="store_true", help="smoke run: 5 iterations, 4 sessions x 3 turns, 40 growth turns"
+        "--responses-per-client", type=int, default=10, help="non-streamed responses each of them creates in turn"
+    )
+    parser.add_argument("--responses-only", action="store_true", help="only the Responses dialect's figures")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: 5 iterations, 4 sessions x 3 turns, 40 growth turns, 4 clients x 3 responses",
     )
     parser.add_argument("--timeout", type=float, default=900, help="give up after this many seconds")
     parser.add_argument(

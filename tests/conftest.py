@@ -8,6 +8,7 @@ import pytest
 from llama_stack_client import LlamaStackClient
 
 from tests import client_venvs, mcp_server
+from tests.processes import ProcessStack
 from tests.scripted_model import ThreadedServer
 from tests.stack import Stack
 
@@ -15,6 +16,16 @@ from tests.stack import Stack
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     running = Stack(tmp_path_factory.mktemp("stack"))
+    yield running
+    running.close()
+
+
+@pytest.fixture(scope="module")
+def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessStack]:
+    """The service as separate processes (tests/processes.py) for one test module to SIGKILL and restart;
+    the worker's and the API's output go to worker.log and api.log in its data directory."""
+    data_dir = Path(tmp_path_factory.mktemp("processes"))
+    running = ProcessStack(data_dir, log_dir=data_dir)
     yield running
     running.close()
 

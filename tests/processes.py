@@ -11,9 +11,11 @@ import time
 from pathlib import Path
 
 import httpx
+from temporalio.client import Client
 
 from serve import dev_server_command
 from settings import load_settings
+from temporal_connection import connect_temporal
 from tests.scripted_model import ALLOWED_HOST, ScriptedModel, ThreadedServer
 from tests.stack import SCRIPTED_KEY, SCRIPTED_KEY_ENV, SCRIPTED_MODEL, free_port
 
@@ -97,6 +99,14 @@ class ProcessStack:
             [sys.executable, "-m", "uvicorn", "api.app:app", "--port", str(self.api_port)], "api.log", **env
         )
         _wait_until(lambda: httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200, "API healthy")
+
+    def wait_for_model_requests(self, count: int, seconds: float = 30) -> None:
+        """Block until the scripted model has received `count` requests: a model call is under way."""
+        _wait_until(lambda: len(self.model.requests) >= count, f"{count} model requests", seconds)
+
+    async def temporal_client(self) -> Client:
+        """A fresh client of this stack's dev server (one made before a restart of it would be stale)."""
+        return await connect_temporal(load_settings(self.env))
 
     @staticmethod
     def kill(process: subprocess.Popen[bytes] | None) -> None:

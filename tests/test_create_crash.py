@@ -5,8 +5,6 @@ finishes what the first attempt started; without any retry, the sweep of unstart
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -19,13 +17,6 @@ from tests.scripted_model import text
 pytestmark = pytest.mark.processes
 
 NO_SWEEP = {"DA_UNSTARTED_TURN_SWEEP": "0"}
-
-
-@pytest.fixture(scope="module")
-def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessStack]:
-    stack = ProcessStack(Path(tmp_path_factory.mktemp("create-crash")))
-    yield stack
-    stack.close()
 
 
 def _session(processes: ProcessStack, http: httpx.Client) -> str:

@@ -6,7 +6,6 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -17,13 +16,6 @@ from tests.rest import create_agent, create_session, final_turn, sse_events
 from tests.scripted_model import Reply, text, tool_call
 
 pytestmark = pytest.mark.processes
-
-
-@pytest.fixture(scope="module")
-def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessStack]:
-    stack = ProcessStack(Path(tmp_path_factory.mktemp("faults")))
-    yield stack
-    stack.close()
 
 
 @pytest.fixture
@@ -49,18 +41,11 @@ def _in_background(call: callable) -> tuple[threading.Thread, list[httpx.Respons
     return thread, results
 
 
-def _wait_for_requests(processes: ProcessStack, count: int) -> None:
-    deadline = time.monotonic() + 30
-    while len(processes.model.requests) < count:
-        assert time.monotonic() < deadline, f"the model got {len(processes.model.requests)} requests, not {count}"
-        time.sleep(0.02)
-
-
 def test_worker_killed_during_a_model_call(processes: ProcessStack, http: httpx.Client) -> None:
     processes.model.script(text("slow first attempt", delay_seconds=3), text("second attempt"))
     turns = _turns(http)
     thread, results = _in_background(lambda: http.post(turns, json=_ask("hi")))
-    _wait_for_requests(processes, 1)
+    processes.wait_for_model_requests(1)
 
     processes.kill(processes.worker)
     processes.start_worker()
@@ -197,7 +182,7 @@ def test_temporal_killed_and_restarted_on_its_database_mid_turn(processes: Proce
     processes.model.script(text("survived", delay_seconds=2))
     turns = _turns(http)
     thread, results = _in_background(lambda: http.post(turns, json=_ask("hi")))
-    _wait_for_requests(processes, 1)
+    processes.wait_for_model_requests(1)
 
     processes.kill(processes.temporal)
     time.sleep(1)

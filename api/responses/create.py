@@ -116,16 +116,17 @@ async def _chain_items(runtime: Runtime, responses: ResponseStore, tenant: str, 
             "previous_response_id",
             "previous_response_not_found",
         )
-    status = (await view.response_object(runtime, chain[-1]))["status"]
+    outputs = await view.chain_outputs(runtime, chain)
+    status = None if outputs[-1] is not None else (await view.response_object(runtime, chain[-1]))["status"]
     if status in ("queued", "in_progress"):
         raise invalid(
             f"Previous response '{previous_id}' is still {status}; continue from it once it has finished.",
             "previous_response_id",
         )
     items: list[InputItem] = []
-    for record in chain:
+    for record, output in zip(chain, outputs, strict=True):
         items += parse_items(record.input_items())
-        items += parse_items(await view.output_items(runtime, record) or [])
+        items += parse_items(output or [])
     return items
 
 
@@ -170,8 +171,11 @@ class Created:
     """The turn's last event id before this response's segment: its events follow it."""
 
 
-async def create(runtime: Runtime, tenant: str, response_id: str, body: CreateResponse, context: Context) -> Created:
-    """Resume the turn the input answers, or start a new one; the response is recorded either way."""
+async def create(
+    runtime: Runtime, tenant: str, response_id: str, body: CreateResponse, context: Context, keyed: bool = True
+) -> Created:
+    """Resume the turn the input answers, or start a new one; the response is recorded either way. `keyed`: the
+    id comes from an Idempotency-Key, so an earlier attempt that crashed may have recorded its turn already."""
     responses = ResponseStore(runtime.store.database)
     items = resolve_references(body.items(), context.items)
     check_tool_outputs(context.items, items)
@@ -180,7 +184,8 @@ async def create(runtime: Runtime, tenant: str, response_id: str, body: CreateRe
     resumed = await _resume_waiting(runtime, responses, tenant, response_id, body, context, items, stored, credentials)
     if resumed is not None:
         return resumed
-    return await _start(runtime, responses, tenant, response_id, body, context.items + items, stored, credentials)
+    everything = context.items + items
+    return await _start(runtime, responses, tenant, response_id, body, everything, stored, credentials, keyed)
 
 
 async def _start(
@@ -192,12 +197,14 @@ async def _start(
     everything: list[InputItem],
     stored: list[dict[str, Any]],
     credentials: str | None,
+    keyed: bool,
 ) -> Created:
     split = split_input(to_messages(everything))
     context = fit_context(split.context, runtime.settings.max_history_bytes, body.truncation)
     turn_id = str(uuid.uuid5(_TURN_NAMESPACE, response_id))
     started_at = datetime.now(UTC)
-    if await runtime.store.turn_status(turn_id) is None:  # else a retry after a crash recorded it already
+    # A fresh random id has no turn yet; a keyed one may, recorded by a first attempt that crashed.
+    if not keyed or await runtime.store.turn_status(turn_id) is None:
         await runtime.store.begin_detached_turn(
             tenant, turn_id, split.input, context, response_id, turn_settings(body), started_at
         )

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from api.event_stream import tail_events
+from api.event_stream import is_final, tail_events
 from api.responses import view
 from api.responses.create import Created, create, prior_context, response_id_for, retried
 from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
@@ -28,6 +28,7 @@ from api.responses.request import parse_create, require_known_tool_choice
 from api.runtime import Runtime, RuntimeDep
 from api.stuck_turns import still_running
 from api.tenancy import Principal, PrincipalDep
+from store.repository import StoredEvent
 from store.responses import ResponseRecord, ResponseStore
 
 log = logging.getLogger(__name__)
@@ -90,14 +91,21 @@ def _cancel_later(runtime: Runtime, record: ResponseRecord) -> None:
     task.add_done_callback(_pending_cancels.discard)
 
 
-async def _wait_for_end(runtime: Runtime, request: Request, created: Created) -> None:
-    """Wait until the response's segment ends (its turn completes, pauses or fails), DA_RESPONSE_WAIT passes,
-    or the client leaves (then the turn is cancelled)."""
+async def _wait_for_end(runtime: Runtime, request: Request, created: Created) -> list[dict[str, Any]] | None:
+    """Wait until the response's segment ends (its turn completes, pauses or fails): its events, as read while
+    waiting. None when DA_RESPONSE_WAIT passes, the client leaves (then the turn is cancelled) or the tail ended
+    without a final event (the workflow is gone): the caller reads the store instead."""
     record = created.record
     loop = asyncio.get_running_loop()
     deadline = loop.time() + runtime.settings.response_wait
-    events = tail_events(runtime.events, record.turn_id, created.after, lambda: still_running(runtime, record.turn_id))
-    waiting = loop.create_task(_drain(events))
+    events = tail_events(
+        runtime.events,
+        record.turn_id,
+        created.after,
+        lambda: still_running(runtime, record.turn_id),
+        include_runtime=True,
+    )
+    waiting = loop.create_task(_collect(events))
     try:
         while not waiting.done():
             await asyncio.wait({waiting}, timeout=1.0)
@@ -105,16 +113,17 @@ async def _wait_for_end(runtime: Runtime, request: Request, created: Created) ->
                 break
             if await request.is_disconnected():
                 _cancel_later(runtime, record)
-                return
+                return None
             if loop.time() >= deadline:
-                return
+                return None
+        found = view.slice_segment(record, waiting.result())
+        return found.bodies if found.bodies and is_final(found.bodies[-1]) else None
     finally:
         waiting.cancel()
 
 
-async def _drain(events: AsyncIterator[Any]) -> None:
-    async for _ in events:
-        pass
+async def _collect(events: AsyncIterator[StoredEvent | None]) -> list[StoredEvent]:
+    return [event async for event in events if event is not None]
 
 
 @router.post("/responses")
@@ -147,7 +156,7 @@ async def create_response(
     if body.stream:
         slot_check = runtime.streams.take(principal.key_id)  # refuse (429) before anything starts
         slot_check.release()
-    created = await create(runtime, tenant, response_id, body, context)
+    created = await create(runtime, tenant, response_id, body, context, keyed=idempotency_key is not None)
     return await _answer(runtime, principal, request, created, body.stream)
 
 
@@ -155,10 +164,9 @@ async def _answer(runtime: Runtime, principal: Principal, request: Request, crea
     record = created.record
     if stream:
         on_close = None if record.background else (lambda: _cancel_later(runtime, record))
-        return _streamed(runtime, principal, view.sse(runtime, record, None), on_close)
-    if not record.background:
-        await _wait_for_end(runtime, request, created)
-    return JSONResponse(await view.response_object(runtime, record))
+        return _streamed(runtime, principal, view.sse(runtime, record, None, created.after), on_close)
+    ended = None if record.background else await _wait_for_end(runtime, request, created)
+    return JSONResponse(await view.response_object(runtime, record, ended))
 
 
 @router.get("/responses/{response_id}")

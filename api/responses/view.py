@@ -23,6 +23,7 @@ from api.runtime import Runtime
 from api.stuck_turns import still_running
 from domain.turns import TurnStatus
 from store.conversations import ConversationNotFound, Item, insert_items
+from store.repository import StoredEvent
 from store.responses import ResponseRecord, ResponseStore, mark_appended
 from store.tables import ConversationItemRow
 
@@ -73,7 +74,11 @@ def _starts(body: dict[str, Any], record: ResponseRecord) -> bool:
 
 
 async def segment(runtime: Runtime, record: ResponseRecord) -> Segment:
-    events = await runtime.store.events_with_key_prefix(record.turn_id, "")
+    return slice_segment(record, await runtime.store.events_with_key_prefix(record.turn_id, ""))
+
+
+def slice_segment(record: ResponseRecord, events: list[StoredEvent]) -> Segment:
+    """The response's segment among the turn's events (all of them, or those after any point before it)."""
     start = 0
     if record.segment_index > 0:
         start = next((index for index, event in enumerate(events) if _starts(event.body, record)), -1)
@@ -92,11 +97,15 @@ async def _turn_status(runtime: Runtime, record: ResponseRecord, bodies: list[di
     return await runtime.store.turn_status(record.turn_id) if any("error" in body for body in bodies) else None
 
 
-async def response_object(runtime: Runtime, record: ResponseRecord) -> dict[str, Any]:
-    """The Response object as it stands (status, output), rendered from the stored events."""
-    found = await segment(runtime, record)
-    status = await _turn_status(runtime, record, found.bodies)
-    return render_response(base_response(record), record.turn_id, found.bodies, status).model_dump(mode="json")
+async def response_object(
+    runtime: Runtime, record: ResponseRecord, bodies: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The Response object as it stands (status, output), rendered from the stored events: the segment's
+    `bodies` when the caller has just read them (a create that waited for its end), else read here."""
+    if bodies is None:
+        bodies = (await segment(runtime, record)).bodies
+    status = await _turn_status(runtime, record, bodies)
+    return render_response(base_response(record), record.turn_id, bodies, status).model_dump(mode="json")
 
 
 async def output_items(runtime: Runtime, record: ResponseRecord) -> list[dict[str, Any]] | None:
@@ -108,18 +117,38 @@ async def output_items(runtime: Runtime, record: ResponseRecord) -> list[dict[st
     return [item.model_dump(mode="json") for item in fold.visible_output] if fold.ended else None
 
 
-async def sse(runtime: Runtime, record: ResponseRecord, starting_after: int | None) -> AsyncIterator[bytes]:
+async def chain_outputs(runtime: Runtime, chain: list[ResponseRecord]) -> list[list[dict[str, Any]] | None]:
+    """output_items of each response of a chain, reading each turn's events once: the responses of a
+    function-call loop are segments of one turn, and reading it per response would cost O(chain x turn)."""
+    events: dict[str, list[StoredEvent]] = {}
+    outputs: list[list[dict[str, Any]] | None] = []
+    for record in chain:
+        if record.turn_id not in events:
+            events[record.turn_id] = await runtime.store.events_with_key_prefix(record.turn_id, "")
+        bodies = slice_segment(record, events[record.turn_id]).bodies
+        fold = fold_segment(record.response_id, record.turn_id, bodies, await _turn_status(runtime, record, bodies))
+        outputs.append([item.model_dump(mode="json") for item in fold.visible_output] if fold.ended else None)
+    return outputs
+
+
+async def sse(
+    runtime: Runtime, record: ResponseRecord, starting_after: int | None, created_after: int | None = None
+) -> AsyncIterator[bytes]:
     """The response's stream events after sequence number `starting_after` (all without it), live to its end.
 
     The renderer replays the segment from its first stored event, so every event keeps its number however
-    often and wherever the stream is resumed."""
+    often and wherever the stream is resumed. `created_after`: the turn's last event before the segment, known
+    to the create that made the response; the stream then tails from there without looking the segment up."""
     stream = ResponseStream(base_response(record), record.turn_id, starting_after)
     for event in stream.open():
         yield sse_frame(event)
-    latest = await runtime.store.last_event_id(record.turn_id)  # before the lookup: nothing is missed
-    found = await segment(runtime, record)
-    begun = found.after is not None
-    cursor = found.after if found.after is not None else latest
+    if created_after is not None:
+        cursor, begun = created_after, record.segment_index == 0
+    else:
+        latest = await runtime.store.last_event_id(record.turn_id)  # before the lookup: nothing is missed
+        found = await segment(runtime, record)
+        begun = found.after is not None
+        cursor = found.after if found.after is not None else latest
     tail = tail_events(
         runtime.events, record.turn_id, cursor, lambda: still_running(runtime, record.turn_id), include_runtime=True
     )
