@@ -24,6 +24,7 @@ from workflows.contracts import (
     REPLY_TOO_LARGE,
     InferenceRequest,
     InferenceResult,
+    runtime_event,
 )
 
 
@@ -33,6 +34,19 @@ def _too_large(size: int) -> ApplicationError:
         "can carry; ask for a shorter answer (e.g. sampling_params.max_tokens).",
         type=REPLY_TOO_LARGE,
         non_retryable=True,
+    )
+
+
+def _usage_event(step_id: str, finish: FinishPart) -> KeyedEvent:
+    """The tokens one inference used, as the provider reported them: a runtime event (the llama-stack
+    stream skips it) that the Responses dialect sums into a response's `usage`. Keyed by step, so an
+    inference counts once however often its activity is retried."""
+    return runtime_event(
+        f"{step_id}:usage",
+        "usage",
+        step_id=step_id,
+        input_tokens=finish.prompt_tokens or 0,
+        output_tokens=finish.completion_tokens or 0,
     )
 
 
@@ -69,6 +83,10 @@ class _DeltaWriter:
         self._count += 1
         if time.monotonic() - self._flushed_at >= self._interval:
             await self.flush()
+
+    def keep(self, event: KeyedEvent) -> None:
+        """Write `event` with the next batch (after the deltas before it)."""
+        self._pending.append(event)
 
     async def flush(self) -> None:
         if self._pending:
@@ -177,6 +195,8 @@ class InferenceActivities:
                         elif isinstance(part, FinishPart):
                             stop_reason = part.stop_reason
                             measured.usage(part.prompt_tokens, part.completion_tokens)
+                            if part.prompt_tokens is not None or part.completion_tokens is not None:
+                                writer.keep(_usage_event(request.step_id, part))
             await writer.flush()
         except ProviderRejected as rejected:
             raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected
