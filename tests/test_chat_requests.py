@@ -85,9 +85,10 @@ SCENARIOS = [_client_tools_greedy_schema_named_choice, _top_p_no_instructions_no
 
 
 def _sent(http: httpx.Client, model: ScriptedModel) -> dict[str, list[str]]:
-    """Each scenario's request bodies as the model received them, JSON-encoded as the provider sent them."""
+    """Each scenario's request bodies as the model received them, JSON-encoded with sorted keys: every value
+    and type as sent (0.0 is not 0), in an order that does not depend on how the provider lays out a body."""
     return {
-        scenario.__name__: [json.dumps(body, separators=(",", ":")) for body in scenario(http, model)]
+        scenario.__name__: [json.dumps(body, separators=(",", ":"), sort_keys=True) for body in scenario(http, model)]
         for scenario in SCENARIOS
     }
 
