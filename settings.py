@@ -237,7 +237,7 @@ class Settings(BaseSettings):
     config_file: Path | None = None
     """A TOML file with a [durable_agents] section and [models.*] / [shields.*] tables."""
     data_dir: Path = Path(".data")
-    """Where `make run` keeps the dev server's and the store's SQLite files."""
+    """Where `make run` keeps the dev server's and the store's SQLite files; `wake/` in it: see store/wake.py."""
     store_url: str = Field(default="", validate_default=True)
     """SQLAlchemy async URL of the store; default: a SQLite file in the data dir."""
     task_queue: str = "durable-agents"

@@ -35,6 +35,7 @@ from settings import Settings, get_settings
 from store.database import open_database
 from store.repository import Store
 from store.upgrade import StoreNotUpgradable, upgrade_store
+from store.wake import WakeSender, wake_dir
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
 from tool_runtime.turn_credentials import CredentialSeal
@@ -101,11 +102,15 @@ async def running_worker(settings: Settings, runtime: Runtime | None = None) -> 
     database = open_database(settings.store_url)
     client = await connect_temporal(settings, runtime)
     await require_search_attributes(client)
-    worker = build_worker(client, settings, Store(database))
+    store = Store(database)
+    wake = WakeSender(wake_dir(settings.data_dir))
+    store.on_events_written(wake)
+    worker = build_worker(client, settings, store)
     try:
         async with worker:
             yield worker
     finally:
+        wake.close()
         await database.dispose()
 
 

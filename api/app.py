@@ -33,6 +33,7 @@ from settings import Settings, SettingsError, get_settings
 from store.database import open_database
 from store.repository import Store
 from store.upgrade import upgrade_store
+from store.wake import WakeReceiver, WakeSender, wake_dir
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
 
@@ -77,6 +78,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         store = Store(database)
         events = EventHub(store)
         poller = asyncio.create_task(events.run())
+        wake_sender = WakeSender(wake_dir(config.data_dir))
+        store.on_events_written(wake_sender)  # other APIs on this host streaming a turn this one writes to
+        wake_receiver = WakeReceiver(wake_dir(config.data_dir), events.wake)
+        wake_receiver.open()
         turns = TurnGateway(client, config.task_queue, eager_start=config.worker_in_api)
         streams = StreamSlots(config.max_streams_per_key)
         app.state.runtime = runtime = Runtime(
@@ -104,6 +109,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             for task in background:
                 task.cancel()
+            wake_receiver.close()
+            wake_sender.close()
             await database.dispose()
 
     _configure_logging(current_settings)

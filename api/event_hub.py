@@ -3,7 +3,8 @@
 Streams do not each poll the store: they subscribe here, and a single loop asks the store for
 the new events of all followed turns at once, then hands each subscriber its own. Fifty open
 streams cost one small query per tick, not fifty. Writes made through this process's Store (a
-worker running inside the API) wake the loop at once; other processes' writes are found by polling.
+worker running inside the API) wake the loop at once, as do other processes' on this host through
+store/wake.py; writes that bring no wake-up are found by polling.
 
 Each distinct cursor (turn, last event delivered) gets its own window of events, so a stream
 replaying a long turn from the start, or one whose turn writes nothing yet, never holds back
@@ -56,6 +57,10 @@ class EventHub:
     def _written(self) -> None:
         if self._loop is not None:  # the writer may be a worker on another thread's loop
             self._loop.call_soon_threadsafe(self._news.set)
+
+    def wake(self) -> None:
+        """Another process wrote events (store/wake.py): poll now. Called on the hub's own loop."""
+        self._news.set()
 
     def problem(self) -> str | None:
         """Why streams may not be getting their events right now; None when the hub is polling fine."""

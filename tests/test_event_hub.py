@@ -4,6 +4,7 @@ stream waits on another's backlog."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 import uuid
@@ -13,14 +14,18 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+import api.event_hub
 from api.event_hub import EventHub
+from domain.agents import Agent, AgentConfig
 from domain.content import UserMessage
 from domain.events import KeyedEvent
 from domain.turns import TurnStatus
 from store.database import open_database
 from store.repository import Store
 from store.upgrade import upgrade_store
+from store.wake import WakeReceiver, WakeSender
 from tests.rest import create_agent, create_session, final_turn, sse_events
 from tests.scripted_model import ScriptedModel, text, tool_call
 from tests.stack import Stack
@@ -111,6 +116,48 @@ async def test_the_hub_reports_failing_polls_until_they_work_again(tmp_path: Pat
     finally:
         poller.cancel()
         await database.dispose()
+
+
+async def test_another_processs_write_wakes_the_hub_without_waiting_for_a_poll(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer (a worker, here a second Store on its own engine: no in-process listener links the
+    two) announces its events through the wake directory; the hub, told to poll only every 5 s,
+    delivers them at once."""
+    monkeypatch.setattr(api.event_hub, "POLL_MIN_SECONDS", 5.0)
+    monkeypatch.setattr(api.event_hub, "POLL_MAX_SECONDS", 5.0)
+    url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
+    await upgrade_store(url)
+    reader_db, writer_db = open_database(url), open_database(url)
+    reader, writer = Store(reader_db), Store(writer_db)
+    config = AgentConfig(model="m", instructions="i")
+    await writer.create_agent("t", Agent(agent_id="a1", agent_config=config, created_at=datetime.now(UTC)))
+    await writer.create_session("a1", "s1", "name", datetime.now(UTC))
+    await writer.begin_turn("a1", "s1", "turn-1", [UserMessage(content="hi")], datetime.now(UTC))
+    sender = WakeSender(tmp_path / "wake")
+    writer.on_events_written(sender)
+    hub = EventHub(reader)
+    receiver = WakeReceiver(tmp_path / "wake", hub.wake)
+    assert receiver.open()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as killed:  # an API SIGKILLed: its socket stays
+        killed.bind(str(tmp_path / "wake" / "api-killed.sock"))
+    poller = asyncio.create_task(hub.run())
+    try:
+        async with hub.subscribe("turn-1", 0) as subscription:
+            await asyncio.sleep(0.2)  # the hub's first poll found nothing: the next is 5 s away
+            written_at = time.monotonic()
+            await writer.save_turn_progress("turn-1", events=[KeyedEvent(key="k", body={"n": 1})])
+            event = await asyncio.wait_for(subscription.events.get(), timeout=4)
+            assert event.body == {"n": 1}
+            assert time.monotonic() - written_at < 1.0
+    finally:
+        poller.cancel()
+        receiver.close()
+        sender.close()
+        await reader_db.dispose()
+        await writer_db.dispose()
+    # A stopped API leaves no socket behind; a killed one's is removed by the first writer it refuses.
+    assert not list((tmp_path / "wake").glob("*.sock"))
 
 
 def test_a_long_replay_from_the_start_does_not_wait_on_another_stream(stack: Stack, http: httpx.Client) -> None:

@@ -123,6 +123,32 @@ async def test_history_is_the_completed_turns_before_in_time_order(store: Store)
     assert only is not None and [t.turn_id for t in only.turns] == ["a-third"]
 
 
+async def test_a_model_call_sees_what_a_reopened_turn_added_after_an_earlier_call_read_it(store: Store) -> None:
+    """The store keeps decoded history between model calls; a turn that gained steps is read again."""
+    await _session(store)
+    await store.begin_turn("a1", "s1", "t1", [UserMessage(content="one")], T0)
+    await _finish(store, "t1", "first answer")
+    await store.begin_turn("a1", "s1", "t2", [UserMessage(content="two")], T0 + timedelta(minutes=1))
+    found = await store.conversation_window("s1", "t2", max_history_bytes=1_000_000)
+    assert found is not None and [len(turn.steps) for turn in found[1]] == [1]
+    await _finish(store, "t2", "second answer")
+    assert await store.reopen_turn("s1", "t1") is not None
+    await store.save_turn_progress(
+        "t1",
+        new_steps=[(1, _step("t1", "t1-more", "more"))],
+        status=TurnStatus.COMPLETED,
+        output_message=CompletionMessage(content="more"),
+        completed_at=T0,
+    )
+    await store.begin_turn("a1", "s1", "t3", [UserMessage(content="three")], T0 + timedelta(minutes=2))
+    found = await store.conversation_window("s1", "t3", max_history_bytes=1_000_000)
+    assert found is not None
+    assert [[step.model_response.content for step in turn.steps] for turn in found[1]] == [
+        ["first answer", "more"],
+        ["second answer"],
+    ]
+
+
 async def test_events_are_written_once_per_key_and_read_in_order(store: Store) -> None:
     await _session(store)
     await store.begin_turn("a1", "s1", "t1", [UserMessage(content="hi")], T0)
