@@ -86,4 +86,4 @@ async def sweep_forever(runtime: Runtime, every: timedelta) -> None:
             await start_unstarted_turns(runtime, every)
             await delete_unstored_responses(runtime, datetime.now(UTC) - UNSTORED_GRACE)
         except Exception:
-            log.exception("the sweep of unstarted turns failed; trying again in %s", every)
+            log.exception("the sweep (unstarted turns, ended store:false responses) failed; trying again in %s", every)
