@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -10,8 +11,10 @@ from temporalio.exceptions import ApplicationError
 from activities.conversation import conversation, detached_conversation
 from activities.heartbeat import heartbeating
 from activities.pending_writes import write_pending
+from domain.agents import agent_turn_settings
 from domain.content import CompletionMessage, StopReason, ToolCall
 from domain.events import KeyedEvent, StepProgress, StepStart, TextDelta, ToolCallDelta, chunk_of
+from domain.runtime import TurnSettings
 from observability import metrics
 from providers import openai_format
 from providers.base import ChatModel, ChatRequest, FinishPart, ProviderRejected, TextPart, ToolCallPart
@@ -24,6 +27,7 @@ from workflows.contracts import (
     REPLY_TOO_LARGE,
     InferenceRequest,
     InferenceResult,
+    runtime_event,
 )
 
 
@@ -33,6 +37,19 @@ def _too_large(size: int) -> ApplicationError:
         "can carry; ask for a shorter answer (e.g. sampling_params.max_tokens).",
         type=REPLY_TOO_LARGE,
         non_retryable=True,
+    )
+
+
+def _usage_event(step_id: str, finish: FinishPart) -> KeyedEvent:
+    """The tokens one inference used, as the provider reported them: a runtime event (the llama-stack
+    stream skips it) that the Responses dialect sums into a response's `usage`. Keyed by step, so an
+    inference counts once however often its activity is retried."""
+    return runtime_event(
+        f"{step_id}:usage",
+        "usage",
+        step_id=step_id,
+        input_tokens=finish.prompt_tokens or 0,
+        output_tokens=finish.completion_tokens or 0,
     )
 
 
@@ -70,6 +87,10 @@ class _DeltaWriter:
         if time.monotonic() - self._flushed_at >= self._interval:
             await self.flush()
 
+    def keep(self, event: KeyedEvent) -> None:
+        """Write `event` with the next batch (after the deltas before it)."""
+        self._pending.append(event)
+
     async def flush(self) -> None:
         if self._pending:
             await self._store.save_turn_progress(self._request.turn_id, events=self._pending)
@@ -93,44 +114,11 @@ class InferenceActivities:
         return "".join(delta.get("text", "") for delta in deltas if delta.get("type") == "text")
 
     async def _chat_request(self, request: InferenceRequest) -> tuple[ChatRequest, ChatModel, str]:
-        """The request to send, the model to send it to, and the configured model id (a metrics label)."""
-        if request.settings_id is not None:
-            return await self._detached_chat_request(request, request.settings_id)
-        found = await conversation(
-            self._store, request.session_id, request.turn_id, self._max_history_bytes, request.agent_config
-        )
-        config = found.agent_config
-        messages = found.messages
-        model, model_name = self._models.resolve(config.model)
-        choice = openai_format.tool_choice(request.tool_config)
-        tools = [openai_format.tool_schema(t) for t in config.client_tools or []]
-        tools += [openai_format.server_tool_schema(t) for t in request.server_tools]
-        if choice == "none":
-            tools = []
-        chat = ChatRequest(
-            model=model_name,
-            messages=messages,
-            tools=tools,
-            tool_choice=choice if tools else None,
-            response_format=openai_format.response_format(config),
-            **openai_format.sampling(config),
-        )
-        return chat, model, config.model
-
-    async def _detached_chat_request(
-        self, request: InferenceRequest, settings_id: str
-    ) -> tuple[ChatRequest, ChatModel, str]:
-        """A detached turn's request: everything but the server tools comes from its settings row."""
-        settings = await self._store.turn_settings(settings_id)
-        if settings is None:
-            raise ApplicationError(
-                f"Turn {request.turn_id}'s settings {settings_id} are not in the store (was it deleted?)",
-                type=PROVIDER_REJECTED,
-                non_retryable=True,
-            )
-        messages = await detached_conversation(self._store, request.turn_id, settings)
+        """The request to send, the model to send it to, and the configured model id (a metrics label):
+        whatever the dialect, built from the turn's settings and its conversation."""
+        settings, messages = await self._settings_and_messages(request)
         model, model_name = self._models.resolve(settings.model)
-        choice = openai_format.settings_tool_choice(settings)
+        choice = openai_format.tool_choice(settings)
         tools = [openai_format.function_tool_schema(t) for t in settings.function_tools]
         tools += [openai_format.server_tool_schema(t) for t in request.server_tools]
         if choice == "none":
@@ -141,10 +129,27 @@ class InferenceActivities:
             tools=tools,
             tool_choice=choice if tools else None,
             parallel_tool_calls=None if settings.parallel_tool_calls or not tools else False,
-            response_format=openai_format.settings_response_format(settings),
-            **openai_format.settings_sampling(settings),
+            response_format=openai_format.response_format(settings),
+            **openai_format.sampling(settings),
         )
         return chat, model, settings.model
+
+    async def _settings_and_messages(self, request: InferenceRequest) -> tuple[TurnSettings, list[dict[str, Any]]]:
+        """A llama-stack turn's settings are its agent's config with the turn's tool_config, its messages a
+        window of its session; a detached turn's settings are its stored row, its messages its context."""
+        if request.settings_id is None:
+            found = await conversation(
+                self._store, request.session_id, request.turn_id, self._max_history_bytes, request.agent_config
+            )
+            return agent_turn_settings(found.agent_config, request.tool_config), found.messages
+        settings = await self._store.turn_settings(request.settings_id)
+        if settings is None:
+            raise ApplicationError(
+                f"Turn {request.turn_id}'s settings {request.settings_id} are not in the store (was it deleted?)",
+                type=PROVIDER_REJECTED,
+                non_retryable=True,
+            )
+        return settings, await detached_conversation(self._store, request.turn_id, settings)
 
     @activity.defn(name=INFER_ACTIVITY)
     async def infer(self, request: InferenceRequest) -> InferenceResult:
@@ -177,6 +182,8 @@ class InferenceActivities:
                         elif isinstance(part, FinishPart):
                             stop_reason = part.stop_reason
                             measured.usage(part.prompt_tokens, part.completion_tokens)
+                            if part.prompt_tokens is not None or part.completion_tokens is not None:
+                                writer.keep(_usage_event(request.step_id, part))
             await writer.flush()
         except ProviderRejected as rejected:
             raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected

@@ -1,8 +1,9 @@
 """The sweep of unstarted turns: a crash between recording a turn and starting its workflow must not
-lose the turn, even when its client never retries.
+lose the turn, even when its client never retries. The same sweep deletes what `store: false` responses
+leave once their turn has ended.
 
 Every API process runs it; they may overlap safely, because a turn's workflow id is the turn's
-(`turn-<turn_id>`) and a second start of it starts nothing.
+(`turn-<turn_id>`) and a second start of it starts nothing, and a deletion that finds nothing does nothing.
 """
 
 from __future__ import annotations
@@ -13,11 +14,15 @@ from datetime import UTC, datetime, timedelta
 
 from api.llama_stack.turn_starter import turn_start, workflow_summary
 from api.runtime import Runtime
+from store.responses import ResponseStore
 
 log = logging.getLogger(__name__)
 
 SWEEP_BATCH = 100
 """Turns looked at per sweep; the rest wait for the next one."""
+UNSTORED_GRACE = timedelta(seconds=30)
+"""How long a `store: false` response's rows outlive its turn's end: a blocking create or a live stream
+may still be reading its last events."""
 
 
 async def start_unstarted_turns(runtime: Runtime, older_than: timedelta) -> list[str]:
@@ -54,11 +59,31 @@ async def _fail_if_unstarted(runtime: Runtime, turn_id: str) -> None:
     log.warning("failed turn %s: %s", turn_id, reason)
 
 
+async def delete_unstored_responses(runtime: Runtime, ended_before: datetime) -> list[str]:
+    """Delete the `store: false` responses whose turn ended (completed, failed, cancelled or expired; a paused
+    one may still be resumed by a stateless replay) before `ended_before`, with their turn's steps, events,
+    settings and row unless a stored response of the same turn still needs them; the turns deleted.
+
+    A response in a conversation goes once its items are appended there: the conversation is settled first.
+    Whatever a crash interrupts, the next sweep finds again: the rows are the record of what is left to do."""
+    responses = ResponseStore(runtime.store.database)
+    deleted: list[str] = []
+    for found in await responses.unstored_ended(ended_before, SWEEP_BATCH):
+        if found.conversation_id is not None and not found.appended_to_conversation:
+            await runtime.settle_conversation(runtime, found.tenant_id, found.conversation_id)
+        if await responses.forget_unstored(found.turn_id) and await runtime.store.delete_detached_turn(
+            found.tenant_id, found.turn_id
+        ):
+            deleted.append(found.turn_id)
+    return deleted
+
+
 async def sweep_forever(runtime: Runtime, every: timedelta) -> None:
     """Sweep every `every`, for turns at least that old; a failed sweep is logged and tried again."""
     while True:
         await asyncio.sleep(every.total_seconds())
         try:
             await start_unstarted_turns(runtime, every)
+            await delete_unstored_responses(runtime, datetime.now(UTC) - UNSTORED_GRACE)
         except Exception:
-            log.exception("the sweep of unstarted turns failed; trying again in %s", every)
+            log.exception("the sweep (unstarted turns, ended store:false responses) failed; trying again in %s", every)

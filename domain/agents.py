@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from domain.content import WireModel
+from domain.runtime import FunctionTool, TurnSettings
 
 PARAMETER_TYPES: dict[str, str] = {
     "str": "string",
@@ -171,3 +172,48 @@ class Agent(WireModel):
 class Document(WireModel):
     content: Any
     mime_type: str
+
+
+def function_tool(tool: ToolDef) -> FunctionTool:
+    """A client tool as the runtime's function tool: its parameters become a JSON Schema object."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for parameter in tool.parameters or []:
+        schema: dict[str, Any] = {"type": PARAMETER_TYPES[parameter.parameter_type]}
+        if parameter.description:
+            schema["description"] = parameter.description
+        if parameter.default is not None:
+            schema["default"] = parameter.default
+        properties[parameter.name] = schema
+        if parameter.required:
+            required.append(parameter.name)
+    parameters = {"type": "object", "properties": properties, "required": required}
+    return FunctionTool(name=tool.name, description=tool.description or "", parameters=parameters)
+
+
+def agent_turn_settings(config: AgentConfig, tool_config: ToolConfig) -> TurnSettings:
+    """What an inference of a llama-stack turn reads: its agent's config, with the turn's `tool_config` (its own,
+    or the agent's, as the workflow resolved it). Greedy sampling is temperature 0; top_k sets nothing; a
+    grammar response format is not passed on."""
+    params = config.sampling_params or SamplingParams()
+    strategy = params.strategy
+    temperature = top_p = None
+    if isinstance(strategy, GreedyStrategy):
+        temperature = 0.0
+    elif isinstance(strategy, TopPStrategy):
+        temperature, top_p = strategy.temperature, strategy.top_p
+    fmt = config.response_format
+    response_format = None
+    if isinstance(fmt, JsonSchemaResponseFormat):
+        response_format = {"type": "json_schema", "json_schema": {"name": "response", "schema": fmt.json_schema}}
+    return TurnSettings(
+        model=config.model,
+        instructions=config.instructions,
+        function_tools=[function_tool(tool) for tool in config.client_tools or []],
+        tool_choice=tool_config.tool_choice or "auto",
+        temperature=temperature,
+        top_p=top_p,
+        max_output_tokens=params.max_tokens or None,
+        stop=params.stop or None,
+        response_format=response_format,
+    )

@@ -50,7 +50,8 @@ class McpServer(BaseModel):
 
 
 class TurnSettings(BaseModel):
-    """What an inference of a detached turn reads: stored in `turn_settings`, never carried by the workflow."""
+    """What an inference reads. A detached turn's are stored in `turn_settings`, never carried by the
+    workflow; a llama-stack turn's are made from its agent's config (domain/agents.py agent_turn_settings)."""
 
     model: str
     instructions: str = ""
@@ -61,6 +62,8 @@ class TurnSettings(BaseModel):
     temperature: float | None = None
     top_p: float | None = None
     max_output_tokens: int | None = None
+    stop: list[str] | None = None
+    """Sequences that end the model's reply (llama-stack sampling_params.stop; the Responses API has none)."""
     response_format: dict[str, Any] | None = None
     """{"type": "json_schema", "json_schema": {"name", "schema", "strict"}} or {"type": "json_object"}."""
 

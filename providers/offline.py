@@ -85,8 +85,11 @@ class OfflineModel:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ReplyPart]:
         text, call = self._decide(request)
-        for word in re.findall(r"\S+\s*", text):
+        words = re.findall(r"\S+\s*", text)
+        for word in words:
             yield TextPart(word)
         if call is not None:
             yield ToolCallPart(call)
-        yield FinishPart("end_of_turn")
+        # Usage as a provider reports it, words standing for tokens: a response's `usage` is not null offline.
+        prompt = sum(len(_text(message.get("content")).split()) for message in request.messages)
+        yield FinishPart("end_of_turn", prompt_tokens=prompt, completion_tokens=len(words) + (call is not None))

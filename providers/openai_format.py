@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from domain.agents import PARAMETER_TYPES, AgentConfig, ToolConfig, ToolDef
 from domain.content import (
     CompletionMessage,
     ImageContentItem,
@@ -116,16 +115,24 @@ def function_tool_schema(tool: FunctionTool) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def settings_tool_choice(settings: TurnSettings) -> str | dict[str, Any]:
-    return tool_choice(ToolConfig(tool_choice=settings.tool_choice))
+def tool_choice(settings: TurnSettings) -> str | dict[str, Any]:
+    choice = settings.tool_choice or "auto"
+    if choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
 
 
-def settings_sampling(settings: TurnSettings) -> dict[str, Any]:
-    """temperature, top_p and max_tokens of a detached turn's request; unset ones are left to the provider."""
-    return {"temperature": settings.temperature, "top_p": settings.top_p, "max_tokens": settings.max_output_tokens}
+def sampling(settings: TurnSettings) -> dict[str, Any]:
+    """temperature, top_p, max_tokens and stop of the request; unset ones are left to the provider."""
+    return {
+        "temperature": settings.temperature,
+        "top_p": settings.top_p,
+        "max_tokens": settings.max_output_tokens,
+        "stop": settings.stop,
+    }
 
 
-def settings_response_format(settings: TurnSettings) -> dict[str, Any] | None:
+def response_format(settings: TurnSettings) -> dict[str, Any] | None:
     fmt = settings.response_format
     if not fmt or fmt.get("type") not in ("json_schema", "json_object"):
         return None
@@ -136,58 +143,9 @@ def system_message(instructions: str) -> list[dict[str, Any]]:
     return [{"role": "system", "content": instructions}] if instructions else []
 
 
-def tool_schema(tool: ToolDef) -> dict[str, Any]:
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for parameter in tool.parameters or []:
-        schema: dict[str, Any] = {"type": PARAMETER_TYPES[parameter.parameter_type]}
-        if parameter.description:
-            schema["description"] = parameter.description
-        if parameter.default is not None:
-            schema["default"] = parameter.default
-        properties[parameter.name] = schema
-        if parameter.required:
-            required.append(parameter.name)
-    function: dict[str, Any] = {
-        "name": tool.name,
-        "parameters": {"type": "object", "properties": properties, "required": required},
-    }
-    if tool.description:
-        function["description"] = tool.description
-    return {"type": "function", "function": function}
-
-
 def server_tool_schema(tool: ServerTool) -> dict[str, Any]:
     schema = tool.input_schema or {"type": "object", "properties": {}}
     function: dict[str, Any] = {"name": tool.name, "parameters": schema}
     if tool.description:
         function["description"] = tool.description
     return {"type": "function", "function": function}
-
-
-def tool_choice(config: ToolConfig) -> str | dict[str, Any]:
-    choice = config.tool_choice or "auto"
-    if choice in ("auto", "required", "none"):
-        return choice
-    return {"type": "function", "function": {"name": choice}}
-
-
-def sampling(config: AgentConfig) -> dict[str, Any]:
-    """temperature, top_p, max_tokens and stop for the request; unset ones are left to the provider."""
-    params = config.sampling_params
-    assert params is not None
-    strategy = params.strategy
-    result: dict[str, Any] = {"max_tokens": params.max_tokens or None, "stop": params.stop or None}
-    if strategy.type == "greedy":
-        result["temperature"] = 0.0
-    elif strategy.type == "top_p":
-        result["temperature"] = strategy.temperature
-        result["top_p"] = strategy.top_p
-    return result
-
-
-def response_format(config: AgentConfig) -> dict[str, Any] | None:
-    fmt = config.response_format
-    if fmt is None or fmt.type != "json_schema":
-        return None
-    return {"type": "json_schema", "json_schema": {"name": "response", "schema": fmt.json_schema}}

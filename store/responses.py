@@ -33,6 +33,16 @@ class ResponseRecord:
         return list(self.request.get("input", []))
 
 
+@dataclass(frozen=True)
+class Unstored:
+    """A `store: false` response whose turn has ended (see ResponseStore.unstored_ended)."""
+
+    tenant_id: str
+    turn_id: str
+    conversation_id: str | None
+    appended_to_conversation: bool
+
+
 _COLUMNS = ResponseRow.__table__
 
 
@@ -170,6 +180,56 @@ class ResponseStore:
             return turn_id
 
         return await self.database.write(run)
+
+    async def unstored_ended(self, ended_before: datetime, limit: int) -> list[Unstored]:
+        """`store: false` responses whose turn ended for good (not paused) before `ended_before`, oldest first."""
+        ended = func.coalesce(TurnRow.completed_at, TurnRow.started_at)
+        query = (
+            select(
+                ResponseRow.tenant_id,
+                ResponseRow.turn_id,
+                ResponseRow.conversation_id,
+                ResponseRow.appended_to_conversation,
+            )
+            .join(TurnRow, TurnRow.turn_id == ResponseRow.turn_id)
+            .where(ResponseRow.store.is_(False), TurnRow.status.in_(_FINAL), ended < ended_before)
+            .order_by(ended)
+            .limit(limit)
+        )
+        rows = await self.database.read(lambda tx: tx.execute(query).all())
+        return [Unstored(row.tenant_id, row.turn_id, row.conversation_id, row.appended_to_conversation) for row in rows]
+
+    async def forget_unstored(self, turn_id: str) -> bool | None:
+        """Delete the `store: false` responses of an ended turn once their conversations have their items.
+        True when the turn has no stored response (the caller deletes it, and its responses go with it:
+        Store.delete_detached_turn); False when stored ones keep it; None when it has not ended or a
+        conversation is still to be settled."""
+
+        def run(tx: Connection) -> bool | None:
+            status = tx.scalar(select(TurnRow.status).where(TurnRow.turn_id == turn_id))
+            if status is None or status not in _FINAL:
+                return None
+            rows = tx.execute(
+                select(ResponseRow.store, ResponseRow.conversation_id, ResponseRow.appended_to_conversation).where(
+                    ResponseRow.turn_id == turn_id
+                )
+            ).all()
+            if any(_unsettled(row) for row in rows if not row.store):
+                return None
+            if not any(row.store for row in rows):
+                return True
+            tx.execute(delete(ResponseRow).where(ResponseRow.turn_id == turn_id, ResponseRow.store.is_(False)))
+            return False
+
+        return await self.database.write(run)
+
+
+_FINAL = [status.value for status in TurnStatus if status.is_final]
+
+
+def _unsettled(row: Row[Any]) -> bool:
+    """Its items are still to be appended to its conversation (they come from its turn's events)."""
+    return row.conversation_id is not None and not row.appended_to_conversation
 
 
 def mark_appended(tx: Connection, response_id: str) -> bool:

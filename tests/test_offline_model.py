@@ -6,6 +6,7 @@ import json
 
 import httpx
 import pytest
+from openai import AsyncOpenAI
 
 from settings import OFFLINE_MODEL_ID, SettingsError, load_settings
 from tests.stack import SCRIPTED_MODEL, Stack
@@ -36,3 +37,11 @@ def test_a_deployment_with_it_off_refuses_agents_that_name_it(stack: Stack) -> N
             f"{url}/v1/agents", json={"agent_config": {"model": SCRIPTED_MODEL, "instructions": "x"}}, timeout=30
         )
         assert accepted.status_code == 200
+
+
+async def test_it_reports_usage_words_for_tokens(stack: Stack) -> None:
+    async with AsyncOpenAI(base_url=f"{stack.base_url}/v1", api_key="unused", max_retries=0, timeout=60) as client:
+        response = await client.responses.create(model=OFFLINE_MODEL_ID, input="hello there", instructions="Be kind.")
+    assert response.output_text == "You said: hello there"
+    assert response.usage is not None
+    assert (response.usage.input_tokens, response.usage.output_tokens, response.usage.total_tokens) == (4, 4, 8)

@@ -305,3 +305,42 @@ async def test_an_expired_pause_is_continued_by_a_new_turn(stack: Stack, model: 
     assert second.output_text.strip() == "Late but sunny." and tool_results_seen(model) == ["sunny"]
     assert await workflows_of(stack, second.id) != await workflows_of(stack, first.id)
     assert model.requests[-1]["messages"][-2]["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
+def prompt_words(model: ScriptedModel, index: int) -> int:
+    """The input tokens the scripted model reports for its `index`-th request: words stand for tokens."""
+    return sum(len(str(message.get("content") or "").split()) for message in model.requests[index]["messages"])
+
+
+async def test_usage_sums_the_inferences_of_each_response(
+    client: AsyncOpenAI, model: ScriptedModel, mcp: ThreadedServer
+) -> None:
+    model.script(tool_call("add_numbers", {"a": 2, "b": 3}), text("2 + 3 = 5"))
+    async with client.responses.stream(
+        model=SCRIPTED_MODEL,
+        input="add 2 and 3",
+        tools=[mcp_tool(mcp, "never")],  # type: ignore[list-item]
+    ) as stream:
+        events = [event async for event in stream]
+    terminal = events[-1]
+    assert terminal.type == "response.completed"
+    assert all(getattr(event, "response", None) is None or event.response.usage is None for event in events[:-1])
+    usage = terminal.response.usage
+    assert usage is not None
+    # One response, two model calls (the MCP call, then the answer): their tokens summed.
+    assert usage.input_tokens == prompt_words(model, 0) + prompt_words(model, 1)
+    assert usage.output_tokens == 1 + 5  # one tool call; "2 + 3 = 5"
+    assert usage.total_tokens == usage.input_tokens + usage.output_tokens
+    assert usage.input_tokens_details.cached_tokens == 0 and usage.output_tokens_details.reasoning_tokens == 0
+    assert (await client.responses.retrieve(terminal.response.id)).usage == usage
+
+    # A function-call pause and its continuation: each response counts its own segment's model call.
+    first = await paused_call(client, model, "Sunny and warm.")
+    output = {"type": "function_call_output", "call_id": first.output[0].call_id, "output": "sunny"}
+    second = await client.responses.create(
+        model=SCRIPTED_MODEL, previous_response_id=first.id, input=[output], tools=[WEATHER]
+    )
+    assert first.usage is not None and second.usage is not None
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (prompt_words(model, 0), 1)
+    assert (second.usage.input_tokens, second.usage.output_tokens) == (prompt_words(model, 1), 3)
+    assert (await client.responses.retrieve(second.id)).usage == second.usage

@@ -32,6 +32,7 @@ from api.responses.wire import (
     Response,
     ResponseError,
     ResponseStatus,
+    Usage,
 )
 from domain.content import ToolCall, ToolResponse, content_as_text
 from domain.events import Payload
@@ -180,6 +181,8 @@ class SegmentFold:
     incomplete_details: IncompleteDetails | None = None
     completed_at: int | None = None
     ended: bool = False
+    usage: Usage | None = None
+    """The tokens of the segment's inferences, summed; None while no inference has reported any."""
     _open: _OpenMessage | None = None
     _held: list[OutputItem] = field(default_factory=list)
     _listings: dict[str, int] = field(default_factory=dict)
@@ -220,7 +223,16 @@ class SegmentFold:
             return self._whole(mcp_list_tools_item(self.response_id, ordinal, event))
         if kind == "approval_requested":
             return self._whole(approval_request_item(event))
-        return []  # segment_started: where the segment begins, nothing to show
+        if kind == "usage":
+            self._count_usage(int(event.get("input_tokens") or 0), int(event.get("output_tokens") or 0))
+        return []  # segment_started: where the segment begins, nothing to show; usage: shown at the end
+
+    def _count_usage(self, input_tokens: int, output_tokens: int) -> None:
+        if self.usage is not None:
+            input_tokens += self.usage.input_tokens
+            output_tokens += self.usage.output_tokens
+        total = input_tokens + output_tokens
+        self.usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=total)
 
     def _text(self, step_id: str, text: str) -> list[Move]:
         if not text:
@@ -348,6 +360,7 @@ def snapshot(base: Response, fold: SegmentFold, started: bool) -> Response:
             "error": fold.error,
             "incomplete_details": fold.incomplete_details,
             "completed_at": fold.completed_at,
+            "usage": fold.usage if fold.ended else None,
         }
     )
 
