@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Row, delete, func, select, update
+from sqlalchemy import Connection, Row, delete, false, func, select, update
 
 from domain.turns import TurnStatus
 from store.database import Database
@@ -192,7 +192,7 @@ class ResponseStore:
                 ResponseRow.appended_to_conversation,
             )
             .join(TurnRow, TurnRow.turn_id == ResponseRow.turn_id)
-            .where(ResponseRow.store.is_(False), TurnRow.status.in_(_FINAL), ended < ended_before)
+            .where(ResponseRow.store == false(), TurnRow.status.in_(_FINAL), ended < ended_before)
             .order_by(ended)
             .limit(limit)
         )
@@ -218,7 +218,7 @@ class ResponseStore:
                 return None
             if not any(row.store for row in rows):
                 return True
-            tx.execute(delete(ResponseRow).where(ResponseRow.turn_id == turn_id, ResponseRow.store.is_(False)))
+            tx.execute(delete(ResponseRow).where(ResponseRow.turn_id == turn_id, ResponseRow.store == false()))
             return False
 
         return await self.database.write(run)

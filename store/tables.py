@@ -19,7 +19,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-from sqlalchemy.sql.expression import false
+from sqlalchemy.sql.expression import false, text
 from sqlalchemy.types import TypeDecorator
 
 # SQLite only auto-increments a column declared exactly INTEGER PRIMARY KEY.
@@ -162,6 +162,13 @@ class ResponseRow(Base):
     __table_args__ = (
         Index("ix_responses_tenant_order", "tenant_id", "created_at"),
         Index("ix_responses_conversation_order", "conversation_id", "created_at"),
+        # The sweep that deletes ended `store: false` responses reads only these few rows.
+        Index(
+            "ix_responses_unstored",
+            "turn_id",
+            sqlite_where=text("store = 0"),
+            postgresql_where=text("store = false"),
+        ),
     )
 
     response_id: Mapped[str] = mapped_column(String(64), primary_key=True)
