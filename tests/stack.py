@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import socket
+import sqlite3
 import threading
 import uuid
 from collections.abc import Coroutine, Iterator
@@ -153,6 +154,15 @@ class Stack:
             await self._worker_task
 
         self.background.run(stop())
+
+    def store_text(self) -> str:
+        """Every row of every table of the SQLite store, and its files as bytes: where a secret must not be."""
+        path = Path(self.settings.store_url.removeprefix("sqlite+aiosqlite:///"))
+        with sqlite3.connect(path) as db:
+            tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            rows = [repr(db.execute(f'SELECT * FROM "{table}"').fetchall()) for table in tables]
+        files = [file.read_bytes().decode("latin-1") for file in path.parent.glob(path.name + "*")]
+        return "\n".join(rows + files)
 
     def seed_completed_turns(self, agent_id: str, session_id: str, count: int, answer_chars: int) -> None:
         """Write `count` completed turns straight into the store, an hour old: "question i" answered by

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from temporalio.common import SearchAttributePair
@@ -102,16 +100,6 @@ def kinds(bodies: list[dict[str, Any]]) -> list[str]:
         else body.get("event", {}).get("payload", {}).get("event_type", "error")
         for body in bodies
     ]
-
-
-def store_text(stack: Stack) -> str:
-    """Every row of every table of the stack's SQLite store, and its files as bytes."""
-    path = Path(stack.settings.store_url.removeprefix("sqlite+aiosqlite:///"))
-    with sqlite3.connect(path) as db:
-        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        rows = [repr(db.execute(f'SELECT * FROM "{table}"').fetchall()) for table in tables]
-    files = [file.read_bytes().decode("latin-1") for file in path.parent.glob(path.name + "*")]
-    return "\n".join(rows + files)
 
 
 def settings_for(stack: Stack, **fields: Any) -> TurnSettings:
@@ -296,7 +284,7 @@ def test_an_mcp_call_needing_approval_pauses_the_turn_and_runs_once_when_approve
     assert token not in json.dumps(events(stack, turn_id))
     history = stack.background.run(stack.client.get_workflow_handle(turn_workflow_id(turn_id)).fetch_history())
     assert token not in history.to_json()
-    assert token not in store_text(stack)
+    assert token not in stack.store_text()
 
 
 def test_a_denied_mcp_call_is_not_run_and_the_model_reads_why(

@@ -14,7 +14,6 @@ from typing import Any
 import openai
 import pytest
 from openai import AsyncOpenAI
-from sqlalchemy import text as sql
 
 from tests import mcp_server
 from tests.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
@@ -169,20 +168,6 @@ async def history_json(stack: Stack, response_id: str) -> str:
     return (await asyncio.to_thread(stack.background.run, fetch)).to_json()
 
 
-async def stored_rows(stack: Stack) -> str:
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    engine = create_async_engine(stack.settings.store_url)
-    try:
-        async with engine.connect() as connection:
-            rows = []
-            for table in ("responses", "turns", "turn_events", "steps", "turn_settings"):
-                rows += [str(row) for row in (await connection.execute(sql(f"SELECT * FROM {table}"))).all()]
-            return "\n".join(rows)
-    finally:
-        await engine.dispose()
-
-
 async def test_mcp_tools_are_listed_and_called(
     client: AsyncOpenAI, model: ScriptedModel, stack: Stack, mcp: ThreadedServer
 ) -> None:
@@ -196,7 +181,7 @@ async def test_mcp_tools_are_listed_and_called(
     assert response.output_text.strip() == "2 + 3 = 5"
     assert HEADER_SECRET not in response.model_dump_json()
     assert HEADER_SECRET not in await history_json(stack, response.id)
-    assert HEADER_SECRET not in await stored_rows(stack) and VAULT_TOKEN not in await stored_rows(stack)
+    assert HEADER_SECRET not in stack.store_text() and VAULT_TOKEN not in stack.store_text()
 
 
 async def test_mcp_credentials_reach_the_server(client: AsyncOpenAI, model: ScriptedModel, mcp: ThreadedServer) -> None:

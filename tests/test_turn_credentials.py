@@ -5,8 +5,6 @@ encrypted only while the turn runs or waits), not the workflow's history, not ev
 from __future__ import annotations
 
 import json
-import sqlite3
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -46,16 +44,6 @@ def _vault_answers(turn: dict[str, Any]) -> list[str]:
     ]
 
 
-def _store_text(stack: Stack) -> str:
-    """Every row of every table of the stack's SQLite store, and the store's files as bytes."""
-    path = Path(stack.settings.store_url.removeprefix("sqlite+aiosqlite:///"))
-    with sqlite3.connect(path) as db:
-        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        rows = [repr(db.execute(f'SELECT * FROM "{table}"').fetchall()) for table in tables]
-    files = [file.read_bytes().decode("latin-1") for file in path.parent.glob(path.name + "*")]
-    return "\n".join(rows + files)
-
-
 def _kept(stack: Stack, turn_id: str) -> str | None:
     return stack.background.run(stack.store.turn_credentials(turn_id))
 
@@ -79,7 +67,7 @@ def test_a_turns_mcp_credentials_reach_its_server_and_nothing_else(
         response.text + http.get(f"{path}/{turn['turn_id']}").text + http.get(f"{path}/{turn['turn_id']}/events").text
     )
     assert SECRET_TOKEN not in shown
-    assert SECRET_TOKEN not in _store_text(stack)
+    assert SECRET_TOKEN not in stack.store_text()
     handle = stack.client.get_workflow_handle(turn_workflow_id(turn["turn_id"]))
     history = stack.background.run(handle.fetch_history())
     assert len(history.events) > 10 and SECRET_TOKEN not in history.to_json()

@@ -279,6 +279,19 @@ class EventBase(BaseModel):
     sequence_number: int
 
 
+class ItemEvent(EventBase):
+    """An event about one output item: which, and where it stands in the response's `output`."""
+
+    item_id: str
+    output_index: int
+
+
+class ContentEvent(ItemEvent):
+    """An event about one content part of a message item."""
+
+    content_index: int
+
+
 class ResponseCreated(EventBase):
     type: Literal["response.created"] = "response.created"
     response: Response
@@ -325,103 +338,71 @@ class OutputItemDone(EventBase):
     item: OutputItem
 
 
-class ContentPartAdded(EventBase):
+class ContentPartAdded(ContentEvent):
     type: Literal["response.content_part.added"] = "response.content_part.added"
     response_id: str
-    item_id: str
-    output_index: int
-    content_index: int
     part: OutputText
 
 
-class ContentPartDone(EventBase):
+class ContentPartDone(ContentEvent):
     type: Literal["response.content_part.done"] = "response.content_part.done"
     response_id: str
-    item_id: str
-    output_index: int
-    content_index: int
     part: OutputText
 
 
-class OutputTextDelta(EventBase):
+class OutputTextDelta(ContentEvent):
     type: Literal["response.output_text.delta"] = "response.output_text.delta"
-    item_id: str
-    output_index: int
-    content_index: int
     delta: str
     logprobs: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class OutputTextDone(EventBase):
+class OutputTextDone(ContentEvent):
     type: Literal["response.output_text.done"] = "response.output_text.done"
-    item_id: str
-    output_index: int
-    content_index: int
     text: str
     logprobs: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class FunctionCallArgumentsDelta(EventBase):
+class FunctionCallArgumentsDelta(ItemEvent):
     type: Literal["response.function_call_arguments.delta"] = "response.function_call_arguments.delta"
-    item_id: str
-    output_index: int
     delta: str
 
 
-class FunctionCallArgumentsDone(EventBase):
+class FunctionCallArgumentsDone(ItemEvent):
     type: Literal["response.function_call_arguments.done"] = "response.function_call_arguments.done"
-    item_id: str
-    output_index: int
     arguments: str
 
 
-class McpListToolsInProgress(EventBase):
+class McpListToolsInProgress(ItemEvent):
     type: Literal["response.mcp_list_tools.in_progress"] = "response.mcp_list_tools.in_progress"
-    item_id: str
-    output_index: int
 
 
-class McpListToolsCompleted(EventBase):
+class McpListToolsCompleted(ItemEvent):
     type: Literal["response.mcp_list_tools.completed"] = "response.mcp_list_tools.completed"
-    item_id: str
-    output_index: int
 
 
-class McpListToolsFailed(EventBase):
+class McpListToolsFailed(ItemEvent):
     type: Literal["response.mcp_list_tools.failed"] = "response.mcp_list_tools.failed"
-    item_id: str
-    output_index: int
 
 
-class McpCallInProgress(EventBase):
+class McpCallInProgress(ItemEvent):
     type: Literal["response.mcp_call.in_progress"] = "response.mcp_call.in_progress"
-    item_id: str
-    output_index: int
 
 
-class McpCallCompleted(EventBase):
+class McpCallCompleted(ItemEvent):
     type: Literal["response.mcp_call.completed"] = "response.mcp_call.completed"
-    item_id: str
-    output_index: int
 
 
-class McpCallFailed(EventBase):
+class McpCallFailed(ItemEvent):
     type: Literal["response.mcp_call.failed"] = "response.mcp_call.failed"
-    item_id: str
-    output_index: int
 
 
-class McpCallArgumentsDelta(EventBase):
+class McpCallArgumentsDelta(ItemEvent):
     type: Literal["response.mcp_call_arguments.delta"] = "response.mcp_call_arguments.delta"
-    item_id: str
-    output_index: int
     delta: str
 
 
-class McpCallArgumentsDone(EventBase):
+class McpCallArgumentsDone(ItemEvent):
     type: Literal["response.mcp_call_arguments.done"] = "response.mcp_call_arguments.done"
-    item_id: str
-    output_index: int
     arguments: str
 
 
