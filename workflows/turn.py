@@ -28,17 +28,15 @@ with workflow.unsafe.imports_passed_through():
     from domain.agents import AgentToolGroup, ToolConfig
     from domain.content import CompletionMessage, ToolCall, ToolResponse, UserMessage, content_as_text
     from domain.events import KeyedEvent
-    from domain.runtime import ApprovalDecision, ApprovalRequest, McpServer
+    from domain.runtime import ApprovalRequest
     from domain.turns import InferenceStep, Step, ToolExecutionStep, Turn, TurnStatus
-    from workflows import steps
+    from workflows import mcp_servers, pauses, steps
     from workflows.contracts import (
         DOCUMENT_UNAVAILABLE,
         FETCH_DOCUMENTS_ACTIVITY,
         INFER_ACTIVITY,
         INFERENCE_HEARTBEAT_TIMEOUT,
-        LIST_MCP_SERVER_ACTIVITY,
         LOAD_STEPS_ACTIVITY,
-        NOT_AWAITING_INPUT,
         PAYLOAD_BUDGET_BYTES,
         PROVIDER_REJECTED,
         REPLY_TOO_LARGE,
@@ -47,7 +45,6 @@ with workflow.unsafe.imports_passed_through():
         RUN_TOOL_ACTIVITY,
         SAVE_PROGRESS_ACTIVITY,
         TOOL_HEARTBEAT_TIMEOUT,
-        TOOL_RESPONSES_MISMATCH,
         TOOL_RESPONSES_SIGNAL,
         TOOLS_UNAVAILABLE,
         Continuation,
@@ -55,8 +52,6 @@ with workflow.unsafe.imports_passed_through():
         FetchDocumentsResult,
         InferenceRequest,
         InferenceResult,
-        ListMcpServerRequest,
-        ListMcpServerResult,
         LoadStepsRequest,
         LoadStepsResult,
         PendingWrites,
@@ -121,10 +116,7 @@ class TurnWorkflow:
         self._completed_at: datetime | None = None
         self._error: str | None = None
         self._inferences = 0
-        self._pause_mark = 0
-        self._pending_calls: list[ToolCall] = []
-        self._pending_approvals: list[ApprovalRequest] = []
-        self._submitted: ToolResponsesSubmission | None = None
+        self._pause = pauses.Pause()
         self._runtime_events: list[KeyedEvent] = []
         """Runtime events (domain: segment_started, tools_listed, approval_requested) the next write stores."""
         self._last_time = start.started_at
@@ -134,8 +126,6 @@ class TurnWorkflow:
         """Labels of the request-named MCP servers listed so far: each is listed once per turn."""
         self._segment_server_calls = 0
         self._input_messages = start.input_messages
-        self._ignored_signal: str | None = None
-        """Why the last tool-results signal changed nothing, shown in the current details."""
 
     @workflow.run
     async def run(self, start: TurnStart) -> TurnOutcome:
@@ -193,7 +183,8 @@ class TurnWorkflow:
                 message, done = message.model_copy(update={"stop_reason": "end_of_turn"}), True
             calls = [] if done else message.tool_calls
             server_calls = [call for call in calls if call.tool_name in server_tools]
-            approvals = self._approvals_needed(server_calls, server_tools)
+            approvals, requested = mcp_servers.approvals_needed(self._plan, server_calls, server_tools)
+            self._runtime_events += requested
             if approvals:
                 held = {request.call.call_id for request in approvals}
                 server_calls = [call for call in server_calls if call.call_id not in held]
@@ -239,10 +230,9 @@ class TurnWorkflow:
     @workflow.update
     def submit_tool_responses(self, submission: ToolResponsesSubmission) -> int:
         """Hand the paused turn its client tools' results; returns the number of the pause it ends."""
-        # Two submissions can both pass validation within one workflow task; only the first counts.
         self._check_tool_responses(submission)
-        self._submitted = submission
-        return self._pause_mark
+        self._pause.submitted = submission
+        return self._pause.mark
 
     @workflow.signal(name=TOOL_RESPONSES_SIGNAL)
     def submit_tool_responses_signal(self, raw: RawValue) -> None:
@@ -253,50 +243,20 @@ class TurnWorkflow:
         an undecodable signal with only a worker log line to show for it.
         """
         try:
-            submission = workflow.payload_converter().from_payload(raw.payload, ToolResponsesSubmission)
+            submission = pauses.read_signal(raw)
             self._check_tool_responses(submission)
-        except ApplicationError as refused:
-            self._ignore_signal(refused.message)
+        except (ApplicationError, ValueError) as ignored:
+            reason = ignored.message if isinstance(ignored, ApplicationError) else str(ignored)
+            self._pause.ignored_signal = reason
+            workflow.logger.warning("tool results signal ignored: %s", reason)
+            self._describe()
             return
-        except (ValueError, TypeError) as unreadable:  # not JSON, or not the submission's shape
-            shape = '{"tool_responses": [{"call_id": …, "tool_name": …, "content": …}]}'
-            self._ignore_signal(f"its input is not {shape}: {' '.join(str(unreadable).split())[:300]}")
-            return
-        self._ignored_signal = None
-        self._submitted = submission
-
-    def _ignore_signal(self, reason: str) -> None:
-        self._ignored_signal = reason
-        workflow.logger.warning("tool results signal ignored: %s", reason)
-        self._describe()
+        self._pause.ignored_signal = None
+        self._pause.submitted = submission
 
     @submit_tool_responses.validator
     def _check_tool_responses(self, submission: ToolResponsesSubmission) -> None:
-        if self._status != TurnStatus.AWAITING_INPUT or self._submitted is not None:
-            raise ApplicationError(
-                f"Turn {self._start.turn_id} is {self._status.value}, not awaiting input", type=NOT_AWAITING_INPUT
-            )
-        expected = [call.call_id for call in self._pending_calls]
-        given = [response.call_id for response in submission.tool_responses]
-        if sorted(given) != sorted(expected):
-            raise ApplicationError(
-                f"Turn {self._start.turn_id} awaits responses for call_ids {expected}, got {given}: "
-                "send exactly one response per pending call",
-                type=TOOL_RESPONSES_MISMATCH,
-            )
-        expected = [request.approval_request_id for request in self._pending_approvals]
-        given = [decision.approval_request_id for decision in submission.approvals]
-        if sorted(given) != sorted(expected):
-            raise ApplicationError(
-                f"Turn {self._start.turn_id} awaits decisions for approval requests {expected}, got {given}: "
-                "send exactly one decision per pending approval request",
-                type=TOOL_RESPONSES_MISMATCH,
-            )
-        if any(not isinstance(message, UserMessage) for message in submission.followup_messages):
-            raise ApplicationError(
-                "followup_messages must be user messages; tool results go in tool_responses",
-                type=TOOL_RESPONSES_MISMATCH,
-            )
+        self._pause.check(self._start.turn_id, self._status, submission)
 
     def _set_status(self, status: TurnStatus) -> None:
         self._status = status
@@ -306,19 +266,11 @@ class TurnWorkflow:
         """Keep the UI's "current details" telling what the turn did and what it waits for."""
         lines = [f"**Status:** {self._status.value}", "", f"**Steps so far:** {len(self._steps)}"]
         lines += [f"{i}. {_step_line(step)}" for i, step in enumerate(self._steps, start=1)]
-        if self._pending_calls:
-            lines += ["", "**Waiting for client tool results:**"]
-            lines += [f"- `{call.tool_name}` (call_id `{call.call_id}`)" for call in self._pending_calls]
-        if self._pending_approvals:
-            lines += ["", "**Waiting for approval:**"]
-            lines += [
-                f"- `{request.call.tool_name}` of `{request.server_label}` (`{request.approval_request_id}`)"
-                for request in self._pending_approvals
-            ]
+        lines += self._pause.detail_lines()
         if self._error:
             lines += ["", f"**Error:** {self._error}"]
-        if self._ignored_signal:
-            lines += ["", f"**Last signal ignored:** {self._ignored_signal}"]
+        if self._pause.ignored_signal:
+            lines += ["", f"**Last signal ignored:** {self._pause.ignored_signal}"]
         workflow.set_current_details("\n".join(lines))
 
     def _now(self) -> datetime:
@@ -476,80 +428,13 @@ class TurnWorkflow:
         return result.tools
 
     def _offered_tools(self) -> list[ServerTool]:
-        """The server tools the model may call now: a request-named MCP server's only while the current
-        segment's plan names it."""
-        labels = {server.label for server in self._plan.mcp_servers}
-        return [tool for tool in self._server_tools if tool.server_label is None or tool.server_label in labels]
-
-    def _approvals_needed(self, calls: list[ToolCall], tools: dict[str, ServerTool]) -> list[ApprovalRequest]:
-        """The calls the caller must approve first (their server's require_approval), as approval requests."""
-        policies = {server.label: server.approval for server in self._plan.mcp_servers}
-        requests = []
-        for call in calls:
-            label = tools[call.tool_name].server_label
-            if label is not None and label in policies and policies[label].required(call.tool_name):
-                request_id = f"mcpr_{workflow.uuid4().hex}"
-                requests.append(ApprovalRequest(approval_request_id=request_id, server_label=label, call=call))
-                self._runtime_events.append(
-                    runtime_event(
-                        f"approval:{request_id}",
-                        "approval_requested",
-                        approval_request_id=request_id,
-                        server_label=label,
-                        call=call.model_dump(mode="json"),
-                    )
-                )
-        return requests
+        return mcp_servers.offered_tools(self._plan, self._server_tools)
 
     async def _list_new_mcp_servers(self) -> None:
-        """List the plan's MCP servers not listed yet in this turn, concurrently; each listing is a
-        tools_listed event. A server that cannot be listed is reported there, and the turn goes on
-        without it. A tool whose name another tool of the turn has already is left out."""
-        new = [server for server in self._plan.mcp_servers if server.label not in self._listed_servers]
-        if not new:
-            return
-        results = await asyncio.gather(*(self._list_mcp_server(server) for server in new))
-        taken = {tool.name for tool in self._server_tools} | set(self._plan.client_tool_names)
-        for server, result in zip(new, results, strict=True):
-            self._listed_servers.append(server.label)
-            tools = [tool for tool in result.tools if tool.name not in taken]
-            taken |= {tool.name for tool in tools}
-            self._server_tools = [*self._server_tools, *tools]
-            listed = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
-            self._runtime_events.append(
-                runtime_event(
-                    f"tools_listed:{server.label}",
-                    "tools_listed",
-                    server_label=server.label,
-                    tools=listed,
-                    error=result.error,
-                )
-            )
-
-    async def _list_mcp_server(self, server: McpServer) -> ListMcpServerResult:
-        try:
-            return await workflow.execute_activity(
-                LIST_MCP_SERVER_ACTIVITY,
-                ListMcpServerRequest(turn_id=self._start.turn_id, server=server),
-                result_type=ListMcpServerResult,
-                summary=f"tools · list {server.label}",
-                start_to_close_timeout=timedelta(seconds=60),
-                heartbeat_timeout=TOOL_HEARTBEAT_TIMEOUT,
-                retry_policy=RetryPolicy(maximum_attempts=3, maximum_interval=timedelta(seconds=10)),
-            )
-        except ActivityError as failure:
-            if is_cancelled_exception(failure):
-                raise
-            cause = failure.cause
-            reason = cause.message if isinstance(cause, ApplicationError) else str(cause or failure)
-            return ListMcpServerResult(error=f"The MCP server {server.label} could not be listed: {reason}")
-
-    @staticmethod
-    def _mcp_metadata(tool: ServerTool, approval_request_id: str | None, error: bool) -> dict[str, object] | None:
-        """A server tool's answer's metadata when the runtime answers for a request-named MCP server's tool."""
-        if tool.server_label is None:
-            return None
-        return steps.mcp_metadata(tool.server_label, approval_request_id, error=error)
+        self._server_tools, listed = await mcp_servers.list_new(
+            self._start.turn_id, self._plan, self._listed_servers, self._server_tools
+        )
+        self._runtime_events += listed
 
     async def _run_server_tools(
         self, calls: list[ToolCall], tools: dict[str, ServerTool], approved: dict[str, str] | None = None
@@ -566,7 +451,9 @@ class TurnWorkflow:
                     f"Error: not executed: this response reached its limit of {self._plan.max_tool_calls} tool calls."
                 )
                 answers = [
-                    steps.answer(c, reason, self._mcp_metadata(tools[c.tool_name], approved.get(c.call_id), True))
+                    steps.answer(
+                        c, reason, mcp_servers.answer_metadata(tools[c.tool_name], approved.get(c.call_id), True)
+                    )
                     for c in over
                 ]
                 now = self._now()
@@ -619,7 +506,7 @@ class TurnWorkflow:
                 raise
             cause = failure.cause
             reason = cause.message if isinstance(cause, ApplicationError) else str(cause or failure)
-            metadata = self._mcp_metadata(request.tool, request.approval_request_id, error=True)
+            metadata = mcp_servers.answer_metadata(request.tool, request.approval_request_id, error=True)
             return steps.answer(call, f"Error: the tool failed: {reason}", metadata)
 
     def _answer_unknown_tools(self, calls: list[ToolCall]) -> None:
@@ -635,28 +522,20 @@ class TurnWorkflow:
     ) -> ToolResponsesSubmission | None:
         """Pause until the caller submits the calls' results and decides the approval requests;
         None if it does not before the expiry."""
-        self._pending_calls = calls
-        self._pending_approvals = approvals
+        self._pause.begin(len(self._steps), calls, approvals)
         self._set_status(TurnStatus.AWAITING_INPUT)
         self._describe()
-        self._pause_mark = len(self._steps)
         self._output = CompletionMessage(content="", stop_reason="end_of_message", tool_calls=calls)
         awaiting = [request.approval_request_id for request in approvals]
-        await self._save(pause_event_key(self._pause_mark), "turn_awaiting_input", awaiting)
+        await self._save(pause_event_key(self._pause.mark), "turn_awaiting_input", awaiting)
         try:
             await workflow.wait_condition(
-                lambda: self._submitted is not None, timeout=self._start.awaiting_input_timeout
+                lambda: self._pause.submitted is not None, timeout=self._start.awaiting_input_timeout
             )
         except TimeoutError:
-            self._pending_calls = []
-            self._pending_approvals = []
+            self._pause.clear()
             return None
-        submission = self._submitted
-        assert submission is not None
-        self._submitted = None
-        self._pending_calls = []
-        self._pending_approvals = []
-        self._ignored_signal = None
+        submission = self._pause.take()
         self._set_status(TurnStatus.RUNNING)
         self._output = None
         return submission
@@ -679,15 +558,24 @@ class TurnWorkflow:
         first_new = len(self._steps)
         responses: list[ToolResponse] = []
         if calls:
-            by_call = {response.call_id: response for response in submission.tool_responses}
-            responses = [by_call[call.call_id] for call in calls]
+            responses = pauses.client_results(calls, submission)
             self._add_step(
                 steps.tool_execution(
                     self._start.turn_id, str(workflow.uuid4()), paused_at, self._now(), calls, responses
                 )
             )
         if approvals:
-            await self._decide(approvals, submission.approvals, paused_at)
+            denied, answers, approved = pauses.decide(approvals, submission.approvals)
+            if denied:
+                self._add_step(
+                    steps.tool_execution(
+                        self._start.turn_id, str(workflow.uuid4()), paused_at, self._now(), denied, answers
+                    )
+                )
+            if approved:
+                tools = {tool.name: tool for tool in self._server_tools}
+                ids = {request.call.call_id: request.approval_request_id for request in approved}
+                await self._run_server_tools([request.call for request in approved], tools, ids)
         followups = [message for message in submission.followup_messages if isinstance(message, UserMessage)]
         if followups:
             last = self._steps[-1]
@@ -698,29 +586,6 @@ class TurnWorkflow:
                 step = steps.tool_execution(self._start.turn_id, str(workflow.uuid4()), now, now, [], [], followups)
                 self._add_step(step)
         return responses
-
-    async def _decide(
-        self, approvals: list[ApprovalRequest], decisions: list[ApprovalDecision], paused_at: datetime
-    ) -> None:
-        """Denied calls are answered to the model as denied, without running; approved ones run once."""
-        by_id = {decision.approval_request_id: decision for decision in decisions}
-        denied = [request for request in approvals if not by_id[request.approval_request_id].approve]
-        if denied:
-            answers = []
-            for request in denied:
-                reason = by_id[request.approval_request_id].reason
-                text = f"denied by the user: {reason}" if reason else "denied by the user"
-                metadata = {**steps.mcp_metadata(request.server_label, request.approval_request_id), "denied": True}
-                answers.append(steps.answer(request.call, text, metadata))
-            calls = [request.call for request in denied]
-            self._add_step(
-                steps.tool_execution(self._start.turn_id, str(workflow.uuid4()), paused_at, self._now(), calls, answers)
-            )
-        approved = [request for request in approvals if by_id[request.approval_request_id].approve]
-        if approved:
-            tools = {tool.name: tool for tool in self._server_tools}
-            ids = {request.call.call_id: request.approval_request_id for request in approved}
-            await self._run_server_tools([request.call for request in approved], tools, ids)
 
     async def _begin_segment(self, segment_id: str) -> None:
         """Mark where the segment (a response) begins in the turn's events, before anything of it; its
@@ -751,8 +616,7 @@ class TurnWorkflow:
         """End the turn without an answer (failed, cancelled, expired), keeping its steps so far."""
         if self._saving is not None and not self._saving.done():
             await self._saving
-        self._pending_calls = []
-        self._pending_approvals = []
+        self._pause.clear()
         self._output = None
         self._error = reason
         self._set_status(status)
