@@ -163,7 +163,7 @@ class Store:
             tx.execute(update(SessionRow).where(SessionRow.agent_id == agent_id).values(name=SessionRow.name))
             unfinished = _unfinished_turn_ids(tx, SessionRow.agent_id == agent_id)
             sessions = select(SessionRow.session_id).where(SessionRow.agent_id == agent_id)
-            _delete_turns(tx, TurnRow.session_id.in_(sessions))
+            delete_turns(tx, TurnRow.session_id.in_(sessions))
             tx.execute(delete(SessionRow).where(SessionRow.agent_id == agent_id))
             tx.execute(delete(AgentRow).where(AgentRow.agent_id == agent_id))
             return unfinished
@@ -289,7 +289,7 @@ class Store:
             if found.rowcount == 0:
                 return None
             unfinished = _unfinished_turn_ids(tx, owned)
-            _delete_turns(tx, TurnRow.session_id == session_id)
+            delete_turns(tx, TurnRow.session_id == session_id)
             tx.execute(delete(SessionRow).where(owned))
             return unfinished
 
@@ -398,7 +398,7 @@ class Store:
             status = tx.scalar(select(TurnRow.status).where(which))
             if status is None:
                 return None
-            _delete_turns(tx, which)
+            delete_turns(tx, which)
             return TurnStatus(status)
 
         return await self.database.write(run)
@@ -737,7 +737,8 @@ def _set_pending_calls(tx: Connection, turn_id: str, tenant: str, call_ids: Sequ
         tx.execute(insert(PendingCallRow), rows)
 
 
-def _delete_turns(tx: Connection, which: Any) -> None:
+def delete_turns(tx: Connection, which: Any) -> None:
+    """Delete the turns `which` selects with their events and steps (the rest of a turn's rows cascade)."""
     turns = select(TurnRow.turn_id).where(which)
     tx.execute(delete(EventRow).where(EventRow.turn_id.in_(turns)))
     tx.execute(delete(StepRow).where(StepRow.turn_id.in_(turns)))

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Row, delete, false, func, select, update
+from sqlalchemy import Connection, Row, delete, false, func, literal, select, update
 
 from domain.turns import TurnStatus
 from store.database import Database
-from store.repository import Page
-from store.tables import EventRow, ResponseRow, StepRow, TurnRow
+from store.repository import Page, delete_turns
+from store.tables import ResponseRow, TurnRow
 
 
 @dataclass(frozen=True)
@@ -93,22 +93,23 @@ class ResponseStore:
         return [_record(row) for row in rows]
 
     async def chain(self, tenant: str, response_id: str, most: int = 10_000) -> list[ResponseRecord]:
-        """The response and its predecessors by previous_response_id, oldest first."""
-
-        def run(tx: Connection) -> list[ResponseRecord]:
-            found: list[ResponseRecord] = []
-            current: str | None = response_id
-            while current is not None and len(found) < most:
-                row = tx.execute(
-                    select(_COLUMNS).where(ResponseRow.response_id == current, ResponseRow.tenant_id == tenant)
-                ).first()
-                if row is None:
-                    break
-                found.append(_record(row))
-                current = row.previous_response_id
-            return found[::-1]
-
-        return await self.database.read(run)
+        """The response and its predecessors by previous_response_id, oldest first, in one statement."""
+        walk = (
+            select(_COLUMNS.c.response_id, _COLUMNS.c.previous_response_id, literal(0).label("depth"))
+            .where(_COLUMNS.c.response_id == response_id, _COLUMNS.c.tenant_id == tenant)
+            .cte("walk", recursive=True)
+        )
+        earlier = _COLUMNS.alias("earlier")
+        walk = walk.union_all(
+            select(earlier.c.response_id, earlier.c.previous_response_id, walk.c.depth + 1).where(
+                earlier.c.response_id == walk.c.previous_response_id,
+                earlier.c.tenant_id == tenant,
+                walk.c.depth + 1 < most,
+            )
+        )
+        query = select(_COLUMNS).join(walk, walk.c.response_id == _COLUMNS.c.response_id).order_by(walk.c.depth.desc())
+        rows = await self.database.read(lambda tx: tx.execute(query).all())
+        return [_record(row) for row in rows]
 
     async def of_conversation(self, conversation_id: str, unappended_only: bool = False) -> list[ResponseRecord]:
         query = select(_COLUMNS).where(ResponseRow.conversation_id == conversation_id)
@@ -174,9 +175,7 @@ class ResponseStore:
             others = tx.scalar(select(func.count()).select_from(ResponseRow).where(ResponseRow.turn_id == turn_id))
             status = tx.scalar(select(TurnRow.status).where(TurnRow.turn_id == turn_id))
             if not others and status is not None and TurnStatus(status).is_final:
-                tx.execute(delete(EventRow).where(EventRow.turn_id == turn_id))
-                tx.execute(delete(StepRow).where(StepRow.turn_id == turn_id))
-                tx.execute(delete(TurnRow).where(TurnRow.turn_id == turn_id))
+                delete_turns(tx, TurnRow.turn_id == turn_id)
             return turn_id
 
         return await self.database.write(run)
