@@ -58,9 +58,21 @@ def cache_workflow_bytecode() -> None:
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox turn workflows run in (tests/test_replay.py replays recorded turns in the same)."""
+    """The sandbox turn workflows run in (tests/test_replay.py replays recorded turns in the same).
+
+    The sandbox re-executes every module it does not pass through for each new turn. The workflow's
+    helper modules hold no state (functions and classes only), so they are passed through with the
+    domain: only workflows/turn.py itself is executed anew per turn.
+    """
     return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules("domain", "workflows.contracts")
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(
+            "domain",
+            "workflows.contracts",
+            "workflows.mcp_servers",
+            "workflows.pauses",
+            "workflows.search_attributes",
+            "workflows.steps",
+        )
     )
 
 
