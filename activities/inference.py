@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 from temporalio import activity
@@ -57,9 +59,17 @@ class _DeltaWriter:
     """Batches step_progress events: the first goes out at once, the rest at most every `interval`."""
 
     def __init__(
-        self, store: Store, request: InferenceRequest, attempt: int, interval: float, already_streamed: str
+        self,
+        store: Store,
+        request: InferenceRequest,
+        attempt: int,
+        interval: float,
+        already_streamed: str,
+        after: Awaitable[None],
     ) -> None:
         self._store = store
+        self._after: Awaitable[None] | None = after
+        """The write of the step's start and the workflow's pending writes: deltas are stored after it."""
         self._request = request
         self._prefix = f"{request.step_id}:attempt{attempt}:delta"
         self._interval = interval
@@ -92,6 +102,9 @@ class _DeltaWriter:
         self._pending.append(event)
 
     async def flush(self) -> None:
+        if self._after is not None:
+            await self._after
+            self._after = None
         if self._pending:
             await self._store.save_turn_progress(self._request.turn_id, events=self._pending)
             self._pending = []
@@ -155,12 +168,16 @@ class InferenceActivities:
     async def infer(self, request: InferenceRequest) -> InferenceResult:
         start = StepStart(step_type="inference", step_id=request.step_id)
         own = KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json"))
-        await write_pending(self._store, request.turn_id, request.pending, own)
+        # The start is written while the request is built and sent; the model's first token comes later.
+        # New steps are part of the conversation, so with any the request waits for their write.
+        writing = asyncio.ensure_future(write_pending(self._store, request.turn_id, request.pending, own))
         try:
+            if request.pending.new_steps:
+                await writing
             chat, model, model_id = await self._chat_request(request)
             attempt = activity.info().attempt
             already = await self._streamed_before(request) if attempt > 1 else ""
-            writer = _DeltaWriter(self._store, request, attempt, self._delta_interval, already)
+            writer = _DeltaWriter(self._store, request, attempt, self._delta_interval, already, writing)
             text: list[str] = []
             calls: list[ToolCall] = []
             stop_reason: StopReason = "end_of_turn"
@@ -187,6 +204,9 @@ class InferenceActivities:
             await writer.flush()
         except ProviderRejected as rejected:
             raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected
+        finally:
+            if not writing.done():  # the call failed first: the write still ends before the attempt does
+                await asyncio.gather(writing, return_exceptions=True)
         result = InferenceResult(
             message=CompletionMessage(content="".join(text), stop_reason=stop_reason, tool_calls=calls)
         )
