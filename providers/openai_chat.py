@@ -7,10 +7,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import openai
-from openai import AsyncStream
 from openai._types import RequestOptions
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from domain.content import StopReason, ToolCall
 from providers.base import (
@@ -47,6 +46,33 @@ class _PendingCall:
         except ValueError:
             arguments = raw
         return ToolCall(call_id=self.call_id or f"call_{index}", tool_name=self.name, arguments=arguments)
+
+
+async def _chunks(response: Any) -> AsyncIterator[dict[str, Any]]:
+    """The stream's chunks as JSON objects: each server-sent event's `data`, until `[DONE]`.
+
+    Read as plain JSON rather than as the SDK's typed chunks, whose construction cost a tenth of a
+    millisecond per token (a 50-word answer: 9 ms of CPU against 3.6 ms).
+    """
+    data: list[str] = []
+    async for line in response.aiter_lines():
+        if line.startswith("data:"):
+            data.append(line[6:] if line.startswith("data: ") else line[5:])
+        if line or not data:
+            continue  # other fields (event, id, retry) and comments carry nothing read here
+        payload, data = "\n".join(data), []
+        if payload == "[DONE]":
+            return
+        yield _object(payload)
+    if data and (payload := "\n".join(data)) != "[DONE]":
+        yield _object(payload)
+
+
+def _object(payload: str) -> dict[str, Any]:
+    chunk = json.loads(payload)
+    if not isinstance(chunk, dict):
+        raise ValueError(f"expected a JSON object, got {payload[:80]!r}")
+    return chunk
 
 
 class OpenAIChatModel:
@@ -89,32 +115,42 @@ class OpenAIChatModel:
             # The body as built, not through `chat.completions.create`: its request transform walks
             # every message with typing introspection (O(conversation) per call, half the worker's
             # CPU late in a long session) to change nothing in a body of plain JSON like ours.
+            # `cast_to=httpx.Response`: the SDK's way to a raw response (its errors, retries and
+            # auth still apply); with stream=True its body is read here, as it arrives.
             response = await self._client.post(
                 "/chat/completions",
                 body=self._arguments(request),
                 options=_REQUEST_OPTIONS,
-                cast_to=ChatCompletion,
+                cast_to=httpx.Response,
                 stream=True,
-                stream_cls=AsyncStream[ChatCompletionChunk],
             )
             calls: dict[int, _PendingCall] = {}
             finish_reason: str | None = None
-            usage = None
-            async for chunk in response:
-                usage = chunk.usage or usage
-                if not chunk.choices:
-                    continue
-                choice = chunk.choices[0]
-                finish_reason = choice.finish_reason or finish_reason
-                if choice.delta.content:
-                    yield TextPart(choice.delta.content)
-                for delta in choice.delta.tool_calls or []:
-                    pending = calls.setdefault(delta.index, _PendingCall())
-                    pending.call_id = delta.id or pending.call_id
-                    if delta.function is not None:
-                        pending.name = delta.function.name or pending.name
-                        if delta.function.arguments:
-                            pending.arguments.append(delta.function.arguments)
+            usage: dict[str, Any] | None = None
+            try:
+                async for chunk in _chunks(response):
+                    if error := chunk.get("error"):
+                        message = error.get("message") if isinstance(error, dict) else error
+                        raise ProviderUnavailable(f"{request.model}: {self._redacted(str(message))}")
+                    usage = chunk.get("usage") or usage
+                    if not (choices := chunk.get("choices")):
+                        continue
+                    choice = choices[0]
+                    finish_reason = choice.get("finish_reason") or finish_reason
+                    delta = choice.get("delta") or {}
+                    if content := delta.get("content"):
+                        yield TextPart(content)
+                    for call in delta.get("tool_calls") or []:
+                        pending = calls.setdefault(call.get("index", 0), _PendingCall())
+                        pending.call_id = call.get("id") or pending.call_id
+                        if function := call.get("function"):
+                            pending.name = function.get("name") or pending.name
+                            if function.get("arguments"):
+                                pending.arguments.append(function["arguments"])
+            except ValueError as malformed:
+                raise ProviderUnavailable(f"{request.model}: a malformed stream chunk ({malformed})") from None
+            finally:
+                await response.aclose()
         except openai.APIStatusError as exc:
             # The message ends up in workflow history and in the turn's error; some providers quote
             # the key they were sent ("Incorrect API key provided: sk-…"). `from None`: the original
@@ -127,6 +163,6 @@ class OpenAIChatModel:
             yield ToolCallPart(calls[index].finish(index))
         yield FinishPart(
             _STOP_REASONS.get(finish_reason, "end_of_turn"),
-            prompt_tokens=usage.prompt_tokens if usage else None,
-            completion_tokens=usage.completion_tokens if usage else None,
+            prompt_tokens=usage.get("prompt_tokens") if usage else None,
+            completion_tokens=usage.get("completion_tokens") if usage else None,
         )
