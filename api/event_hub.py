@@ -4,7 +4,9 @@ Streams do not each poll the store: they subscribe here, and a single loop asks 
 the new events of all followed turns at once, then hands each subscriber its own. Fifty open
 streams cost one small query per tick, not fifty. Writes made through this process's Store (a
 worker running inside the API) wake the loop at once, as do other processes' on this host through
-store/wake.py; writes that bring no wake-up are found by polling.
+store/wake.py; writes that bring no wake-up are found by polling. While wake-ups bring the events,
+polling is only the fallback, at its slowest rate; events a timer's poll finds (their writer did
+not wake us: another host) bring it back to its fastest.
 
 Each distinct cursor (turn, last event delivered) gets its own window of events, so a stream
 replaying a long turn from the start, or one whose turn writes nothing yet, never holds back
@@ -48,6 +50,8 @@ class EventHub:
         self._subscriptions: dict[str, set[Subscription]] = defaultdict(set)
         self._news = asyncio.Event()
         """Set by a new subscription or a write in this process: poll now."""
+        self._woken = False
+        """A write announced itself (this process's or a wake-up) since the last poll began."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._running = False
         self._failing_since: float | None = None
@@ -56,10 +60,11 @@ class EventHub:
 
     def _written(self) -> None:
         if self._loop is not None:  # the writer may be a worker on another thread's loop
-            self._loop.call_soon_threadsafe(self._news.set)
+            self._loop.call_soon_threadsafe(self.wake)
 
     def wake(self) -> None:
-        """Another process wrote events (store/wake.py): poll now. Called on the hub's own loop."""
+        """Events were written (store/wake.py, or this process's Store): poll now. On the hub's own loop."""
+        self._woken = True
         self._news.set()
 
     def problem(self) -> str | None:
@@ -84,8 +89,8 @@ class EventHub:
                 del self._subscriptions[turn_id]
 
     async def run(self) -> None:
-        """Poll while anyone follows a turn: on news, else every 2 ms after events, backing off to 20 ms;
-        after a failed poll, retry from 50 ms backing off to 2 s."""
+        """Poll while anyone follows a turn: on news, else every 2 ms after events no wake-up announced,
+        backing off to 20 ms; after a failed poll, retry from 50 ms backing off to 2 s."""
         self._loop = asyncio.get_running_loop()
         self._running = True
         delay = POLL_MIN_SECONDS
@@ -93,12 +98,13 @@ class EventHub:
         try:
             while True:
                 self._news.clear()  # a write from here on brings another poll
+                announced, self._woken = self._woken, False
                 if not self._subscriptions:
                     await self._news.wait()
                     delay = POLL_MIN_SECONDS
                     continue
                 try:
-                    delivered = await self._poll()
+                    delivered, backlog = await self._poll()
                 except Exception as error:  # any failure of one poll is logged and retried
                     self._failed(error)
                     await asyncio.sleep(retry)
@@ -109,20 +115,27 @@ class EventHub:
                     log.warning("event hub: store polls work again after %.1f s", failed_for)
                     self._failing_since = None
                 retry = RETRY_MIN_SECONDS
-                delay = POLL_MIN_SECONDS if delivered else min(delay * 2, POLL_MAX_SECONDS)
+                if backlog or (delivered and not announced):
+                    delay = POLL_MIN_SECONDS
+                elif announced:  # the writers wake us: the timer only covers a lost wake-up
+                    delay = POLL_MAX_SECONDS
+                else:
+                    delay = min(delay * 2, POLL_MAX_SECONDS)
                 with suppress(TimeoutError):
                     await asyncio.wait_for(self._news.wait(), delay)
         finally:
             self._running = False
 
-    async def _poll(self) -> bool:
-        """One query for every followed cursor; true if any subscriber got events."""
+    async def _poll(self) -> tuple[bool, bool]:
+        """One query for every followed cursor: whether any subscriber got events, and whether a cursor
+        has more waiting than one poll hands over."""
         followers: dict[tuple[str, int], list[Subscription]] = defaultdict(list)
         for turn_id, subscriptions in self._subscriptions.items():
             for subscription in subscriptions:
                 followers[(turn_id, subscription.after)].append(subscription)
         found = await self._store.events_after(list(followers), limit=EVENTS_PER_CURSOR)
         delivered = False
+        backlog = any(len(events) >= EVENTS_PER_CURSOR for events in found.values())
         for cursor, events in found.items():
             for subscription in followers[cursor]:
                 for event in events:
@@ -131,7 +144,7 @@ class EventHub:
                         subscription.after = event.event_id
                         subscription.events.put_nowait(event)
                         delivered = True
-        return delivered
+        return delivered, backlog
 
     def _failed(self, error: Exception) -> None:
         self._last_error = f"{type(error).__name__}: {error}"
