@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
+import pkgutil
 import py_compile
 import signal
 import sys
@@ -21,6 +22,7 @@ from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+import workflows
 from activities.documents import DocumentActivities
 from activities.inference import InferenceActivities
 from activities.shields import ShieldActivities
@@ -60,19 +62,17 @@ def cache_workflow_bytecode() -> None:
 def workflow_runner() -> SandboxedWorkflowRunner:
     """The sandbox turn workflows run in (tests/test_replay.py replays recorded turns in the same).
 
-    The sandbox re-executes every module it does not pass through for each new turn. The workflow's
-    helper modules hold no state (functions and classes only), so they are passed through with the
-    domain: only workflows/turn.py itself is executed anew per turn.
+    The sandbox executes every module it does not pass through anew for each new turn. The
+    workflow's helper modules (all of workflows/ but turn.py) hold no state, so they are passed
+    through with the domain: only workflows/turn.py is executed per turn.
     """
+    helpers = [
+        f"{workflows.__name__}.{module.name}"
+        for module in pkgutil.iter_modules(workflows.__path__)
+        if f"{workflows.__name__}.{module.name}" != TurnWorkflow.__module__
+    ]
     return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(
-            "domain",
-            "workflows.contracts",
-            "workflows.mcp_servers",
-            "workflows.pauses",
-            "workflows.search_attributes",
-            "workflows.steps",
-        )
+        restrictions=SandboxRestrictions.default.with_passthrough_modules("domain", *helpers)
     )
 
 

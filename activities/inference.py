@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio import activity
@@ -13,15 +14,19 @@ from temporalio.exceptions import ApplicationError
 from activities.conversation import conversation, detached_conversation
 from activities.heartbeat import heartbeating
 from activities.pending_writes import write_pending
+from activities.turn_progress import save_progress
 from domain.agents import agent_turn_settings
 from domain.content import CompletionMessage, StopReason, ToolCall
 from domain.events import KeyedEvent, StepProgress, StepStart, TextDelta, ToolCallDelta, chunk_of
 from domain.runtime import TurnSettings
+from domain.turns import InferenceStep, TurnStatus
+from fault_points import AFTER_TURN_END, crash_point
 from observability import metrics
 from providers import openai_format
 from providers.base import ChatModel, ChatRequest, FinishPart, ProviderRejected, TextPart, ToolCallPart
 from providers.registry import ModelRegistry
 from store.repository import Store
+from workflows import steps, turn_end
 from workflows.contracts import (
     INFER_ACTIVITY,
     PAYLOAD_BUDGET_BYTES,
@@ -29,8 +34,15 @@ from workflows.contracts import (
     REPLY_TOO_LARGE,
     InferenceRequest,
     InferenceResult,
+    PendingWrites,
+    TurnEnding,
+    TurnFinished,
+    TurnProgress,
     runtime_event,
 )
+
+_TICK = timedelta(microseconds=1)
+"""A step's and a turn's times strictly increase, as the workflow's do (clients compare them)."""
 
 
 def _too_large(size: int) -> ApplicationError:
@@ -101,6 +113,11 @@ class _DeltaWriter:
         """Write `event` with the next batch (after the deltas before it)."""
         self._pending.append(event)
 
+    def take(self) -> list[KeyedEvent]:
+        """The events not written yet, for the caller to write with its own (the writer forgets them)."""
+        pending, self._pending = self._pending, []
+        return pending
+
     async def flush(self) -> None:
         if self._after is not None:
             await self._after
@@ -164,8 +181,52 @@ class InferenceActivities:
             )
         return settings, await detached_conversation(self._store, request.turn_id, settings)
 
+    async def _answer_written(self, request: InferenceRequest) -> InferenceResult | None:
+        """The answer an earlier attempt of this step wrote as the turn's end before its worker died:
+        a retry returns it rather than asking the model again."""
+        turn = await self._store.get_turn(None, request.turn_id)
+        if turn is None or turn.status != TurnStatus.COMPLETED or turn.completed_at is None:
+            return None
+        step = next((step for step in turn.steps if step.step_id == request.step_id), None)
+        if not isinstance(step, InferenceStep) or step.completed_at is None:
+            return None
+        finished = TurnFinished(step_completed_at=step.completed_at, completed_at=turn.completed_at)
+        return InferenceResult(message=step.model_response, finished=finished)
+
+    async def _end_turn(
+        self,
+        request: InferenceRequest,
+        ending: TurnEnding,
+        message: CompletionMessage,
+        output: CompletionMessage,
+        deltas: list[KeyedEvent],
+    ) -> TurnFinished | None:
+        """Write the last deltas, the step, and the turn's end in one transaction; None if the turn had
+        ended already (it keeps that end, and the workflow finds it when it writes its own)."""
+        step_completed_at = max(datetime.now(UTC), ending.started_at + _TICK)
+        completed_at = max(datetime.now(UTC), step_completed_at + _TICK)
+        step = steps.inference(request.turn_id, request.step_id, ending.started_at, step_completed_at, message)
+        progress = TurnProgress(
+            turn_id=request.turn_id,
+            session_id=request.session_id,
+            pending=PendingWrites(first_new_step=ending.step_index, new_steps=[step], step_events=True),
+            status=TurnStatus.COMPLETED,
+            output_message=output,
+            completed_at=completed_at,
+            event_key=ending.event_key,
+            event="turn_complete",
+            agent_id=ending.agent_id,
+        )
+        if await save_progress(self._store, progress, first=deltas) is not None:
+            return None
+        crash_point(AFTER_TURN_END)
+        return TurnFinished(step_completed_at=step_completed_at, completed_at=completed_at)
+
     @activity.defn(name=INFER_ACTIVITY)
     async def infer(self, request: InferenceRequest) -> InferenceResult:
+        attempt = activity.info().attempt
+        if request.ending is not None and attempt > 1 and (written := await self._answer_written(request)):
+            return written
         start = StepStart(step_type="inference", step_id=request.step_id)
         own = KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json"))
         # The start is written while the request is built and sent; the model's first token comes later.
@@ -175,7 +236,6 @@ class InferenceActivities:
             if request.pending.new_steps:
                 await writing
             chat, model, model_id = await self._chat_request(request)
-            attempt = activity.info().attempt
             already = await self._streamed_before(request) if attempt > 1 else ""
             writer = _DeltaWriter(self._store, request, attempt, self._delta_interval, already, writing)
             text: list[str] = []
@@ -201,15 +261,21 @@ class InferenceActivities:
                             measured.usage(part.prompt_tokens, part.completion_tokens)
                             if part.prompt_tokens is not None or part.completion_tokens is not None:
                                 writer.keep(_usage_event(request.step_id, part))
-            await writer.flush()
         except ProviderRejected as rejected:
             raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected
         finally:
             if not writing.done():  # the call failed first: the write still ends before the attempt does
                 await asyncio.gather(writing, return_exceptions=True)
-        result = InferenceResult(
-            message=CompletionMessage(content="".join(text), stop_reason=stop_reason, tool_calls=calls)
-        )
-        if (size := len(result.model_dump_json())) > PAYLOAD_BUDGET_BYTES:
+        await writing  # done by now; a failure of it is this attempt's
+        message = CompletionMessage(content="".join(text), stop_reason=stop_reason, tool_calls=calls)
+        result = InferenceResult(message=message)
+        size = len(result.model_dump_json())
+        output = turn_end.ending(message, request.ending.last_inference) if request.ending else None
+        if request.ending is not None and output is not None and size <= PAYLOAD_BUDGET_BYTES:
+            finished = await self._end_turn(request, request.ending, message, output, writer.take())
+            if finished is not None:
+                return result.model_copy(update={"finished": finished})
+        await writer.flush()
+        if size > PAYLOAD_BUDGET_BYTES:
             raise _too_large(size)
         return result

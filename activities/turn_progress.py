@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -18,6 +18,7 @@ from workflows.contracts import (
     SAVE_PROGRESS_ACTIVITY,
     LoadStepsRequest,
     LoadStepsResult,
+    TurnOutcome,
     TurnProgress,
 )
 
@@ -40,34 +41,44 @@ def _awaiting(progress: TurnProgress) -> list[str]:
     return [*calls, *progress.awaiting]
 
 
+async def save_progress(store: Store, progress: TurnProgress, first: Sequence[KeyedEvent] = ()) -> TurnOutcome | None:
+    """Write a status change, after `first` (events of the writer's own), and log a pause or an end.
+
+    The turn is stored before its final event exists, so no client sees a pause or an end that a
+    read of the turn would not show. The event's turn comes from the store, keeping the workflow's
+    inputs small however many steps the turn has. Returns the outcome of a turn that had ended
+    already, which the store keeps, writing nothing; None when written."""
+    pending = progress.pending
+    try:
+        ended = await store.save_turn_progress(
+            progress.turn_id,
+            events=[*first, *pending.all_events()],
+            new_steps=list(enumerate(pending.new_steps, start=pending.first_new_step)),
+            status=progress.status,
+            output_message=progress.output_message,
+            completed_at=progress.completed_at,
+            error=progress.error,
+            closing_event=_closing_event(progress),
+            awaiting=_awaiting(progress),
+        )
+    except LookupError as missing:
+        raise ApplicationError(str(missing), type="TurnMissing", non_retryable=True) from missing
+    if ended is not None:
+        return TurnOutcome(turn_id=ended.turn_id, status=ended.status, steps=len(ended.steps), error=ended.error)
+    if progress.event is not None:  # a pause or an end; other saves keep the status as it was
+        log_turn_state(progress.turn_id, progress.session_id, progress.agent_id, progress.status)
+        if progress.status.is_final:
+            TURNS_ENDED.labels(progress.status.value).inc()
+    return None
+
+
 class TurnProgressActivities:
     def __init__(self, store: Store) -> None:
         self._store = store
 
     @activity.defn(name=SAVE_PROGRESS_ACTIVITY)
-    async def save_turn_progress(self, progress: TurnProgress) -> None:
-        """The turn is stored before its final event exists, so no client sees a pause or an end
-        that a read of the turn would not show. The event's turn comes from the store, keeping the
-        workflow's inputs small however many steps the turn has."""
-        pending = progress.pending
-        try:
-            await self._store.save_turn_progress(
-                progress.turn_id,
-                events=pending.all_events(),
-                new_steps=list(enumerate(pending.new_steps, start=pending.first_new_step)),
-                status=progress.status,
-                output_message=progress.output_message,
-                completed_at=progress.completed_at,
-                error=progress.error,
-                closing_event=_closing_event(progress),
-                awaiting=_awaiting(progress),
-            )
-        except LookupError as missing:
-            raise ApplicationError(str(missing), type="TurnMissing", non_retryable=True) from missing
-        if progress.event is not None:  # a pause or an end; other saves keep the status as it was
-            log_turn_state(progress.turn_id, progress.session_id, progress.agent_id, progress.status)
-            if progress.status.is_final:
-                TURNS_ENDED.labels(progress.status.value).inc()
+    async def save_turn_progress(self, progress: TurnProgress) -> TurnOutcome | None:
+        return await save_progress(self._store, progress)
 
     @activity.defn(name=LOAD_STEPS_ACTIVITY)
     async def load_turn_steps(self, request: LoadStepsRequest) -> LoadStepsResult:

@@ -15,6 +15,7 @@ from temporalio.client import (
     Client,
     RPCTimeoutOrCancelledError,
     WorkflowExecutionStatus,
+    WorkflowFailureError,
     WorkflowUpdateFailedError,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
@@ -34,6 +35,7 @@ QUERY_TIMEOUT = timedelta(seconds=2)
 WORKFLOW_TASK_TIMEOUT = timedelta(seconds=4)
 UPDATE_ATTEMPTS = 5
 STUCK_AFTER_ATTEMPTS = 3
+REOPEN_WAIT = timedelta(seconds=5)
 _REOPEN_POLICY = WorkflowIDReusePolicy.ALLOW_DUPLICATE
 TRACE_MEMO = "trace"
 
@@ -184,6 +186,23 @@ class TurnGateway:
         """The trace context the turn's create request recorded, if it was traced."""
         description = await self._client.get_workflow_handle(turn_workflow_id(turn_id)).describe()
         return await description.memo_value(TRACE_MEMO, None)
+
+    async def wait_closed(self, turn_id: str) -> bool:
+        """Wait up to REOPEN_WAIT for the turn's workflow to close, however it ends; false if it has not.
+
+        A turn its last model call completed is in the store a moment before its run has recorded
+        that end and closed: a new run of the turn waits for it."""
+        handle = self._client.get_workflow_handle(turn_workflow_id(turn_id))
+        try:
+            await asyncio.wait_for(handle.result(), REOPEN_WAIT.total_seconds())
+        except TimeoutError:
+            return False
+        except WorkflowFailureError:
+            pass
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
+        return True
 
     async def cancel(self, turn_id: str) -> None:
         await self._client.get_workflow_handle(turn_workflow_id(turn_id)).cancel()

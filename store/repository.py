@@ -34,6 +34,7 @@ from store.tables import (
 )
 
 _steps = TypeAdapter(Step)
+FINAL_STATUSES = [status.value for status in TurnStatus if status.is_final]
 _HISTORY_BATCH = 32
 _HISTORY_CACHE_TURNS = 10_000
 """Earlier turns sized per query when a model call's history window is assembled."""
@@ -540,13 +541,17 @@ class Store:
         error: str | None = None,
         closing_event: Callable[[Turn], KeyedEvent] | None = None,
         awaiting: Sequence[str] = (),
-    ) -> None:
+    ) -> Turn | None:
         """Append steps and events and move the turn's status and output, atomically and idempotently.
 
         `closing_event` builds one more event from the turn as just saved (a pause or the end, which
         carry the whole turn). A final status also frees the session for its next turn. `awaiting`:
         with the awaiting_input status, the call and approval ids a detached turn now waits for
         (Store.pending_calls); any other status clears them.
+
+        A turn that has ended keeps its end: a write with a status then writes nothing and returns
+        the turn as stored (an answer written by its inference just before a cancel stands). None
+        when the write was made.
         """
         values: dict[str, Any] = {"status": status.value if status is not None else TurnRow.status}
         if status is not None:
@@ -566,14 +571,19 @@ class Store:
             for position, step in new_steps
         ]
 
-        def run(tx: Connection) -> bool:
+        which = [TurnRow.turn_id == turn_id]
+        if status is not None:
+            which.append(TurnRow.status.not_in(FINAL_STATUSES))
+
+        def run(tx: Connection) -> tuple[Turn | None, bool]:
             # Updating the turn row first takes its row lock (PostgreSQL) or the write lock (SQLite):
             # concurrent writers of one turn are serialised, so event ids follow commit order.
-            locked = tx.execute(
-                update(TurnRow).where(TurnRow.turn_id == turn_id).values(**values).returning(TurnRow.tenant_id)
-            ).first()
+            locked = tx.execute(update(TurnRow).where(*which).values(**values).returning(TurnRow.tenant_id)).first()
             if locked is None:
-                raise LookupError(f"Turn {turn_id} not found in the store (was its session deleted?)")
+                ended = _load_turns(tx, None, turn_ids=[turn_id])
+                if not ended:
+                    raise LookupError(f"Turn {turn_id} not found in the store (was its session deleted?)")
+                return ended[0], False
             if status is not None and locked.tenant_id is not None:
                 _set_pending_calls(
                     tx, turn_id, locked.tenant_id, awaiting if status == TurnStatus.AWAITING_INPUT else ()
@@ -598,11 +608,13 @@ class Store:
             if status is not None and status.is_final:
                 tx.execute(update(SessionRow).where(SessionRow.active_turn_id == turn_id).values(active_turn_id=None))
                 tx.execute(delete(TurnCredentialsRow).where(TurnCredentialsRow.turn_id == turn_id))
-            return bool(to_add)
+            return None, bool(to_add)
 
-        if await self.database.write(run):
+        ended, added = await self.database.write(run)
+        if added:
             for listener in self._event_listeners:
                 listener()
+        return ended
 
     async def keep_turn_credentials(self, turn_id: str, ciphertext: str) -> bool:
         """Hold a turn's encrypted MCP headers, replacing earlier ones, while it runs or is paused;

@@ -10,7 +10,7 @@ from sqlalchemy import Connection, Row, delete, false, func, literal, select, up
 
 from domain.turns import TurnStatus
 from store.database import Database
-from store.repository import Page, delete_turns
+from store.repository import FINAL_STATUSES, Page, delete_turns
 from store.tables import ResponseRow, TurnRow
 
 
@@ -191,7 +191,7 @@ class ResponseStore:
                 ResponseRow.appended_to_conversation,
             )
             .join(TurnRow, TurnRow.turn_id == ResponseRow.turn_id)
-            .where(ResponseRow.store == false(), TurnRow.status.in_(_FINAL), ended < ended_before)
+            .where(ResponseRow.store == false(), TurnRow.status.in_(FINAL_STATUSES), ended < ended_before)
             .order_by(ended)
             .limit(limit)
         )
@@ -206,7 +206,7 @@ class ResponseStore:
 
         def run(tx: Connection) -> bool | None:
             status = tx.scalar(select(TurnRow.status).where(TurnRow.turn_id == turn_id))
-            if status is None or status not in _FINAL:
+            if status is None or status not in FINAL_STATUSES:
                 return None
             rows = tx.execute(
                 select(ResponseRow.store, ResponseRow.conversation_id, ResponseRow.appended_to_conversation).where(
@@ -221,9 +221,6 @@ class ResponseStore:
             return False
 
         return await self.database.write(run)
-
-
-_FINAL = [status.value for status in TurnStatus if status.is_final]
 
 
 def _unsettled(row: Row[Any]) -> bool:

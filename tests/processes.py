@@ -90,8 +90,9 @@ class ProcessStack:
         self.temporal = self._spawn(dev_server_command(load_settings(self.env)))
         _wait_until(lambda: httpx.get(f"http://127.0.0.1:{self.env['DA_TEMPORAL_UI_PORT']}", timeout=1), "Temporal up")
 
-    def start_worker(self) -> None:
-        self.worker = self._spawn([sys.executable, "worker.py"], "worker.log")
+    def start_worker(self, **env: str) -> None:
+        """Start a worker; `env` adds variables to its environment (a fault point)."""
+        self.worker = self._spawn([sys.executable, "worker.py"], "worker.log", **env)
 
     def start_api(self, **env: str) -> None:
         """Start the API; `env` adds variables to its environment (a fault point, a setting)."""

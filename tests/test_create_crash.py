@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from api.fault_points import AFTER_TURN_ROW
+from fault_points import AFTER_TURN_ROW
 from tests.processes import ProcessStack
 from tests.rest import create_agent, create_session
 from tests.scripted_model import text

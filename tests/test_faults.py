@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 
+from fault_points import AFTER_TURN_END
 from tests import mcp_server
 from tests.processes import ProcessStack
 from tests.rest import create_agent, create_session, final_turn, sse_events
 from tests.scripted_model import Reply, text, tool_call
+from workflows.contracts import turn_workflow_id
 
 pytestmark = pytest.mark.processes
 
@@ -78,6 +82,67 @@ def test_a_model_call_retried_after_a_crash_streams_as_one_answer(processes: Pro
 
     assert len(processes.model.requests) == 2
     assert "".join(deltas) == words + " "
+
+
+def _ended_by_a_worker_that_then_died(processes: ProcessStack, http: httpx.Client, turns: str) -> str:
+    """Run a simple turn on a worker that dies right after its inference wrote the turn's end, before it
+    reported it; the client has the answer already. Returns the turn's id; no worker runs."""
+    processes.kill(processes.worker)
+    processes.start_worker(DA_TEST_FAULT=AFTER_TURN_END)
+    turn = http.post(turns, json=_ask("hi")).json()
+    assert turn["status"] == "completed" and turn["output_message"]["content"] == "written once "
+    assert processes.worker is not None and processes.worker.wait(timeout=30) != 0
+    return str(turn["turn_id"])
+
+
+def _outcome(processes: ProcessStack, turn_id: str, cancel: bool = False) -> dict[str, Any]:
+    async def run() -> dict[str, Any]:
+        handle = (await processes.temporal_client()).get_workflow_handle(turn_workflow_id(turn_id))
+        if cancel:
+            await handle.cancel()
+        processes.start_worker()
+        return await handle.result()  # type: ignore[no-any-return]
+
+    return asyncio.run(run())
+
+
+def _final_events(http: httpx.Client, turns: str, turn_id: str) -> list[str]:
+    events = [body for _, body in sse_events(http.get(f"{turns}/{turn_id}/events"))]
+    return [e["event"]["payload"]["event_type"] if "event" in e else "error" for e in events if "runtime" not in e]
+
+
+def test_a_model_call_whose_worker_died_after_writing_the_turns_end_is_not_made_again(
+    processes: ProcessStack, http: httpx.Client
+) -> None:
+    processes.model.script(text("written once"), text("asked again"))
+    turns = _turns(http)
+    turn_id = _ended_by_a_worker_that_then_died(processes, http, turns)
+
+    outcome = _outcome(processes, turn_id)
+
+    assert outcome["status"] == "completed" and outcome["steps"] == 1
+    assert len(processes.model.requests) == 1
+    turn = http.get(f"{turns}/{turn_id}").json()
+    assert turn["status"] == "completed" and turn["output_message"]["content"] == "written once "
+    assert _final_events(http, turns, turn_id)[-2:] == ["step_complete", "turn_complete"]
+
+
+def test_a_cancel_meeting_a_turn_its_model_call_ended_leaves_it_completed(
+    processes: ProcessStack, http: httpx.Client
+) -> None:
+    processes.model.script(text("written once"), text("asked again"))
+    turns = _turns(http)
+    turn_id = _ended_by_a_worker_that_then_died(processes, http, turns)
+    assert http.post(f"{turns}/{turn_id}/cancel").status_code == 409  # the API reads the store: completed
+
+    outcome = _outcome(processes, turn_id, cancel=True)  # the workflow has not recorded the end yet
+
+    assert outcome["status"] == "completed" and outcome["steps"] == 1 and outcome["error"] is None
+    turn = http.get(f"{turns}/{turn_id}").json()
+    assert turn["status"] == "completed" and turn["output_message"]["content"] == "written once "
+    assert turn["error"] is None
+    events = _final_events(http, turns, turn_id)
+    assert events.count("turn_complete") == 1 and "error" not in events
 
 
 def test_worker_killed_during_a_server_tool_call(processes: ProcessStack, http: httpx.Client) -> None:

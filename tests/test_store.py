@@ -239,6 +239,45 @@ async def test_abandoning_a_turn_fails_it_and_frees_the_session(store: Store) ->
     await store.begin_turn("a1", "s1", "t2", [UserMessage(content="again")], T0 + timedelta(seconds=1))
 
 
+async def test_an_ended_turn_keeps_its_end_and_its_one_closing_event(store: Store) -> None:
+    await _session(store)
+    await store.begin_turn("a1", "s1", "t1", [UserMessage(content="hi")], T0)
+    answer = CompletionMessage(content="the answer")
+    done = KeyedEvent(key="turn:complete:1", body={"event": {"payload": {"event_type": "turn_complete"}}})
+    assert (
+        await store.save_turn_progress(
+            "t1",
+            new_steps=[(0, _step("t1", "i1", "the answer"))],
+            status=TurnStatus.COMPLETED,
+            output_message=answer,
+            completed_at=T0,
+            closing_event=lambda _turn: done,
+        )
+        is None
+    )
+
+    cancel = KeyedEvent(key="turn:cancelled:1", body={"error": {"message": "Turn t1 was cancelled."}})
+    kept = await store.save_turn_progress(
+        "t1",
+        events=[KeyedEvent(key="late", body={})],
+        status=TurnStatus.CANCELLED,
+        completed_at=T0 + timedelta(seconds=1),
+        error="Turn t1 was cancelled.",
+        closing_event=lambda _turn: cancel,
+    )
+    await store.abandon_turn("t1", "Its workflow was terminated.")
+    await store.save_turn_progress("t1", status=TurnStatus.RUNNING)
+
+    turn = await store.get_turn("s1", "t1")
+    assert turn is not None and kept == turn
+    assert turn.status == TurnStatus.COMPLETED and turn.output_message == answer and turn.error is None
+    assert turn.completed_at == T0 and len(turn.steps) == 1
+    assert [event.body for event in await _events(store, "t1", 0)] == [done.body]
+    after = KeyedEvent(key="after", body={"runtime": {"kind": "after"}})
+    await store.save_turn_progress("t1", events=[after])  # no status: appended as ever
+    assert [event.body for event in await _events(store, "t1", 0)] == [done.body, after.body]
+
+
 async def test_a_reopened_turn_gets_back_the_tools_it_was_started_with(store: Store) -> None:
     await _session(store)
     tools = TurnTools(

@@ -247,6 +247,22 @@ class ToolResponsesSubmission(BaseModel):
     """The id of the segment (response) this resumption starts."""
 
 
+class TurnEnding(BaseModel):
+    """Given to an inference when an answer ending the turn needs nothing more (no output shields): the
+    activity then writes the turn's end itself, sparing the workflow a task and a store write."""
+
+    step_index: int
+    """The inference step's position in the turn."""
+    started_at: datetime
+    """The inference step's start, as the workflow recorded it."""
+    last_inference: bool
+    """The turn's max_infer_iters-th model call: an answer with tool calls ends the turn too."""
+    event_key: str
+    """The key of the turn_complete event."""
+    agent_id: str | None = None
+    """For the state change's log line."""
+
+
 class InferenceRequest(BaseModel):
     turn_id: str
     session_id: str | None = None
@@ -258,6 +274,8 @@ class InferenceRequest(BaseModel):
     settings_id: str | None = None
     """None: the activity reads the turn's agent (llama-stack turns); else this turn_settings row."""
     pending: PendingWrites = Field(default_factory=PendingWrites)
+    ending: TurnEnding | None = None
+    """None: the workflow writes the turn's end, whatever the answer."""
 
 
 class FetchDocumentsRequest(BaseModel):
@@ -336,8 +354,17 @@ class ShieldResult(BaseModel):
     violation: SafetyViolation | None = None
 
 
+class TurnFinished(BaseModel):
+    """The times an inference activity that wrote the turn's end gave its step and the turn."""
+
+    step_completed_at: datetime
+    completed_at: datetime
+
+
 class InferenceResult(BaseModel):
     message: CompletionMessage
+    finished: TurnFinished | None = None
+    """Set when the activity wrote the turn's end (its step, status, output and turn_complete event)."""
 
 
 class TurnProgress(BaseModel):

@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from domain.events import KeyedEvent
     from domain.runtime import ApprovalRequest
     from domain.turns import InferenceStep, Step, ToolExecutionStep, Turn, TurnStatus
-    from workflows import mcp_servers, pauses, steps
+    from workflows import mcp_servers, pauses, steps, turn_end
     from workflows.contracts import (
         DOCUMENT_UNAVAILABLE,
         FETCH_DOCUMENTS_ACTIVITY,
@@ -63,6 +63,8 @@ with workflow.unsafe.imports_passed_through():
         ToolResponsesSubmission,
         ToolRunRequest,
         Touchpoint,
+        TurnEnding,
+        TurnFinished,
         TurnOutcome,
         TurnPlan,
         TurnProgress,
@@ -91,6 +93,8 @@ CONTINUE_AS_NEW_HISTORY_BYTES = 10_000_000
 large model replies (up to 1.5 MB each) would reach Temporal's 50 MB history limit long before."""
 CARRY_STEPS_PATCH = "pending-steps-within-payload-budget"
 """Pending steps too large to ride along with an activity's input are first written by a local activity."""
+INFERENCE_WRITES_END_PATCH = "inference-writes-the-turn-end"
+"""An answer that ends the turn is written as its end by the inference activity (InferenceRequest.ending)."""
 
 
 def _size(payload: BaseModel) -> int:
@@ -120,7 +124,7 @@ class TurnWorkflow:
         self._runtime_events: list[KeyedEvent] = []
         """Runtime events (domain: segment_started, tools_listed, approval_requested) the next write stores."""
         self._last_time = start.started_at
-        self._saving: asyncio.Future[None] | None = None
+        self._saving: asyncio.Future[TurnOutcome | None] | None = None
         self._server_tools: list[ServerTool] = []
         self._listed_servers: list[str] = []
         """Labels of the request-named MCP servers listed so far: each is listed once per turn."""
@@ -176,11 +180,13 @@ class TurnWorkflow:
                 or history.get_current_history_size() >= CONTINUE_AS_NEW_HISTORY_BYTES
             ):
                 await self._continue_as_new()
-            message = await self._infer()
-            done = not message.tool_calls or message.stop_reason == "out_of_tokens"
-            if not done and self._inferences >= max_inferences:
-                # The calls stay unexecuted; end_of_turn tells clients not to resume.
-                message, done = message.model_copy(update={"stop_reason": "end_of_turn"}), True
+            last = self._inferences + 1 >= max_inferences
+            message, finished = await self._infer(last)
+            ending = turn_end.ending(message, last)
+            if finished is not None and ending is not None:
+                return self._record_end(ending, finished)
+            done = ending is not None
+            message = ending or message
             calls = [] if done else message.tool_calls
             server_calls = [call for call in calls if call.tool_name in server_tools]
             approvals, requested = mcp_servers.approvals_needed(self._plan, server_calls, server_tools)
@@ -283,9 +289,21 @@ class TurnWorkflow:
         self._steps.append(step)
         self._describe()
 
-    async def _infer(self) -> CompletionMessage:
+    async def _infer(self, last: bool) -> tuple[CompletionMessage, TurnFinished | None]:
+        """The model's message, and when the activity wrote it as the turn's end, the times it gave.
+        `last`: the turn's last model call allowed (max_infer_iters)."""
         step_id = str(workflow.uuid4())
         started_at = self._now()
+        ending = None
+        # With output shields, an answer is checked before it may end the turn: the workflow writes the end.
+        if not self._plan.output_shields and workflow.patched(INFERENCE_WRITES_END_PATCH):
+            ending = TurnEnding(
+                step_index=len(self._steps),
+                started_at=started_at,
+                last_inference=last,
+                event_key=f"turn:complete:{len(self._steps) + 1}",
+                agent_id=self._start.agent_id,
+            )
         request = InferenceRequest(
             turn_id=self._start.turn_id,
             session_id=self._start.session_id,
@@ -293,6 +311,7 @@ class TurnWorkflow:
             tool_config=self._tool_config,
             server_tools=self._offered_tools(),
             settings_id=self._plan.settings_id,
+            ending=ending,
         )
         pending = await self._carry(request)
         result = await workflow.execute_activity(
@@ -313,9 +332,10 @@ class TurnWorkflow:
         )
         self._written(pending)
         self._inferences += 1
-        message = result.message
-        self._add_step(steps.inference(self._start.turn_id, step_id, started_at, self._now(), message))
-        return message
+        message, finished = result.message, result.finished
+        completed_at = finished.step_completed_at if finished else self._now()
+        self._add_step(steps.inference(self._start.turn_id, step_id, started_at, completed_at, message))
+        return message, finished
 
     async def _fetch_documents(self, urls: list[str]) -> None:
         result = await workflow.execute_activity(
@@ -609,7 +629,17 @@ class TurnWorkflow:
         self._describe()
         self._output = message
         self._completed_at = self._now()
-        await self._save(f"turn:complete:{len(self._steps)}", "turn_complete")
+        return self._kept(await self._save(f"turn:complete:{len(self._steps)}", "turn_complete"))
+
+    def _record_end(self, message: CompletionMessage, finished: TurnFinished) -> TurnOutcome:
+        """The end the inference activity wrote (its last step, status, output and time), as this run's."""
+        self._saved_steps = len(self._steps)
+        self._stored_status = TurnStatus.COMPLETED
+        self._last_time = max(self._last_time, finished.completed_at)
+        self._set_status(TurnStatus.COMPLETED)
+        self._describe()
+        self._output = message
+        self._completed_at = finished.completed_at
         return self._outcome()
 
     async def _end(self, status: TurnStatus, reason: str) -> TurnOutcome:
@@ -622,8 +652,18 @@ class TurnWorkflow:
         self._set_status(status)
         self._describe()
         self._completed_at = self._now()
-        await self._save(f"turn:{status.value}:{len(self._steps)}", "error")
-        return self._outcome()
+        return self._kept(await self._save(f"turn:{status.value}:{len(self._steps)}", "error"))
+
+    def _kept(self, ended: TurnOutcome | None) -> TurnOutcome:
+        """The outcome: this run's end, or the one the store had already and kept (an answer its
+        inference activity wrote in the very activation a cancel arrived in, which then ends here)."""
+        if ended is None or ended.status == self._status:
+            return self._outcome()
+        self._output = None
+        self._error = ended.error
+        self._set_status(ended.status)
+        self._describe()
+        return ended
 
     def _outcome(self) -> TurnOutcome:
         """The workflow's result: a summary. The turn (which can be megabytes) is in the store."""
@@ -675,8 +715,9 @@ class TurnWorkflow:
         event_key: str,
         event: Literal["turn_awaiting_input", "turn_complete", "error"],
         awaiting: list[str] | None = None,
-    ) -> None:
-        """Write the pending steps and events with the turn's status, then its final event."""
+    ) -> TurnOutcome | None:
+        """Write the pending steps and events with the turn's status, then its final event; the
+        outcome of a turn that had ended already (the store keeps that end)."""
         pending = self._pending()
         progress = TurnProgress(
             turn_id=self._start.turn_id,
@@ -693,18 +734,20 @@ class TurnWorkflow:
         )
         # Shielded: a cancellation must not interleave a later write with this one (see _end).
         self._saving = asyncio.ensure_future(self._write(progress))
-        await asyncio.shield(self._saving)
+        return await asyncio.shield(self._saving)
 
-    async def _write(self, progress: TurnProgress) -> None:
+    async def _write(self, progress: TurnProgress) -> TurnOutcome | None:
         # A local activity: a store write takes milliseconds, and running it inside the workflow
         # task saves a round trip through the server per status change. Its writes are keyed, so
         # the re-run after a worker crash is harmless.
-        await workflow.execute_local_activity(
+        ended = await workflow.execute_local_activity(
             SAVE_PROGRESS_ACTIVITY,
             progress,
+            result_type=TurnOutcome | None,  # None from releases before the store kept a turn's end
             summary=f"store · {progress.status.value}",
             start_to_close_timeout=timedelta(seconds=10),
             retry_policy=_STORE_RETRY,
         )
         self._written(progress.pending)
-        self._stored_status = progress.status
+        self._stored_status = ended.status if ended else progress.status
+        return ended

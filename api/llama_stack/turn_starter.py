@@ -14,7 +14,6 @@ from pydantic import BaseModel
 
 from api import turn_credentials
 from api.errors import not_found
-from api.fault_points import AFTER_TURN_ROW, crash_point
 from api.llama_stack.schemas import CreateTurnRequest
 from api.llama_stack.toolgroup_check import require_toolgroups
 from api.llama_stack.turn_documents import url_documents, with_documents
@@ -23,6 +22,7 @@ from api.stuck_turns import still_running
 from domain.agents import Agent
 from domain.content import InputMessage, ToolResponse, content_as_text
 from domain.turns import InferenceStep, Turn, TurnStatus
+from fault_points import AFTER_TURN_ROW, crash_point
 from observability.logs import log_turn_state
 from observability.metrics import TURNS_STARTED
 from settings import Settings
@@ -206,6 +206,8 @@ async def reopen_turn(
     Returns the id of the turn's last event so far (the resumed stream follows it), or None when
     the turn is no longer completed. Raises TurnConflict if another turn of the session is active.
     """
+    if not await runtime.turns.wait_closed(turn.turn_id):
+        raise HTTPException(503, f"Turn {turn.turn_id} is still recording its end; retry shortly")
     tools = await runtime.store.reopen_turn(turn.session_id, turn.turn_id)
     if tools is None:
         return None

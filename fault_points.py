@@ -2,7 +2,9 @@
 
 Enabled only by the test-only variable `DA_TEST_FAULT` (deliberately not a setting: nothing in
 production should ever turn it on). With `DA_TEST_FAULT=after_turn_row`, an API process dies by
-SIGKILL right after it recorded a new turn and before it started the turn's workflow.
+SIGKILL right after it recorded a new turn and before it started the turn's workflow; with
+`after_turn_end`, a worker dies right after its inference activity wrote the turn's end and before
+it reported its result.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 import signal
 
 AFTER_TURN_ROW = "after_turn_row"
+AFTER_TURN_END = "after_turn_end"
 
 
 def crash_point(name: str) -> None:
