@@ -77,7 +77,7 @@ class _DeltaWriter:
         attempt: int,
         interval: float,
         already_streamed: str,
-        after: Awaitable[None],
+        after: Awaitable[None] | None = None,
     ) -> None:
         self._store = store
         self._after: Awaitable[None] | None = after
