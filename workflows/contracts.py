@@ -212,6 +212,11 @@ class TurnStart(BaseModel):
     continuation: Continuation | None = None
     reopened_with: list[ToolResponse] | None = None
     """Results a client submitted for a completed turn (ReAct-style clients parse calls themselves)."""
+    inference_writes_end: bool = False
+    """The inference activity may write an answer that ends the turn as its end (InferenceRequest.ending);
+    turns started by earlier releases replay with the workflow writing every end. Said here rather than
+    by a `workflow.patched` marker, whose first use in a run also upserts Temporal's
+    TemporalChangeVersion search attribute: two history events and a visibility write in every turn."""
 
     def turn_plan(self) -> TurnPlan:
         if self.plan is not None:

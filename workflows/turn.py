@@ -93,8 +93,6 @@ CONTINUE_AS_NEW_HISTORY_BYTES = 10_000_000
 large model replies (up to 1.5 MB each) would reach Temporal's 50 MB history limit long before."""
 CARRY_STEPS_PATCH = "pending-steps-within-payload-budget"
 """Pending steps too large to ride along with an activity's input are first written by a local activity."""
-INFERENCE_WRITES_END_PATCH = "inference-writes-the-turn-end"
-"""An answer that ends the turn is written as its end by the inference activity (InferenceRequest.ending)."""
 
 
 def _size(payload: BaseModel) -> int:
@@ -296,7 +294,7 @@ class TurnWorkflow:
         started_at = self._now()
         ending = None
         # With output shields, an answer is checked before it may end the turn: the workflow writes the end.
-        if not self._plan.output_shields and workflow.patched(INFERENCE_WRITES_END_PATCH):
+        if not self._plan.output_shields and self._start.inference_writes_end:
             ending = TurnEnding(
                 step_index=len(self._steps),
                 started_at=started_at,

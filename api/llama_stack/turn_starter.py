@@ -104,6 +104,7 @@ def turn_start(runtime: Runtime, agent: Agent, turn: Turn, tools: TurnTools, doc
         document_urls=document_urls,
         awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
         continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
+        inference_writes_end=True,
     )
 
 

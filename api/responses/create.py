@@ -224,6 +224,7 @@ async def _start_workflow(runtime: Runtime, record: ResponseRecord, body: Create
         started_at=started_at,
         awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
         continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
+        inference_writes_end=True,
     )
     conversation = body.conversation_id
     extra = [SearchAttributePair(CONVERSATION_ID, conversation)] if conversation is not None else []
