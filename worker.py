@@ -6,10 +6,7 @@ python worker.py        # connects with the settings in settings.py
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
-import pkgutil
-import py_compile
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -19,10 +16,8 @@ from datetime import timedelta
 import uvloop
 from temporalio.client import Client
 from temporalio.runtime import Runtime
-from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 
-import workflows
 from activities.documents import DocumentActivities
 from activities.inference import InferenceActivities
 from activities.shields import ShieldActivities
@@ -44,39 +39,19 @@ from tool_runtime.turn_credentials import CredentialSeal
 from workflows.turn import TurnWorkflow
 
 
-def cache_workflow_bytecode() -> None:
-    """Write the bytecode of the workflow module, which the sandbox re-imports for every new turn.
-
-    Without a cache (PYTHONDONTWRITEBYTECODE, a fresh checkout) each import compiles the source
-    again: about 14 ms of CPU per turn for workflows/turn.py. A read-only tree just goes without.
+def workflow_runner() -> WorkflowRunner:
+    """Turns run outside Temporal's sandbox, which costs a new turn's first workflow task about 5 ms
+    (executing workflows/turn.py anew for the instance, and each payload's serialization context
+    fetched through it): a quarter of the worker's CPU per turn. What the sandbox catches, a
+    nondeterministic call (the clock, randomness, I/O) in workflow code, the test suite still does:
+    its in-process stacks and the replays of recorded histories run turns in the sandbox
+    (tests/sandbox.py), and the replays run them in this runner too.
     """
-    source = sys.modules[TurnWorkflow.__module__].__file__
-    if source is None:
-        return
-    try:
-        py_compile.compile(source, cfile=importlib.util.cache_from_source(source), doraise=True)
-    except (OSError, py_compile.PyCompileError) as error:
-        logging.getLogger(__name__).info("workflow bytecode not cached (%s); each turn compiles it", error)
+    return UnsandboxedWorkflowRunner()
 
 
-def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox turn workflows run in (tests/test_replay.py replays recorded turns in the same).
-
-    The sandbox executes every module it does not pass through anew for each new turn. The
-    workflow's helper modules (all of workflows/ but turn.py) hold no state, so they are passed
-    through with the domain: only workflows/turn.py is executed per turn.
-    """
-    helpers = [
-        f"{workflows.__name__}.{module.name}"
-        for module in pkgutil.iter_modules(workflows.__path__)
-        if f"{workflows.__name__}.{module.name}" != TurnWorkflow.__module__
-    ]
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules("domain", *helpers)
-    )
-
-
-def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
+def build_worker(client: Client, settings: Settings, store: Store, runner: WorkflowRunner | None = None) -> Worker:
+    """`runner`: the one turns run in (tests pass Temporal's sandbox); by default `workflow_runner()`."""
     models = ModelRegistry(settings)
     inference = InferenceActivities(store, models, settings.max_history_bytes)
     shields = ShieldActivities(store, models, settings)
@@ -84,7 +59,6 @@ def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
     seal = CredentialSeal(settings.credentials_key) if settings.credentials_key else None
     tools = ToolActivities(store, ToolCatalog.from_settings(store, settings), settings.max_tool_output_chars, seal)
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
-    cache_workflow_bytecode()
     return Worker(
         client,
         task_queue=settings.task_queue,
@@ -103,7 +77,7 @@ def build_worker(client: Client, settings: Settings, store: Store) -> Worker:
         max_heartbeat_throttle_interval=timedelta(seconds=1),
         # After a worker dies, its turns' next workflow task moves to another worker after this long.
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
-        workflow_runner=workflow_runner(),
+        workflow_runner=runner or workflow_runner(),
     )
 
 

@@ -34,6 +34,7 @@ from settings import Settings, load_settings
 from store.database import open_database
 from store.repository import Store
 from store.upgrade import upgrade_store
+from tests.sandbox import sandboxed_runner
 from tests.scripted_model import ALLOWED_HOST, GUARD_MODEL, ScriptedModel, ThreadedServer
 from worker import build_worker
 from workflows import search_attributes
@@ -142,7 +143,7 @@ class Stack:
 
     def start_worker(self) -> None:
         async def start() -> None:
-            self._worker = build_worker(self.client, self.settings, self.store)
+            self._worker = build_worker(self.client, self.settings, self.store, sandboxed_runner())
             self._worker_task = asyncio.create_task(self._worker.run())
 
         self.background.run(start())

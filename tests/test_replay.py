@@ -2,7 +2,9 @@
 
 A turn can wait days for a client tool, so a deployed worker replays histories that older code
 wrote. A change to `workflows/turn.py` that would make those turns fail on the next worker fails
-here first; guard it with `workflow.patched(...)` and record a new history beside the old ones:
+here first; guard it with `workflow.patched(...)` (or a field of the start, as `inference_writes_end`)
+and record a new history beside the old ones. Each replays in the runner the worker uses and in
+Temporal's sandbox (tests/sandbox.py), which also fails on a nondeterministic call:
 
     history = await client.get_workflow_handle(workflow_id).fetch_history()
     Path("tests/histories/<what it covers>.json").write_text(history.to_json())
@@ -19,17 +21,22 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from tests.sandbox import sandboxed_runner
 from worker import workflow_runner
 from workflows.turn import TurnWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
+RUNNERS = {"as_the_worker_runs_it": workflow_runner, "in_the_sandbox": sandboxed_runner}
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
 @pytest.mark.parametrize("path", HISTORIES, ids=[path.stem for path in HISTORIES])
-def test_a_recorded_turn_replays_without_nondeterminism(path: Path) -> None:
+def test_a_recorded_turn_replays_without_nondeterminism(path: Path, runner: str) -> None:
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     replayer = Replayer(
-        workflows=[TurnWorkflow], data_converter=pydantic_data_converter, workflow_runner=workflow_runner()
+        workflows=[TurnWorkflow], data_converter=pydantic_data_converter, workflow_runner=RUNNERS[runner]()
     )
     result = asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False))
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
