@@ -84,15 +84,18 @@ def test_a_model_call_retried_after_a_crash_streams_as_one_answer(processes: Pro
     assert "".join(deltas) == words + " "
 
 
-def _ended_by_a_worker_that_then_died(processes: ProcessStack, http: httpx.Client, turns: str) -> str:
+def _ended_by_a_worker_that_then_died(processes: ProcessStack, http: httpx.Client) -> tuple[str, str]:
     """Run a simple turn on a worker that dies right after its inference wrote the turn's end, before it
-    reported it; the client has the answer already. Returns the turn's id; no worker runs."""
+    reported it; the client has the answer already. Returns the session's turns URL and the turn's id;
+    no worker runs. A second model call, if one were made, would answer "asked again"."""
+    processes.model.script(text("written once"), text("asked again"))
+    turns = _turns(http)
     processes.kill(processes.worker)
     processes.start_worker(DA_TEST_FAULT=AFTER_TURN_END)
     turn = http.post(turns, json=_ask("hi")).json()
     assert turn["status"] == "completed" and turn["output_message"]["content"] == "written once "
     assert processes.worker is not None and processes.worker.wait(timeout=30) != 0
-    return str(turn["turn_id"])
+    return turns, str(turn["turn_id"])
 
 
 def _outcome(processes: ProcessStack, turn_id: str, cancel: bool = False) -> dict[str, Any]:
@@ -111,38 +114,38 @@ def _final_events(http: httpx.Client, turns: str, turn_id: str) -> list[str]:
     return [e["event"]["payload"]["event_type"] if "event" in e else "error" for e in events if "runtime" not in e]
 
 
-def test_a_model_call_whose_worker_died_after_writing_the_turns_end_is_not_made_again(
-    processes: ProcessStack, http: httpx.Client
-) -> None:
-    processes.model.script(text("written once"), text("asked again"))
-    turns = _turns(http)
-    turn_id = _ended_by_a_worker_that_then_died(processes, http, turns)
-
-    outcome = _outcome(processes, turn_id)
-
-    assert outcome["status"] == "completed" and outcome["steps"] == 1
-    assert len(processes.model.requests) == 1
-    turn = http.get(f"{turns}/{turn_id}").json()
-    assert turn["status"] == "completed" and turn["output_message"]["content"] == "written once "
-    assert _final_events(http, turns, turn_id)[-2:] == ["step_complete", "turn_complete"]
-
-
-def test_a_cancel_meeting_a_turn_its_model_call_ended_leaves_it_completed(
-    processes: ProcessStack, http: httpx.Client
-) -> None:
-    processes.model.script(text("written once"), text("asked again"))
-    turns = _turns(http)
-    turn_id = _ended_by_a_worker_that_then_died(processes, http, turns)
-    assert http.post(f"{turns}/{turn_id}/cancel").status_code == 409  # the API reads the store: completed
-
-    outcome = _outcome(processes, turn_id, cancel=True)  # the workflow has not recorded the end yet
-
-    assert outcome["status"] == "completed" and outcome["steps"] == 1 and outcome["error"] is None
+def _completed_once(http: httpx.Client, turns: str, turn_id: str) -> list[str]:
+    """The turn as its first model call ended it, with one end in its events; the events' kinds."""
     turn = http.get(f"{turns}/{turn_id}").json()
     assert turn["status"] == "completed" and turn["output_message"]["content"] == "written once "
     assert turn["error"] is None
     events = _final_events(http, turns, turn_id)
     assert events.count("turn_complete") == 1 and "error" not in events
+    return events
+
+
+def test_a_model_call_whose_worker_died_after_writing_the_turns_end_is_not_made_again(
+    processes: ProcessStack, http: httpx.Client
+) -> None:
+    turns, turn_id = _ended_by_a_worker_that_then_died(processes, http)
+
+    outcome = _outcome(processes, turn_id)
+
+    assert outcome["status"] == "completed" and outcome["steps"] == 1
+    assert len(processes.model.requests) == 1
+    assert _completed_once(http, turns, turn_id)[-2:] == ["step_complete", "turn_complete"]
+
+
+def test_a_cancel_meeting_a_turn_its_model_call_ended_leaves_it_completed(
+    processes: ProcessStack, http: httpx.Client
+) -> None:
+    turns, turn_id = _ended_by_a_worker_that_then_died(processes, http)
+    assert http.post(f"{turns}/{turn_id}/cancel").status_code == 409  # the API reads the store: completed
+
+    outcome = _outcome(processes, turn_id, cancel=True)  # the workflow has not recorded the end yet
+
+    assert outcome["status"] == "completed" and outcome["steps"] == 1 and outcome["error"] is None
+    _completed_once(http, turns, turn_id)
 
 
 def test_worker_killed_during_a_server_tool_call(processes: ProcessStack, http: httpx.Client) -> None:
