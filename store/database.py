@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import sqlite3
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -110,11 +112,29 @@ async def _on(executor: ThreadPoolExecutor, run: Callable[[Callable[[Connection]
     return await asyncio.get_running_loop().run_in_executor(executor, functools.partial(context.run, run, operation))
 
 
+WAL_SWITCH_SECONDS = 60.0
+
+
+def switch_to_wal(cursor: Any) -> None:
+    """WAL: readers never wait for the writer. While another process switches a new store to WAL or
+    migrates it, SQLite may refuse the switch at once, without waiting in its busy handler ("database
+    is locked"; seen with the API and the worker starting on a new store): it is tried again."""
+    deadline = time.monotonic() + WAL_SWITCH_SECONDS
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as refused:
+            if "locked" not in str(refused) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
-    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=10000")  # writers in other processes (the API and the worker)
+    switch_to_wal(cursor)
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 

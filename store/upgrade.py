@@ -28,6 +28,8 @@ from sqlalchemy import Connection, event, inspect, pool, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from store.database import switch_to_wal
+
 BASELINE = "0001"
 """The revision whose schema is what `create_all` made before migrations existed."""
 
@@ -124,7 +126,7 @@ def _migration_engine(url: str) -> AsyncEngine:
 def _wait_for_other_writers(dbapi_connection: object, _record: object) -> None:
     cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
     cursor.execute("PRAGMA busy_timeout=60000")  # another process may be migrating, or writing
-    cursor.execute("PRAGMA journal_mode=WAL")  # as store.database sets it: readers never wait for the writer
+    switch_to_wal(cursor)  # as the store's own connections are
     cursor.close()
 
 
