@@ -33,6 +33,7 @@ def _ask(http: httpx.Client, turns: str) -> tuple[dict[str, Any], list[str]]:
 def _store_writes_by_the_workflow(stack: Stack, turn_id: str) -> list[str]:
     """The summaries of the workflow's own store writes (local activities) in its history."""
     handle = stack.client.get_workflow_handle(turn_workflow_id(turn_id))
+    stack.background.run(handle.result())  # the client has the end before the run records its last task
     history = stack.background.run(handle.fetch_history())
     markers = [
         event
