@@ -361,6 +361,19 @@ class ThroughputResult:
     cpu_after: dict[str, float] = field(default_factory=dict)
     """CPU seconds of each process around the phase: where the time goes on a CPU-bound box."""
 
+    def figures(self, rate: str, durations: str, cpu: str) -> dict[str, Any]:
+        """The phase's report, with the keys it names its rate, its durations and its CPU per item under."""
+        done = len(self.durations)
+        return {
+            "completed": done,
+            "errors": len(self.errors),
+            "first_errors": self.errors[:3],
+            "elapsed_s": round(self.elapsed, 2),
+            rate: round(done / self.elapsed, 2),
+            durations: percentiles_ms(self.durations),
+            cpu: cpu_ms_per_turn(self.cpu_before, self.cpu_after, done),
+        }
+
 
 async def session_worker(
     client: httpx.AsyncClient, agent_id: str, turns: int, turn_seconds: float, result: ThroughputResult
@@ -574,13 +587,7 @@ async def measure_responses(
         "concurrent": {
             "clients": clients,
             "responses_per_client": each,
-            "completed": len(result.durations),
-            "errors": len(result.errors),
-            "first_errors": result.errors[:3],
-            "elapsed_s": round(result.elapsed, 2),
-            "responses_per_s": round(len(result.durations) / result.elapsed, 2),
-            "response_ms": percentiles_ms(result.durations),
-            "cpu_ms_per_response": cpu_ms_per_turn(result.cpu_before, result.cpu_after, len(result.durations)),
+            **result.figures("responses_per_s", "response_ms", "cpu_ms_per_response"),
         },
     }
 
@@ -701,15 +708,7 @@ async def measure_llama_stack(client: httpx.AsyncClient, stack: EmbeddedStack, p
         "throughput": {
             "sessions": plan.sessions,
             "turns_per_session": plan.turns_per_session,
-            "completed": len(throughput.durations),
-            "errors": len(throughput.errors),
-            "first_errors": throughput.errors[:3],
-            "elapsed_s": round(throughput.elapsed, 2),
-            "tool_turns_per_s": round(len(throughput.durations) / throughput.elapsed, 2),
-            "turn_ms": percentiles_ms(throughput.durations),
-            "cpu_ms_per_tool_turn": cpu_ms_per_turn(
-                throughput.cpu_before, throughput.cpu_after, len(throughput.durations)
-            ),
+            **throughput.figures("tool_turns_per_s", "turn_ms", "cpu_ms_per_tool_turn"),
         },
         "first_text_delta_ms": {
             **deltas.figure([d.relay for d in deltas.results]),

@@ -8,22 +8,12 @@ from llama_stack_client import Agent, LlamaStackClient
 from llama_stack_client.lib.agents.client_tool import client_tool
 from llama_stack_client.lib.agents.event_logger import EventLogger
 
+from tests.clients import boiling_point
 from tests.scripted_model import ScriptedModel, text, tool_call
 from tests.stack import SCRIPTED_MODEL
 
-calls: list[dict[str, Any]] = []
-
-
-@client_tool
-def get_boiling_point(liquid_name: str, celcius: bool = True) -> int:
-    """Returns the boiling point of a liquid in Celcius or Fahrenheit.
-
-    :param liquid_name: The name of the liquid
-    :param celcius: Whether to return the boiling point in Celcius
-    :return: The boiling point of the liquid
-    """
-    calls.append({"liquid_name": liquid_name, "celcius": celcius})
-    return -100 if liquid_name == "polyjuice" else -1
+calls = boiling_point.calls
+get_boiling_point = client_tool(boiling_point.get_boiling_point)
 
 
 def _agent(llama: LlamaStackClient, **kwargs: Any) -> Agent:

@@ -57,22 +57,14 @@ class Pause:
         # Two submissions can both pass validation within one workflow task; only the first counts.
         if status != TurnStatus.AWAITING_INPUT or self.submitted is not None:
             raise ApplicationError(f"Turn {turn_id} is {status.value}, not awaiting input", type=NOT_AWAITING_INPUT)
-        expected = [call.call_id for call in self.calls]
-        given = [response.call_id for response in submission.tool_responses]
-        if sorted(given) != sorted(expected):
-            raise ApplicationError(
-                f"Turn {turn_id} awaits responses for call_ids {expected}, got {given}: "
-                "send exactly one response per pending call",
-                type=TOOL_RESPONSES_MISMATCH,
-            )
-        expected = [request.approval_request_id for request in self.approvals]
-        given = [decision.approval_request_id for decision in submission.approvals]
-        if sorted(given) != sorted(expected):
-            raise ApplicationError(
-                f"Turn {turn_id} awaits decisions for approval requests {expected}, got {given}: "
-                "send exactly one decision per pending approval request",
-                type=TOOL_RESPONSES_MISMATCH,
-            )
+        calls = [call.call_id for call in self.calls]
+        responses = [response.call_id for response in submission.tool_responses]
+        _one_each(turn_id, "responses for call_ids", calls, responses, "response per pending call")
+        requests = [request.approval_request_id for request in self.approvals]
+        decisions = [decision.approval_request_id for decision in submission.approvals]
+        _one_each(
+            turn_id, "decisions for approval requests", requests, decisions, "decision per pending approval request"
+        )
         if any(not isinstance(message, UserMessage) for message in submission.followup_messages):
             raise ApplicationError(
                 "followup_messages must be user messages; tool results go in tool_responses",
@@ -123,3 +115,12 @@ def decide(
         answers.append(steps.answer(request.call, text, metadata))
     approved = [request for request in approvals if by_id[request.approval_request_id].approve]
     return [request.call for request in denied], answers, approved
+
+
+def _one_each(turn_id: str, awaited: str, expected: list[str], given: list[str], each: str) -> None:
+    """Refuse `given` ids unless they are `expected`'s, each once, in any order."""
+    if sorted(given) != sorted(expected):
+        raise ApplicationError(
+            f"Turn {turn_id} awaits {awaited} {expected}, got {given}: send exactly one {each}",
+            type=TOOL_RESPONSES_MISMATCH,
+        )

@@ -13,6 +13,7 @@ import json
 import sys
 from typing import Any
 
+import boiling_point  # beside this script
 import openai
 from llama_stack_client import Agent, LlamaStackClient
 from llama_stack_client.lib.agents.client_tool import client_tool
@@ -27,19 +28,8 @@ from llama_stack_client.lib.agents.turn_events import (
     TurnFailed,
 )
 
-calls: list[dict[str, Any]] = []
-
-
-@client_tool
-def get_boiling_point(liquid_name: str, celcius: bool = True) -> int:
-    """Returns the boiling point of a liquid in Celcius or Fahrenheit.
-
-    :param liquid_name: The name of the liquid
-    :param celcius: Whether to return the boiling point in Celcius
-    :return: The boiling point of the liquid
-    """
-    calls.append({"liquid_name": liquid_name, "celcius": celcius})
-    return -100 if liquid_name == "polyjuice" else -1
+calls = boiling_point.calls
+get_boiling_point = client_tool(boiling_point.get_boiling_point)
 
 
 def _turn(agent: Agent, session_id: str, question: str) -> dict[str, Any]:
@@ -69,12 +59,17 @@ def _turn(agent: Agent, session_id: str, question: str) -> dict[str, Any]:
     }
 
 
-def main(root: str, kind: str, model: str) -> None:
+def client_for(root: str, kind: str) -> Any:
+    """The client the `Agent` helper is given: llama-stack-client's own, or `openai.OpenAI` on our /v1."""
     if kind == "llama-stack-client":
-        client: Any = LlamaStackClient(base_url=root, max_retries=0, timeout=60)
-    else:
-        client = openai.OpenAI(base_url=f"{root}/v1", api_key="not-checked", max_retries=0, timeout=60)
-    agent = Agent(client, model=model, instructions="You are a helpful assistant", tools=[get_boiling_point])
+        return LlamaStackClient(base_url=root, max_retries=0, timeout=60)
+    return openai.OpenAI(base_url=f"{root}/v1", api_key="not-checked", max_retries=0, timeout=60)
+
+
+def main(root: str, kind: str, model: str) -> None:
+    agent = Agent(
+        client_for(root, kind), model=model, instructions="You are a helpful assistant", tools=[get_boiling_point]
+    )
     session_id = agent.create_session("lsc-current")
     tool_turn = _turn(agent, session_id, "Boiling point of polyjuice?")
     plain_turn = _turn(agent, session_id, "Thanks!")

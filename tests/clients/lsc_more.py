@@ -12,10 +12,10 @@ import json
 import sys
 from typing import Any
 
-import openai
-from llama_stack_client import Agent, LlamaStackClient
+from llama_stack_client import Agent
 from llama_stack_client.lib.agents.client_tool import client_tool
 from llama_stack_client.lib.agents.turn_events import StepCompleted, TurnCompleted, TurnFailed
+from lsc_agent import client_for  # beside this script
 
 calls: list[str] = []
 
@@ -33,10 +33,7 @@ def get_boiling_point(liquid_name: str, celcius: bool = True) -> int:
 
 
 def main(root: str, kind: str, model: str, mcp_url: str) -> None:
-    if kind == "llama-stack-client":
-        client: Any = LlamaStackClient(base_url=root, max_retries=0, timeout=60)
-    else:
-        client = openai.OpenAI(base_url=f"{root}/v1", api_key="not-checked", max_retries=0, timeout=60)
+    client = client_for(root, kind)
     agent = Agent(client, model=model, instructions="You are a helpful assistant", tools=[get_boiling_point])
     session_id = agent.create_session("lsc-more")
     response = agent.create_turn(
