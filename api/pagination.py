@@ -24,7 +24,7 @@ class Window:
     limit: int
 
 
-def page_window(
+async def page_window(
     runtime: RuntimeDep,
     start_index: Annotated[int | None, Query(ge=0, description="The first item's index (0-based)")] = None,
     limit: Annotated[

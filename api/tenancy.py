@@ -58,12 +58,12 @@ def principals(entries: tuple[str, ...]) -> dict[bytes, Principal]:
     return accepted
 
 
-def current_principal(request: Request) -> Principal:
+async def current_principal(request: Request) -> Principal:
     return request.scope.get("state", {}).get("principal", ANONYMOUS)
 
 
-def current_tenant(request: Request) -> str:
-    return current_principal(request).tenant
+async def current_tenant(request: Request) -> str:
+    return (await current_principal(request)).tenant
 
 
 TenantDep = Annotated[str, Depends(current_tenant)]

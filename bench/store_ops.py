@@ -59,7 +59,6 @@ async def one_turn(store: Store, agent_id: str, index: int) -> None:
     started = T0 + timedelta(seconds=index)
     await store.create_session(agent_id, session_id, "bench", started)
     await store.get_agent(TENANT, agent_id)
-    await store.session_exists(agent_id, session_id)
     await store.begin_turn(agent_id, session_id, turn_id, [UserMessage(content="Say something short.")], started)
     cursor = await store.last_event_id(turn_id)
     await store.conversation_window(session_id, turn_id, HISTORY_BYTES)

@@ -309,7 +309,7 @@ class Store:
         most: int | None = None,
     ) -> None:
         """Record a new running turn and make it the session's active turn, or raise TurnConflict;
-        LimitReached when the session already has `most` turns."""
+        LookupError when the agent has no such session; LimitReached when it already has `most` turns."""
         row = {
             "turn_id": turn_id,
             "session_id": session_id,
@@ -324,7 +324,7 @@ class Store:
         }
 
         def run(tx: Connection) -> None:
-            _claim_session(tx, session_id, turn_id)
+            _claim_session(tx, session_id, turn_id, agent_id)
             existing = select(func.count()).select_from(TurnRow).where(TurnRow.session_id == session_id)
             if most is not None and (tx.scalar(existing) or 0) >= most:
                 raise LimitReached(
@@ -571,14 +571,18 @@ class Store:
             for position, step in new_steps
         ]
 
-        which = [TurnRow.turn_id == turn_id]
-        if status is not None:
-            which.append(TurnRow.status.not_in(FINAL_STATUSES))
+        if len(values) == 1 and status is None:  # events and steps alone: the row is touched for its lock only
+            lock, lock_params = _TURN_LOCK, {"locked_turn": turn_id}
+        else:
+            which = [TurnRow.turn_id == turn_id]
+            if status is not None:
+                which.append(TurnRow.status.not_in(FINAL_STATUSES))
+            lock, lock_params = update(TurnRow).where(*which).values(**values).returning(TurnRow.tenant_id), {}
 
         def run(tx: Connection) -> tuple[Turn | None, bool]:
             # Updating the turn row first takes its row lock (PostgreSQL) or the write lock (SQLite):
             # concurrent writers of one turn are serialised, so event ids follow commit order.
-            locked = tx.execute(update(TurnRow).where(*which).values(**values).returning(TurnRow.tenant_id)).first()
+            locked = tx.execute(lock, lock_params).first()
             if locked is None:
                 ended = _load_turns(tx, None, turn_ids=[turn_id])
                 if not ended:
@@ -597,14 +601,14 @@ class Store:
                 to_add.append(closing_event(_load_turns(tx, None, turn_ids=[turn_id])[0]))
             if to_add:
                 keys = [e.key for e in to_add]
-                seen = set(tx.scalars(select(EventRow.key).where(EventRow.turn_id == turn_id, EventRow.key.in_(keys))))
+                seen = set(tx.scalars(_KEYS_WRITTEN, {"turn_id": turn_id, "keys": keys}))
                 rows = []
                 for keyed in to_add:
                     if keyed.key not in seen:
                         seen.add(keyed.key)
                         rows.append({"turn_id": turn_id, "key": keyed.key, "body": keyed.body})
                 if rows:  # one statement, rows in list order: their ids keep the events' order
-                    tx.execute(insert(EventRow), rows)
+                    tx.execute(_INSERT_EVENTS, rows)
             if status is not None and status.is_final:
                 tx.execute(update(SessionRow).where(SessionRow.active_turn_id == turn_id).values(active_turn_id=None))
                 tx.execute(delete(TurnCredentialsRow).where(TurnCredentialsRow.turn_id == turn_id))
@@ -691,6 +695,19 @@ class Store:
         return await self.database.read(lambda tx: tx.scalar(query))
 
 
+# Statements built once: building one (its clauses, its cache key) costs more than SQLite running it,
+# and these run for every batch of a streamed reply's events.
+_TURN_LOCK = (
+    update(TurnRow)
+    .where(TurnRow.turn_id == bindparam("locked_turn"))
+    .values(status=TurnRow.status)
+    .returning(TurnRow.tenant_id)
+)
+_KEYS_WRITTEN = select(EventRow.key).where(
+    EventRow.turn_id == bindparam("turn_id"), EventRow.key.in_(bindparam("keys", expanding=True))
+)
+_INSERT_EVENTS = insert(EventRow)
+
 # A model call's history window, statements built once (bound parameters): each call runs them.
 _TURN_START_AND_AGENT = (
     select(TurnRow.started_at, AgentRow.config)
@@ -757,18 +774,20 @@ def delete_turns(tx: Connection, which: Any) -> None:
     tx.execute(delete(TurnRow).where(which))
 
 
-def _claim_session(tx: Connection, session_id: str, turn_id: str) -> None:
-    """Make `turn_id` the session's active turn, or raise TurnConflict naming the one that is."""
+def _claim_session(tx: Connection, session_id: str, turn_id: str, agent_id: str | None = None) -> None:
+    """Make `turn_id` the session's active turn, or raise TurnConflict naming the one that is;
+    LookupError when there is no such session (of `agent_id`, when given)."""
+    of_session = [SessionRow.session_id == session_id]
+    if agent_id is not None:
+        of_session.append(SessionRow.agent_id == agent_id)
     claimed = tx.execute(
-        update(SessionRow)
-        .where(SessionRow.session_id == session_id, SessionRow.active_turn_id.is_(None))
-        .values(active_turn_id=turn_id)
+        update(SessionRow).where(*of_session, SessionRow.active_turn_id.is_(None)).values(active_turn_id=turn_id)
     )
     if claimed.rowcount == 0:
         blocking = tx.execute(
             select(TurnRow.turn_id, TurnRow.status)
             .join(SessionRow, SessionRow.active_turn_id == TurnRow.turn_id)
-            .where(SessionRow.session_id == session_id)
+            .where(*of_session)
         ).first()
         if blocking is None:
             raise LookupError(f"Session {session_id} not found")

@@ -33,6 +33,20 @@ def test_unknown_ids_are_404_naming_the_id(http: httpx.Client) -> None:
         assert response.json()["detail"] == message
 
 
+def test_a_turn_in_a_session_of_another_agent_is_404_and_leaves_that_session_free(http: httpx.Client) -> None:
+    agent_id, other_agent = create_agent(http), create_agent(http)
+    others_session = create_session(http, other_agent)
+    for session_id in (others_session, "no-such-session"):
+        refused = http.post(f"/v1/agents/{agent_id}/session/{session_id}/turn", json=_ask("hi", stream=False))
+        assert refused.status_code == 404, refused.text
+        assert refused.json()["detail"] == f"Session {session_id} not found"
+    session = http.get(f"/v1/agents/{other_agent}/session/{others_session}").json()
+    assert session["turns"] == []
+    answered = http.post(f"/v1/agents/{other_agent}/session/{others_session}/turn", json=_ask("hi", stream=False))
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["status"] == "completed"
+
+
 def test_invalid_bodies_are_400_saying_which_field(http: httpx.Client) -> None:
     response = http.post("/v1/agents", json={"agent_config": {"instructions": "x"}})
     assert response.status_code == 400

@@ -16,7 +16,7 @@ from tool_runtime.catalog import McpHeaders
 HEADER = "X-LlamaStack-Provider-Data"
 
 
-def mcp_headers(
+async def mcp_headers(
     provider_data: Annotated[str | None, Header(alias=HEADER, include_in_schema=False)] = None,
 ) -> McpHeaders | None:
     if not provider_data:

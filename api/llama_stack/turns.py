@@ -81,7 +81,7 @@ async def create_turn(
     credentials = turn_credentials.sealed(runtime, mcp_headers)
 
     async def answer() -> StreamingResponse | JSONResponse:
-        await _session_of(agent, session_id, runtime)
+        # The store checks that the session is the agent's as it records the turn (404 if not).
         started = await start_turn(runtime, principal.tenant, agent, session_id, body, idempotency_key, credentials)
         return await respond(runtime, started.turn_id, 0, bool(body.stream))
 

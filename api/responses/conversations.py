@@ -74,7 +74,7 @@ class ConversationItemList(BaseModel):
     has_more: bool
 
 
-def _include(
+async def _include(
     brackets: Annotated[list[str] | None, Query(alias="include[]", description="Accepted and ignored")] = None,
     plain: Annotated[list[str] | None, Query(alias="include", description="Accepted and ignored")] = None,
 ) -> list[str]:
