@@ -18,6 +18,7 @@ from temporalio.client import Client
 from temporalio.runtime import Runtime
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 
+import startup_heap
 from activities.documents import DocumentActivities
 from activities.inference import InferenceActivities
 from activities.shields import ShieldActivities
@@ -111,6 +112,7 @@ async def main() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(signum, stop.set)
     async with running_worker(settings, runtime):
+        startup_heap.freeze()
         logging.info("worker polling task queue %r", settings.task_queue)
         await stop.wait()
         logging.info("worker shutting down")
