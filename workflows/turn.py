@@ -623,10 +623,7 @@ class TurnWorkflow:
         )
 
     async def _finish(self, message: CompletionMessage) -> TurnOutcome:
-        self._set_status(TurnStatus.COMPLETED)
-        self._describe()
-        self._output = message
-        self._completed_at = self._now()
+        self._conclude(TurnStatus.COMPLETED, message, self._now())
         return self._kept(await self._save(f"turn:complete:{len(self._steps)}", "turn_complete"))
 
     def _record_end(self, message: CompletionMessage, finished: TurnFinished) -> TurnOutcome:
@@ -634,22 +631,23 @@ class TurnWorkflow:
         self._saved_steps = len(self._steps)
         self._stored_status = TurnStatus.COMPLETED
         self._last_time = max(self._last_time, finished.completed_at)
-        self._set_status(TurnStatus.COMPLETED)
-        self._describe()
-        self._output = message
-        self._completed_at = finished.completed_at
+        self._conclude(TurnStatus.COMPLETED, message, finished.completed_at)
         return self._outcome()
+
+    def _conclude(self, status: TurnStatus, output: CompletionMessage | None, completed_at: datetime) -> None:
+        """The turn's end as this run holds it: status (and the UI's view of it), output and time."""
+        self._output = output
+        self._set_status(status)
+        self._describe()
+        self._completed_at = completed_at
 
     async def _end(self, status: TurnStatus, reason: str) -> TurnOutcome:
         """End the turn without an answer (failed, cancelled, expired), keeping its steps so far."""
         if self._saving is not None and not self._saving.done():
             await self._saving
         self._pause.clear()
-        self._output = None
         self._error = reason
-        self._set_status(status)
-        self._describe()
-        self._completed_at = self._now()
+        self._conclude(status, None, self._now())
         return self._kept(await self._save(f"turn:{status.value}:{len(self._steps)}", "error"))
 
     def _kept(self, ended: TurnOutcome | None) -> TurnOutcome:
