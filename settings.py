@@ -279,7 +279,7 @@ class Settings(BaseSettings):
     """Tool results (server or client) longer than this are cut, with a marker saying how much."""
     worker_in_api: Flag = False
     """The API process also runs a worker and starts turns on it eagerly: the first workflow task
-    comes back in the start call's reply. One process instead of two, but one core for both."""
+    comes back in the start call's reply. `serve.py` (`make run`) turns it on unless it is set."""
     unstarted_turn_sweep: Seconds = timedelta(seconds=30)
     """How often each API process starts the workflows of turns a crash left recorded but unstarted
     (turns at least this old); None (0): never."""

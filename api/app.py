@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+import startup_heap
 from api.auth import BearerAuth
 from api.body_limit import BodySizeLimit
 from api.errors import install_error_handlers
@@ -29,6 +30,7 @@ from api.turn_sweep import sweep_forever
 from observability.api_tracing import fastapi_native_telemetry_off, instrument_api
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
+from observability.worker_metrics import sdk_metrics_runtime
 from settings import Settings, SettingsError, get_settings
 from store.database import open_database
 from store.repository import Store
@@ -73,7 +75,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         _announce_tenancy(config)
         await upgrade_store(config.store_url)
         database = open_database(config.store_url)
-        client = await connect_temporal(config)
+        # With the worker in this process, its Temporal SDK metrics join this API's /metrics.
+        client = await connect_temporal(config, sdk_metrics_runtime() if config.worker_in_api else None)
         await require_search_attributes(client)
         store = Store(database)
         events = EventHub(store)
@@ -103,8 +106,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 from worker import build_worker
 
                 async with build_worker(client, config, store):
+                    startup_heap.freeze()
                     yield
             else:
+                startup_heap.freeze()
                 yield
         finally:
             for task in background:

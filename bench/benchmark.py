@@ -5,8 +5,9 @@
     .venv/bin/python bench/benchmark.py --responses-only  # only the Responses dialect's figures
 
 It starts everything itself: two bench/model_server.py processes (latency 0, and TTFT 100 ms +
-30 ms per token) and `serve.py` (dev server with its SQLite file, worker, API) with a temporary
-DA_DATA_DIR and free ports; it stops them all at the end (SIGINT to serve.py). Figures:
+30 ms per token) and `serve.py` (dev server with its SQLite file, the API running the turns; with
+`--separate-worker`, a worker.py runs them) with a temporary DA_DATA_DIR and free ports; it stops
+them all at the end (SIGINT to serve.py). Figures:
 
 - simple streamed turn: POST turn (stream) → turn_complete, p50/p95;
 - client-tool turn: create → turn_awaiting_input → resume (stream) → turn_complete, p50/p95;
@@ -131,10 +132,12 @@ async def measure_temporal_floor(address: str, iterations: int, warmup: int) -> 
 
 @dataclass
 class EmbeddedStack:
-    """serve.py (dev server + worker + API) and our two model servers, in a temp directory."""
+    """serve.py (dev server, API with its worker or a separate one) and our two model servers, in a temp
+    directory."""
 
     workdir: Path
-    worker_in_api: bool = False
+    worker_in_api: bool = True
+    """serve.py's default; False: a separate worker.py runs the turns."""
     api_port: int = field(default_factory=free_port)
     temporal_port: int = field(default_factory=free_port)
     ui_port: int = field(default_factory=free_port)
@@ -741,7 +744,9 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--timeout", type=float, default=900, help="give up after this many seconds")
     parser.add_argument(
-        "--worker-in-api", action="store_true", help="no worker.py: the API process runs the worker (eager start)"
+        "--separate-worker",
+        action="store_true",
+        help="a worker.py runs the turns (DA_WORKER_IN_API=false) instead of serve.py's default, the API process",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, SQLite files)")
     return parser.parse_args()
@@ -754,7 +759,7 @@ def main() -> int:
     # the processes we started; otherwise they would outlive us.
     signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     workdir = Path(tempfile.mkdtemp(prefix="da-bench-"))
-    stack = EmbeddedStack(workdir, worker_in_api=args.worker_in_api)
+    stack = EmbeddedStack(workdir, worker_in_api=not args.separate_worker)
     ok = False
     try:
         stack.start()
@@ -767,7 +772,7 @@ def main() -> int:
             "iterations": plan.iterations,
             "revision": runtime_revision(),
             "cpus": os.cpu_count(),
-            "worker": "in the API process" if args.worker_in_api else "separate process",
+            "worker": "separate process" if args.separate_worker else "in the API process",
             "stack_start_attempts": stack.start_attempts,
             "loadavg_1m": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
             **report,

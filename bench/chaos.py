@@ -4,6 +4,7 @@
     .venv/bin/python bench/chaos.py --quick              # 10 turns, a kill every 1 s; for the test suite
     .venv/bin/python bench/chaos.py --apis 2 --workers 2 --kill any \
         --store-url postgresql+asyncpg://postgres@127.0.0.1/chaos   # at scale: any process may die
+    .venv/bin/python bench/chaos.py --worker-in-api      # serve.py's default: the API runs the turns, and dies
 
 It starts the pieces itself, not serve.py, because only the worker may die: a Temporal dev server
 (serve.py's command line, with its SQLite file in a temp dir), bench/model_server.py, the API
@@ -11,8 +12,9 @@ It starts the pieces itself, not serve.py, because only the worker may die: a Te
 Several sessions run a mix of client-tool and plain turns concurrently while a worker is SIGKILLed
 `--kill-every` seconds after it starts polling, and restarted at once (on a busy 2-core box a
 worker can take longer than that just to start); with `--kill any` the victims take turns among
-the workers and the APIs. With several APIs, each session's requests go to one API and move to
-the next when it does not answer.
+the workers and the APIs. With `--worker-in-api` there is no worker.py: the APIs run the turns, as
+serve.py's do by default, and they are what gets killed. With several APIs, each session's requests
+go to one API and move to the next when it does not answer.
 
 The client recovers as a careful real one would: a broken or stalled stream is resumed with
 GET .../turn/{id}/events?after=<last id>; a create that failed is looked up in the session before
@@ -96,6 +98,7 @@ class ChaosStack:
     worker_count: int = 1
     store_url: str | None = None
     """None: a SQLite file in the data dir."""
+    worker_in_api: bool = False
     temporal_port: int = field(default_factory=free_port)
     ui_port: int = field(default_factory=free_port)
     model: ModelServer | None = None
@@ -132,6 +135,7 @@ class ChaosStack:
             "TEMPORAL_ADDRESS": self.temporal_address,
             "DA_MODELS": models_env({MODEL: self.model}),
             "DA_RATE_LIMIT_PER_MINUTE": "0",  # measures the runtime, not the per-key limiter
+            "DA_WORKER_IN_API": str(self.worker_in_api).lower(),
             **({"DA_STORE_URL": self.store_url} if self.store_url else {}),
         }
 
@@ -145,7 +149,8 @@ class ChaosStack:
         wait_for_port(self.temporal_port, self.temporal, 60)
         self.workers = [self.spawn_worker(n) for n in range(self.worker_count)]
         self.worker_started_at = [time.monotonic()] * self.worker_count
-        self.wait_for_worker(0)
+        if self.workers:
+            self.wait_for_worker(0)
         self.api_ports = [free_port() for _ in range(self.api_count)]
         self.apis = [self.spawn_api(n) for n in range(self.api_count)]
         for number in range(self.api_count):
@@ -671,10 +676,10 @@ async def workload(stack: ChaosStack, args: argparse.Namespace) -> dict[str, Any
             stack.task_queue,
             args.kill_every,
             args.max_kills,
-            anything=args.kill == "any",
+            anything=args.kill != "worker",
         )
         killing = asyncio.create_task(killer.run(done))
-        victims = "a worker or an API" if args.kill == "any" else "a worker"
+        victims = {"worker": "a worker", "any": "a worker or an API", "api": "an API (running its turns)"}[args.kill]
         log(f"{args.turns} turns over {args.sessions} sessions; {victims} killed every {args.kill_every:g} s")
         started = time.monotonic()
         try:
@@ -760,6 +765,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--store-url", help="the store (e.g. PostgreSQL); default: a SQLite file in the temp dir")
     parser.add_argument("--kill", choices=("worker", "any"), default="worker", help="any: workers and APIs in turn")
     parser.add_argument("--quick", action="store_true", help="10 turns, 5 sessions, a kill every 1 s, at most 4")
+    parser.add_argument(
+        "--worker-in-api", action="store_true", help="the APIs run the turns (no worker.py) and are killed"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, SQLite files)")
     args = parser.parse_args()
     if args.quick:
@@ -767,6 +775,10 @@ def parse_args() -> argparse.Namespace:
         args.turns, args.sessions, args.kill_every, args.max_kills = 10, 5, 1.0, 4
         args.turn_deadline = min(args.turn_deadline, 45.0)
     args.sessions = max(1, min(args.sessions, args.turns))
+    args.apis = max(1, args.apis)
+    args.workers = 0 if args.worker_in_api else max(1, args.workers)
+    if args.worker_in_api:
+        args.kill = "api"
     return args
 
 
@@ -777,7 +789,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     workdir = Path(tempfile.mkdtemp(prefix="da-chaos-"))
     stack = ChaosStack(
-        workdir, args.model_ttft_ms, args.model_token_ms, max(1, args.apis), max(1, args.workers), args.store_url
+        workdir, args.model_ttft_ms, args.model_token_ms, args.apis, args.workers, args.store_url, args.worker_in_api
     )
     report: dict[str, Any] | None = None
     try:

@@ -1,8 +1,9 @@
-"""The worker's metrics port: Temporal SDK metrics and ours, on one `/metrics`.
+"""The worker's metrics: Temporal SDK metrics and ours, on one `/metrics`.
 
 The SDK's Prometheus endpoint runs in its Rust core; we bind it to a loopback port of its own and
 re-expose what it reports, at each scrape, through prometheus_client's registry, beside our metrics.
-One port to scrape per worker, and the SDK's metrics in Prometheus naming (seconds, `_total`).
+One port to scrape per worker (or the API's `/metrics`, when the API runs the worker), and the SDK's
+metrics in Prometheus naming (seconds, `_total`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import logging
 import socket
 import urllib.request
 from collections.abc import Iterator
+from functools import cache
 
 from prometheus_client import REGISTRY, start_http_server
 from prometheus_client.metrics_core import Metric
@@ -44,8 +46,10 @@ def _free_loopback_port() -> int:
         return probe.getsockname()[1]
 
 
-def serve_worker_metrics(host: str, port: int) -> Runtime:
-    """Serve `/metrics` on host:port; returns the Temporal runtime the worker's client must use."""
+@cache
+def sdk_metrics_runtime() -> Runtime:
+    """The Temporal runtime whose SDK metrics this process's registry reports (one per process: each
+    would bind a port and register its families again)."""
     sdk_address = f"127.0.0.1:{_free_loopback_port()}"
     runtime = Runtime(
         telemetry=TelemetryConfig(
@@ -55,6 +59,12 @@ def serve_worker_metrics(host: str, port: int) -> Runtime:
         )
     )
     REGISTRY.register(TemporalSdkMetrics(f"http://{sdk_address}/metrics"))
+    return runtime
+
+
+def serve_worker_metrics(host: str, port: int) -> Runtime:
+    """Serve `/metrics` on host:port; returns the Temporal runtime the worker's client must use."""
+    runtime = sdk_metrics_runtime()
     start_http_server(port, addr=host)
     log.info("worker metrics on http://%s:%d/metrics", host, port)
     return runtime

@@ -1,4 +1,5 @@
-"""The chaos script's short run, in the suite: turns keep completing while the worker is SIGKILLed."""
+"""The chaos script's short run, in the suite: turns keep completing while the process running them is
+SIGKILLed — a separate worker, or the API that runs its turns (serve.py's default)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,17 @@ pytestmark = pytest.mark.processes
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_no_turn_is_lost_or_doubled_while_the_worker_keeps_dying() -> None:
+@pytest.mark.parametrize(
+    ("options", "kills"), [([], "worker_kills"), (["--worker-in-api"], "api_kills")], ids=["worker", "api"]
+)
+def test_no_turn_is_lost_or_doubled_while_the_process_running_them_keeps_dying(options: list[str], kills: str) -> None:
     run = subprocess.run(
-        [sys.executable, "bench/chaos.py", "--quick"], cwd=ROOT, capture_output=True, text=True, timeout=600
+        [sys.executable, "bench/chaos.py", "--quick", *options], cwd=ROOT, capture_output=True, text=True, timeout=600
     )
     lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
     assert lines, f"chaos.py printed no result (exit {run.returncode}):\n{run.stderr[-3000:]}"
     result = json.loads(lines[-1])
-    assert result["worker_kills"] >= 1, result
+    assert result[kills] >= 1, result
     assert result["started"] >= 10 and result["completed"] == result["started"], result
     assert result["lost"] == 0 and result["duplicated_tool_requests"] == 0, result
     assert run.returncode == 0, run.stderr[-3000:]

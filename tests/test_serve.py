@@ -1,6 +1,7 @@
-"""`python serve.py` — the README's run command — brings up Temporal, worker and API, and Ctrl-C stops
-all three. A turn paused before a restart of the whole service resumes after it. A worker killed
-mid-turn is restarted by serve.py and the turn completes."""
+"""`python serve.py` — the README's run command — brings up Temporal and the API running the turns (or
+a separate worker), and Ctrl-C stops them all. A turn paused before a restart of the whole service
+resumes after it. The process running a turn, killed mid-turn, is restarted by serve.py and the turn
+completes."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import closing
+from contextlib import closing, suppress
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -63,7 +65,7 @@ class Service:
             except httpx.HTTPError:
                 pass
             time.sleep(0.25)
-        raise AssertionError("the service did not become healthy within 90 s")
+        raise AssertionError(f"the service did not become healthy within 90 s:\n{self.tail()}")
 
     def tail(self) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
@@ -87,7 +89,12 @@ def service(tmp_path: Path) -> Iterator[Service]:
     running = Service(tmp_path)
     yield running
     if running.process and running.process.poll() is None:
-        running.process.kill()
+        # As Ctrl-C does: serve.py stops its children (each in a session of its own) before it exits.
+        # Killed, it would leave them running after a failed test.
+        try:
+            running.interrupt()
+        except subprocess.TimeoutExpired:
+            running.process.kill()
 
 
 def test_quickstart_then_ctrl_c_then_resume_after_restart(service: Service, tmp_path: Path) -> None:
@@ -131,13 +138,14 @@ def test_quickstart_then_ctrl_c_then_resume_after_restart(service: Service, tmp_
     assert service.interrupt() == 0
 
 
-def _worker_pids(service: Service) -> list[int]:
-    """Every worker serve.py said it started, in order."""
-    return [int(pid) for pid in re.findall(r"worker started \(pid (\d+)\)", service.log.read_text(errors="replace"))]
+def _started_pids(service: Service, child: str) -> list[int]:
+    """Every pid serve.py said it started `child` ("API", "worker") with, in order."""
+    log = service.log.read_text(errors="replace")
+    return [int(pid) for pid in re.findall(rf"{child} started \(pid (\d+)\)", log)]
 
 
-def _running_worker(service: Service) -> int:
-    """The pid of serve.py's `worker.py` child, read from /proc."""
+def _running_child(service: Service, command_part: bytes) -> int:
+    """The pid of serve.py's child whose command line has `command_part`, read from /proc."""
     assert service.process is not None
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -145,12 +153,33 @@ def _running_worker(service: Service) -> int:
             command = (stat.parent / "cmdline").read_bytes().split(b"\0")
         except (OSError, IndexError, ValueError):
             continue
-        if parent == service.process.pid and b"worker.py" in command:
+        if parent == service.process.pid and any(command_part in part for part in command):
             return int(stat.parent.name)
-    raise AssertionError(f"serve.py runs no worker:\n{service.tail()}")
+    raise AssertionError(f"serve.py runs no {command_part.decode()}:\n{service.tail()}")
 
 
-def test_a_worker_killed_mid_turn_is_restarted_and_the_turn_completes(service: Service) -> None:
+def _completed_turns(http: httpx.Client, agent_id: str, session_id: str) -> list[dict[str, Any]]:
+    """The session's turns once its first has completed, read from whichever API answers (serve.py may
+    still be restarting it)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with suppress(httpx.TransportError):
+            response = http.get(f"/v1/agents/{agent_id}/session/{session_id}")
+            response.raise_for_status()
+            if (turns := response.json()["turns"]) and turns[0]["status"] == "completed":
+                return turns
+        time.sleep(0.25)
+    raise AssertionError("the turn did not complete within 120 s of the kill")
+
+
+@pytest.mark.parametrize(
+    ("worker_in_api", "child", "command_part"),
+    [(None, "API", b"uvicorn"), ("false", "worker", b"worker.py")],
+    ids=["the API running its worker (the default)", "a separate worker.py"],
+)
+def test_the_process_running_a_turn_killed_mid_turn_is_restarted_and_the_turn_completes(
+    service: Service, worker_in_api: str | None, child: str, command_part: bytes
+) -> None:
     model = ScriptedModel()
     model_server = ThreadedServer(model.app(), free_port()).start()
     try:
@@ -164,32 +193,39 @@ def test_a_worker_killed_mid_turn_is_restarted_and_the_turn_completes(service: S
                 }
             }
         )
+        if worker_in_api is not None:
+            service.env["DA_WORKER_IN_API"] = worker_in_api
         model.script(text("lost with the worker", delay_seconds=3), text("after the restart"))
         service.start()
+        first = _running_child(service, command_part)
+        assert _started_pids(service, "worker") == ([] if worker_in_api is None else [first])
+        answers: list[httpx.Response] = []
+
+        def ask(http: httpx.Client, turns: str) -> None:
+            # When the API runs the turn, the request dies with it; the turn does not.
+            with suppress(httpx.TransportError):
+                answers.append(http.post(turns, json={"messages": [{"role": "user", "content": "hi"}]}))
+
         with httpx.Client(base_url=service.url, timeout=120) as http:
             agent_id = create_agent(http)
-            turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
-            answers: list[httpx.Response] = []
-            ask = {"messages": [{"role": "user", "content": "hi"}]}
-            asking = threading.Thread(target=lambda: answers.append(http.post(turns, json=ask)))
+            session_id = create_session(http, agent_id)
+            asking = threading.Thread(target=ask, args=(http, f"/v1/agents/{agent_id}/session/{session_id}/turn"))
             asking.start()
             deadline = time.monotonic() + 60
             while not model.requests:
                 assert time.monotonic() < deadline, "the model was never called"
                 time.sleep(0.05)
-            first_worker = _running_worker(service)
-            os.kill(first_worker, signal.SIGKILL)
+            os.kill(first, signal.SIGKILL)
             asking.join(timeout=120)
+            assert [answer.status_code for answer in answers] == ([] if worker_in_api is None else [200])
+            turn = _completed_turns(http, agent_id, session_id)[0]
 
-        assert answers and answers[0].status_code == 200, answers and answers[0].text
-        turn = answers[0].json()
-        assert turn["status"] == "completed"
         assert turn["output_message"]["content"] == "after the restart "
         assert [s["step_type"] for s in turn["steps"]] == ["inference"]
         assert len(model.requests) == 2
         log = service.log.read_text(errors="replace")
-        assert f"worker (pid {first_worker}) exited with code -9" in log, service.tail()
-        assert _worker_pids(service) == [first_worker, _running_worker(service)]
+        assert f"{child} (pid {first}) exited with code -9" in log, service.tail()
+        assert _started_pids(service, child) == [first, _running_child(service, command_part)]
         assert service.interrupt() == 0
         assert service.ports_open() == []
     finally:

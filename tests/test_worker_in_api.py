@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.rest import create_agent, create_session, final_turn, sse_events
 from tests.scripted_model import ScriptedModel, text, tool_call
@@ -23,6 +26,7 @@ def test_an_api_with_its_own_worker_runs_a_client_tool_turn_alone(stack: Stack, 
         call = paused["output_message"]["tool_calls"][0]
         answer = {"call_id": call["call_id"], "tool_name": call["tool_name"], "content": "100 C"}
         resumed = http.post(f"{turns}/{paused['turn_id']}/resume", json={"tool_responses": [answer], "stream": True})
+        sdk_metrics = _temporal_metrics_once_closed(http)
 
     assert paused["status"] == "awaiting_input" and call["tool_name"] == "get_boiling_point"
     events = [data["event"]["payload"] for _, data in sse_events(resumed)]
@@ -31,3 +35,21 @@ def test_an_api_with_its_own_worker_runs_a_client_tool_turn_alone(stack: Stack, 
     done = events[-1]["turn"]
     assert done["status"] == "completed" and done["output_message"]["content"] == "Water boils at 100 degrees. "
     assert [step["step_type"] for step in done["steps"]] == ["inference", "tool_execution", "inference"]
+    # Its worker's Temporal SDK metrics are on the API's /metrics, in Prometheus naming.
+    assert sdk_metrics["temporal_workflow_completed_total"] >= 1
+    assert sdk_metrics["temporal_activity_execution_latency_seconds_count"] >= 2
+
+
+def _temporal_metrics_once_closed(http: httpx.Client) -> dict[str, float]:
+    """The API's temporal_* samples (summed over labels) once its worker has completed a workflow: the
+    turn's end reaches the client just before its workflow closes."""
+    deadline = time.monotonic() + 20
+    while True:
+        sums: dict[str, float] = {}
+        for family in text_string_to_metric_families(http.get("/metrics").text):
+            for sample in family.samples:
+                if sample.name.startswith("temporal_"):
+                    sums[sample.name] = sums.get(sample.name, 0.0) + sample.value
+        if sums.get("temporal_workflow_completed_total") or time.monotonic() > deadline:
+            return sums
+        time.sleep(0.1)
