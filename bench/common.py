@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import statistics
@@ -49,10 +50,15 @@ def runtime_revision() -> str:
 
 
 def free_port() -> int:
-    """A loopback port free right now (the OS may hand it out again, which is fine on a quiet box)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A loopback port free right now, below the kernel's ephemeral ports (32768 and up on Linux).
+
+    chaos.py restarts a killed API on its port; a port from bind(0), once released, may meanwhile be
+    some outgoing connection's source port, and the restarted API could not bind it."""
+    for port in random.sample(range(10000, 32768), 200):
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) != 0:
+                return port
+    raise RuntimeError("no free loopback port in 10000..32767")
 
 
 def wait_for_port(port: int, process: subprocess.Popen[bytes], seconds: float) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import socket
 import sqlite3
 import threading
@@ -46,10 +47,40 @@ SCRIPTED_KEY = "scripted-secret-key-0123456789"
 TOOL_CALL_DEADLINE = 15
 
 
+def _ephemeral_ports_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+LOWEST_TEST_PORT = 10000
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A loopback port free now, below the kernel's ephemeral range and in this xdist worker's own slice of it.
+
+    A port from bind(0) is an ephemeral one: once released, any outgoing connection (the dev server's own
+    gRPC connections, say) may take it as its source port, and a service restarted on it then cannot bind
+    (the likely reason a restart in tests/test_serve.py once never became healthy in CI). Slices keep the
+    parallel workers from handing out the same port."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    slices = 8
+    width = (_ephemeral_ports_start() - LOWEST_TEST_PORT) // slices
+    first = LOWEST_TEST_PORT + (int(worker) % slices if worker.isdigit() else 0) * width
+    for _ in range(width):
+        port = random.randrange(first, first + width)
+        if port in _handed_out:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free port in {first}..{first + width - 1}")
 
 
 class BackgroundLoop:
