@@ -81,10 +81,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         store = Store(database)
         events = EventHub(store)
         poller = asyncio.create_task(events.run())
-        wake_sender = WakeSender(wake_dir(config.data_dir))
-        store.on_events_written(wake_sender)  # other APIs on this host streaming a turn this one writes to
         wake_receiver = WakeReceiver(wake_dir(config.data_dir), events.wake)
         wake_receiver.open()
+        wake_sender = WakeSender(wake_dir(config.data_dir), own=wake_receiver.path)
+        store.on_events_written(wake_sender)  # other APIs on this host streaming a turn this one writes to
         turns = TurnGateway(client, config.task_queue, eager_start=config.worker_in_api)
         streams = StreamSlots(config.max_streams_per_key)
         app.state.runtime = runtime = Runtime(

@@ -2,9 +2,11 @@
 
 Streams do not each poll the store: they subscribe here, and a single loop asks the store for
 the new events of all followed turns at once, then hands each subscriber its own. Fifty open
-streams cost one small query per tick, not fifty. Writes made through this process's Store (a
-worker running inside the API) wake the loop at once, as do other processes' on this host through
-store/wake.py; writes that bring no wake-up are found by polling. While wake-ups bring the events,
+streams cost one small query per tick, not fifty. Events written through this process's Store (a
+worker running inside the API) are handed to the streams as written, without reading them back,
+to every subscriber that has seen all the turn's events before them; other processes' writes on
+this host wake the loop at once through store/wake.py; writes that bring no wake-up are found by
+polling. While wake-ups bring the events,
 polling is only the fallback, at its slowest rate; events a timer's poll finds (their writer did
 not wake us: another host) bring it back to its fastest.
 
@@ -25,7 +27,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
-from store.repository import Store, StoredEvent
+from store.repository import EventsWritten, Store, StoredEvent
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +60,33 @@ class EventHub:
         self._last_error = ""
         store.on_events_written(self._written)
 
-    def _written(self) -> None:
-        if self._loop is not None:  # the writer may be a worker on another thread's loop
-            self._loop.call_soon_threadsafe(self.wake)
+    def _written(self, written: EventsWritten) -> None:
+        if self._loop is None:
+            return
+        try:
+            writer_loop = asyncio.get_running_loop()
+        except RuntimeError:
+            writer_loop = None
+        if writer_loop is self._loop:
+            self._hand_over(written)
+        else:  # a worker on another thread's loop
+            self._loop.call_soon_threadsafe(self._hand_over, written)
+
+    def _hand_over(self, written: EventsWritten) -> None:
+        """Give the written events to each subscriber whose last event is the one before them; a
+        subscriber behind that (still catching up, or after a write it missed) gets them from a poll."""
+        self._woken = True  # writers here announce themselves: the timer only covers what they do not
+        last = written.events[-1].event_id
+        behind = False
+        for subscription in self._subscriptions.get(written.turn_id, ()):
+            if subscription.after == written.after:
+                for event in written.events:
+                    subscription.events.put_nowait(event)
+                subscription.after = last
+            elif subscription.after < last:
+                behind = True
+        if behind:
+            self.wake()
 
     def wake(self) -> None:
         """Events were written (store/wake.py, or this process's Store): poll now. On the hub's own loop."""

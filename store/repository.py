@@ -86,6 +86,16 @@ class StoredEvent:
     body: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class EventsWritten:
+    """One commit's new events of a turn, with the turn's last event id before them: a reader that has
+    seen exactly up to `after` can take `events` as they are, without reading them back."""
+
+    turn_id: str
+    after: int
+    events: list[StoredEvent]
+
+
 T = TypeVar("T")
 
 
@@ -108,12 +118,12 @@ class Store:
     def __init__(self, database: Database) -> None:
         self.database = database
         self.conversations = ConversationStore(database)
-        self._event_listeners: list[Callable[[], None]] = []
+        self._event_listeners: list[Callable[[EventsWritten], None]] = []
         self._history = _HistoryCache()
 
-    def on_events_written(self, listener: Callable[[], None]) -> None:
-        """Call `listener` after each commit that added events through this Store object: readers in
-        the same process learn of them at once instead of at their next poll."""
+    def on_events_written(self, listener: Callable[[EventsWritten], None]) -> None:
+        """Call `listener` with the events of each commit that added some through this Store object:
+        readers in the same process have them at once instead of at their next poll."""
         self._event_listeners.append(listener)
 
     async def ping(self) -> None:
@@ -579,7 +589,7 @@ class Store:
                 which.append(TurnRow.status.not_in(FINAL_STATUSES))
             lock, lock_params = update(TurnRow).where(*which).values(**values).returning(TurnRow.tenant_id), {}
 
-        def run(tx: Connection) -> tuple[Turn | None, bool]:
+        def run(tx: Connection) -> tuple[Turn | None, EventsWritten | None]:
             # Updating the turn row first takes its row lock (PostgreSQL) or the write lock (SQLite):
             # concurrent writers of one turn are serialised, so event ids follow commit order.
             locked = tx.execute(lock, lock_params).first()
@@ -587,7 +597,7 @@ class Store:
                 ended = _load_turns(tx, None, turn_ids=[turn_id])
                 if not ended:
                     raise LookupError(f"Turn {turn_id} not found in the store (was its session deleted?)")
-                return ended[0], False
+                return ended[0], None
             if status is not None and locked.tenant_id is not None:
                 _set_pending_calls(
                     tx, turn_id, locked.tenant_id, awaiting if status == TurnStatus.AWAITING_INPUT else ()
@@ -599,6 +609,7 @@ class Store:
             to_add = list(events)
             if closing_event is not None:
                 to_add.append(closing_event(_load_turns(tx, None, turn_ids=[turn_id])[0]))
+            written = None
             if to_add:
                 keys = [e.key for e in to_add]
                 seen = set(tx.scalars(_KEYS_WRITTEN, {"turn_id": turn_id, "keys": keys}))
@@ -607,17 +618,22 @@ class Store:
                     if keyed.key not in seen:
                         seen.add(keyed.key)
                         rows.append({"turn_id": turn_id, "key": keyed.key, "body": keyed.body})
-                if rows:  # one statement, rows in list order: their ids keep the events' order
-                    tx.execute(_INSERT_EVENTS, rows)
+                if rows:
+                    # The turn's lock is held: no other writer's event of this turn falls between `after` and
+                    # these. One statement, ids returned in list order: they keep the events' order.
+                    after = tx.scalar(_LAST_EVENT_ID, {"turn_id": turn_id}) or 0
+                    ids = tx.scalars(_INSERT_EVENTS, rows).all()
+                    stored = [StoredEvent(event_id, row["body"]) for event_id, row in zip(ids, rows, strict=True)]
+                    written = EventsWritten(turn_id, after, stored)
             if status is not None and status.is_final:
                 tx.execute(update(SessionRow).where(SessionRow.active_turn_id == turn_id).values(active_turn_id=None))
                 tx.execute(delete(TurnCredentialsRow).where(TurnCredentialsRow.turn_id == turn_id))
-            return None, bool(to_add)
+            return None, written
 
-        ended, added = await self.database.write(run)
-        if added:
+        ended, written = await self.database.write(run)
+        if written is not None:
             for listener in self._event_listeners:
-                listener()
+                listener(written)
         return ended
 
     async def keep_turn_credentials(self, turn_id: str, ciphertext: str) -> bool:
@@ -706,7 +722,8 @@ _TURN_LOCK = (
 _KEYS_WRITTEN = select(EventRow.key).where(
     EventRow.turn_id == bindparam("turn_id"), EventRow.key.in_(bindparam("keys", expanding=True))
 )
-_INSERT_EVENTS = insert(EventRow)
+_LAST_EVENT_ID = select(func.max(EventRow.event_id)).where(EventRow.turn_id == bindparam("turn_id"))
+_INSERT_EVENTS = insert(EventRow).returning(EventRow.event_id, sort_by_parameter_order=True)
 
 # A model call's history window, statements built once (bound parameters): each call runs them.
 _TURN_START_AND_AGENT = (

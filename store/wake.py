@@ -32,21 +32,25 @@ def wake_dir(data_dir: Path) -> Path:
 
 
 class WakeSender:
-    """Sends one datagram to every API socket in the directory; never blocks, never raises."""
+    """Sends one datagram to every API socket in the directory but its own process's (`own`: that API's
+    hub has the events already); never blocks, never raises."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, own: Path | None = None) -> None:
         self._directory = directory
+        self._own = str(own) if own is not None else None
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._socket.setblocking(False)
         self._targets: list[str] = []
         self._scanned_at = float("-inf")
 
-    def __call__(self) -> None:
+    def __call__(self, _written: object = None) -> None:
+        """What was written does not matter: the byte only says "poll now"."""
         now = time.monotonic()
         if now - self._scanned_at >= RESCAN_SECONDS:
             self._scanned_at = now
             try:
-                self._targets = [str(path) for path in self._directory.glob("*.sock")]
+                found = (str(path) for path in self._directory.glob("*.sock"))
+                self._targets = [path for path in found if path != self._own]
             except OSError:
                 self._targets = []
         for target in self._targets:
@@ -69,6 +73,11 @@ class WakeReceiver:
         self._on_wake = on_wake
         self._socket: socket.socket | None = None
         self._path: Path | None = None
+
+    @property
+    def path(self) -> Path | None:
+        """This API's socket, once open."""
+        return self._path
 
     def open(self) -> bool:
         """Bind and start reading; False (and a log line) where the directory or socket cannot be made:

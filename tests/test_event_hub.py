@@ -160,6 +160,65 @@ async def test_another_processs_write_wakes_the_hub_without_waiting_for_a_poll(
     assert not list((tmp_path / "wake").glob("*.sock"))
 
 
+async def test_events_written_in_this_process_reach_streams_as_written_and_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker inside the API writes through the hub's own Store: a stream caught up with the turn gets
+    the events, with their ids, without the hub reading them back; a stream still behind gets them from
+    a poll, after the ones it lacks, each once. The API's own wake socket gets no datagram for them."""
+    monkeypatch.setattr(api.event_hub, "POLL_MIN_SECONDS", 5.0)
+    monkeypatch.setattr(api.event_hub, "POLL_MAX_SECONDS", 5.0)
+    url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
+    await upgrade_store(url)
+    database = open_database(url)
+    store = Store(database)
+    config = AgentConfig(model="m", instructions="i")
+    await store.create_agent("t", Agent(agent_id="a1", agent_config=config, created_at=datetime.now(UTC)))
+    await store.create_session("a1", "s1", "name", datetime.now(UTC))
+    await store.begin_turn("a1", "s1", "turn-1", [UserMessage(content="hi")], datetime.now(UTC))
+    await store.save_turn_progress("turn-1", events=[KeyedEvent(key="old", body={"n": 0})])
+    hub = EventHub(store)
+    own_wakes: list[float] = []
+    own = WakeReceiver(tmp_path / "wake", lambda: own_wakes.append(time.monotonic()))
+    assert own.open()
+    sender = WakeSender(tmp_path / "wake", own=own.path)
+    store.on_events_written(sender)
+    reads: list[object] = []
+    read_events = store.events_after
+
+    async def counted_read(*args: Any, **kwargs: Any) -> Any:
+        reads.append(args)
+        return await read_events(*args, **kwargs)
+
+    monkeypatch.setattr(store, "events_after", counted_read)
+    poller = asyncio.create_task(hub.run())
+    try:
+        async with hub.subscribe("turn-1", 0) as caught_up:
+            old = await asyncio.wait_for(caught_up.events.get(), timeout=4)  # the subscription's own poll
+            await asyncio.sleep(0.2)
+            reads.clear()
+            await store.save_turn_progress("turn-1", events=[KeyedEvent(key=f"k{n}", body={"n": n}) for n in (1, 2)])
+            handed = [await asyncio.wait_for(caught_up.events.get(), timeout=1) for _ in range(2)]
+            assert reads == []
+            stored = (await read_events([("turn-1", 0)]))[("turn-1", 0)]
+            assert [old, *handed] == stored
+            assert [event.body for event in stored] == [{"n": 0}, {"n": 1}, {"n": 2}]
+
+            async with hub.subscribe("turn-1", 0) as behind:
+                await store.save_turn_progress("turn-1", events=[KeyedEvent(key="k3", body={"n": 3})])
+                got = [await asyncio.wait_for(behind.events.get(), timeout=4) for _ in range(4)]
+                assert [event.body["n"] for event in got] == [0, 1, 2, 3]
+                assert (await asyncio.wait_for(caught_up.events.get(), timeout=1)).body == {"n": 3}
+                await asyncio.sleep(0.3)
+                assert behind.events.empty() and caught_up.events.empty()
+        assert own_wakes == []
+    finally:
+        poller.cancel()
+        own.close()
+        sender.close()
+        await database.dispose()
+
+
 def test_a_long_replay_from_the_start_does_not_wait_on_another_stream(stack: Stack, http: httpx.Client) -> None:
     agent_id = create_agent(http)
     quiet, long = str(uuid.uuid4()), str(uuid.uuid4())
