@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Awaitable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from temporalio import activity
@@ -229,14 +230,17 @@ class InferenceActivities:
             return written
         start = StepStart(step_type="inference", step_id=request.step_id)
         own = KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json"))
-        # The start is written while the request is built and sent; the model's first token comes later.
-        # New steps are part of the conversation, so with any the request waits for their write.
-        writing = asyncio.ensure_future(write_pending(self._store, request.turn_id, request.pending, own))
+        write = partial(write_pending, self._store, request.turn_id, request.pending, own)
+        # New steps are part of the conversation: the request waits for their write. Otherwise the start is
+        # written as the request goes out, while the model thinks: not competing with the conversation's
+        # read and the request's sending, which the first token waits for.
+        writing = asyncio.ensure_future(write()) if request.pending.new_steps else None
         try:
-            if request.pending.new_steps:
+            if writing is not None:
                 await writing
             chat, model, model_id = await self._chat_request(request)
             already = await self._streamed_before(request) if attempt > 1 else ""
+            writing = writing or asyncio.ensure_future(write())
             writer = _DeltaWriter(self._store, request, attempt, self._delta_interval, already, writing)
             text: list[str] = []
             calls: list[ToolCall] = []
@@ -264,9 +268,10 @@ class InferenceActivities:
         except ProviderRejected as rejected:
             raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected
         finally:
-            if not writing.done():  # the call failed first: the write still ends before the attempt does
+            if writing is not None and not writing.done():  # the call failed first: the write ends before the attempt
                 await asyncio.gather(writing, return_exceptions=True)
-        await writing  # done by now; a failure of it is this attempt's
+        if writing is not None:
+            await writing  # done by now; a failure of it is this attempt's
         message = CompletionMessage(content="".join(text), stop_reason=stop_reason, tool_calls=calls)
         result = InferenceResult(message=message)
         size = len(result.model_dump_json())
