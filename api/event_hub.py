@@ -103,10 +103,17 @@ class EventHub:
         return None
 
     @asynccontextmanager
-    async def subscribe(self, turn_id: str, after: int) -> AsyncIterator[Subscription]:
+    async def subscribe(self, turn_id: str, after: int, new_turn: bool = False) -> AsyncIterator[Subscription]:
+        """Follow the turn from event `after`. A subscription is caught up by a poll at once, except for
+        `new_turn` (one its request has just begun, with nothing written yet): its first events come as
+        written (this process's writes, other processes' wake-ups) or from a timer's poll, and a read of
+        nothing no longer competes with the turn's first workflow task."""
         subscription = Subscription(turn_id, after)
         self._subscriptions[turn_id].add(subscription)
-        self._news.set()
+        if new_turn and self._loop is not None:
+            self._loop.call_later(POLL_MAX_SECONDS, self._news.set)
+        else:
+            self._news.set()
         try:
             yield subscription
         finally:

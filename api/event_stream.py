@@ -45,14 +45,16 @@ async def tail_events(
     after: int,
     still_running: Callable[[], Awaitable[bool]],
     include_runtime: bool = False,
+    new_turn: bool = False,
 ) -> AsyncIterator[StoredEvent | None]:
     """Yield the turn's events after `after` as they are written, up to and including the next final one.
 
     Yields None when a keepalive is due. Ends early, without a final event, only when
     `still_running` reports that the turn's workflow is gone (and nothing more was written).
     Runtime events (is_runtime_event) only with `include_runtime`: the llama-stack stream has none.
+    `new_turn`: the caller has just begun the turn (EventHub.subscribe).
     """
-    async with hub.subscribe(turn_id, after) as subscription:
+    async with hub.subscribe(turn_id, after, new_turn) as subscription:
         quiet_for = 0.0
         while True:
             try:

@@ -219,6 +219,47 @@ async def test_events_written_in_this_process_reach_streams_as_written_and_in_or
         await database.dispose()
 
 
+async def test_a_new_turns_stream_is_not_caught_up_by_a_read_and_still_gets_what_others_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stream of a turn its request has just begun starts with no read (there is nothing to catch up on);
+    events another process writes, with no wake-up to announce them, still come by the timer's poll."""
+    monkeypatch.setattr(api.event_hub, "POLL_MIN_SECONDS", 0.3)
+    monkeypatch.setattr(api.event_hub, "POLL_MAX_SECONDS", 0.3)
+    url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
+    await upgrade_store(url)
+    reader_db, writer_db = open_database(url), open_database(url)
+    reader, writer = Store(reader_db), Store(writer_db)
+    config = AgentConfig(model="m", instructions="i")
+    await writer.create_agent("t", Agent(agent_id="a1", agent_config=config, created_at=datetime.now(UTC)))
+    await writer.create_session("a1", "s1", "name", datetime.now(UTC))
+    await writer.begin_turn("a1", "s1", "turn-1", [UserMessage(content="hi")], datetime.now(UTC))
+    hub = EventHub(reader)
+    reads: list[float] = []
+    read_events = reader.events_after
+
+    async def counted_read(*args: Any, **kwargs: Any) -> Any:
+        reads.append(time.monotonic())
+        return await read_events(*args, **kwargs)
+
+    monkeypatch.setattr(reader, "events_after", counted_read)
+    poller = asyncio.create_task(hub.run())
+    try:
+        await asyncio.sleep(0.05)
+        async with hub.subscribe("turn-1", 0, new_turn=True) as subscription:
+            await asyncio.sleep(0.1)
+            assert reads == []
+            await writer.save_turn_progress("turn-1", events=[KeyedEvent(key="k", body={"n": 1})])
+            event = await asyncio.wait_for(subscription.events.get(), timeout=2)
+            assert event.body == {"n": 1}
+        async with hub.subscribe("turn-1", 0) as replay:  # not new: caught up at once
+            assert (await asyncio.wait_for(replay.events.get(), timeout=0.2)).body == {"n": 1}
+    finally:
+        poller.cancel()
+        await reader_db.dispose()
+        await writer_db.dispose()
+
+
 def test_a_long_replay_from_the_start_does_not_wait_on_another_stream(stack: Stack, http: httpx.Client) -> None:
     agent_id = create_agent(http)
     quiet, long = str(uuid.uuid4()), str(uuid.uuid4())

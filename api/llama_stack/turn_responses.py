@@ -20,8 +20,8 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _ENDED_WITHOUT_ANSWER = {TurnStatus.FAILED: 502, TurnStatus.CANCELLED: 409, TurnStatus.EXPIRED: 410}
 
 
-def _events(runtime: Runtime, turn_id: str, after: int) -> AsyncIterator[StoredEvent | None]:
-    return tail_events(runtime.events, turn_id, after, lambda: still_running(runtime, turn_id))
+def _events(runtime: Runtime, turn_id: str, after: int, new_turn: bool) -> AsyncIterator[StoredEvent | None]:
+    return tail_events(runtime.events, turn_id, after, lambda: still_running(runtime, turn_id), new_turn=new_turn)
 
 
 def _ended_unexpectedly(turn_id: str) -> StoredEvent:
@@ -38,17 +38,20 @@ async def _sse(events: AsyncIterator[StoredEvent | None], turn_id: str) -> Async
         yield sse_frame(_ended_unexpectedly(turn_id))
 
 
-def stream_events(runtime: Runtime, turn_id: str, after: int) -> StreamingResponse:
-    """The turn's events after event `after`, up to and including the next final one."""
-    events = _sse(_events(runtime, turn_id, after), turn_id)
+def stream_events(runtime: Runtime, turn_id: str, after: int, new_turn: bool = False) -> StreamingResponse:
+    """The turn's events after event `after`, up to and including the next final one; `new_turn`: this
+    request has just begun the turn."""
+    events = _sse(_events(runtime, turn_id, after, new_turn), turn_id)
     return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
-async def respond(runtime: Runtime, turn_id: str, after: int, stream: bool) -> StreamingResponse | JSONResponse:
+async def respond(
+    runtime: Runtime, turn_id: str, after: int, stream: bool, new_turn: bool = False
+) -> StreamingResponse | JSONResponse:
     if stream:
-        return stream_events(runtime, turn_id, after)
+        return stream_events(runtime, turn_id, after, new_turn)
     last: StoredEvent | None = None
-    async for event in _events(runtime, turn_id, after):
+    async for event in _events(runtime, turn_id, after, new_turn):
         last = event or last
     if last is None or not is_final(last.body):
         last = _ended_unexpectedly(turn_id)

@@ -83,7 +83,7 @@ async def create_turn(
     async def answer() -> StreamingResponse | JSONResponse:
         # The store checks that the session is the agent's as it records the turn (404 if not).
         started = await start_turn(runtime, principal.tenant, agent, session_id, body, idempotency_key, credentials)
-        return await respond(runtime, started.turn_id, 0, bool(body.stream))
+        return await respond(runtime, started.turn_id, 0, bool(body.stream), new_turn=not started.is_retry)
 
     return await _answer(runtime, principal, bool(body.stream), answer)
 

@@ -169,6 +169,8 @@ class Created:
     record: ResponseRecord
     after: int
     """The turn's last event id before this response's segment: its events follow it."""
+    new_turn: bool = False
+    """This request began the turn just now: nothing is written yet (api/event_hub.py, `subscribe`)."""
 
 
 async def create(
@@ -204,7 +206,8 @@ async def _start(
     turn_id = str(uuid.uuid5(_TURN_NAMESPACE, response_id))
     started_at = datetime.now(UTC)
     # A fresh random id has no turn yet; a keyed one may, recorded by a first attempt that crashed.
-    if not keyed or await runtime.store.turn_status(turn_id) is None:
+    new_turn = not keyed or await runtime.store.turn_status(turn_id) is None
+    if new_turn:
         await runtime.store.begin_detached_turn(
             tenant, turn_id, split.input, context, response_id, turn_settings(body), started_at
         )
@@ -212,7 +215,7 @@ async def _start(
     record = _record(response_id, tenant, turn_id, 0, body, stored)
     await responses.add(record)
     await _start_workflow(runtime, record, body, started_at)
-    return Created(record, 0)
+    return Created(record, 0, new_turn)
 
 
 async def _start_workflow(runtime: Runtime, record: ResponseRecord, body: CreateResponse, started_at: datetime) -> None:

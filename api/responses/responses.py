@@ -104,6 +104,7 @@ async def _wait_for_end(runtime: Runtime, request: Request, created: Created) ->
         created.after,
         lambda: still_running(runtime, record.turn_id),
         include_runtime=True,
+        new_turn=created.new_turn,
     )
     waiting = loop.create_task(_collect(events))
     try:
@@ -164,7 +165,8 @@ async def _answer(runtime: Runtime, principal: Principal, request: Request, crea
     record = created.record
     if stream:
         on_close = None if record.background else (lambda: _cancel_later(runtime, record))
-        return _streamed(runtime, principal, view.sse(runtime, record, None, created.after), on_close)
+        stream_events = view.sse(runtime, record, None, created.after, created.new_turn)
+        return _streamed(runtime, principal, stream_events, on_close)
     ended = None if record.background else await _wait_for_end(runtime, request, created)
     return JSONResponse(await view.response_object(runtime, record, ended))
 

@@ -132,13 +132,18 @@ async def chain_outputs(runtime: Runtime, chain: list[ResponseRecord]) -> list[l
 
 
 async def sse(
-    runtime: Runtime, record: ResponseRecord, starting_after: int | None, created_after: int | None = None
+    runtime: Runtime,
+    record: ResponseRecord,
+    starting_after: int | None,
+    created_after: int | None = None,
+    new_turn: bool = False,
 ) -> AsyncIterator[bytes]:
     """The response's stream events after sequence number `starting_after` (all without it), live to its end.
 
     The renderer replays the segment from its first stored event, so every event keeps its number however
     often and wherever the stream is resumed. `created_after`: the turn's last event before the segment, known
-    to the create that made the response; the stream then tails from there without looking the segment up."""
+    to the create that made the response; the stream then tails from there without looking the segment up.
+    `new_turn`: that create began the turn (api/event_hub.py, `subscribe`)."""
     stream = ResponseStream(base_response(record), record.turn_id, starting_after)
     for event in stream.open():
         yield sse_frame(event)
@@ -150,7 +155,12 @@ async def sse(
         begun = found.after is not None
         cursor = found.after if found.after is not None else latest
     tail = tail_events(
-        runtime.events, record.turn_id, cursor, lambda: still_running(runtime, record.turn_id), include_runtime=True
+        runtime.events,
+        record.turn_id,
+        cursor,
+        lambda: still_running(runtime, record.turn_id),
+        include_runtime=True,
+        new_turn=new_turn,
     )
     async for stored in tail:
         if stored is None:
