@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -37,6 +37,8 @@ RETRY_MIN_SECONDS = 0.05
 RETRY_MAX_SECONDS = 2.0
 EVENTS_PER_CURSOR = 500
 """Events handed to one cursor per poll; a longer backlog takes further polls, 2 ms apart."""
+TURNS_WRITTEN_REMEMBERED = 10_000
+"""How many of the turns this process wrote events for, the latest, the hub remembers (EventHub.subscribe)."""
 
 
 @dataclass(eq=False)
@@ -58,6 +60,8 @@ class EventHub:
         self._running = False
         self._failing_since: float | None = None
         self._last_error = ""
+        self._turns_written: OrderedDict[str, None] = OrderedDict()
+        """The latest turns this process wrote events for, oldest first."""
         store.on_events_written(self._written)
 
     def _written(self, written: EventsWritten) -> None:
@@ -76,6 +80,10 @@ class EventHub:
         """Give the written events to each subscriber whose last event is the one before them; a
         subscriber behind that (still catching up, or after a write it missed) gets them from a poll."""
         self._woken = True  # writers here announce themselves: the timer only covers what they do not
+        self._turns_written[written.turn_id] = None
+        self._turns_written.move_to_end(written.turn_id)
+        if len(self._turns_written) > TURNS_WRITTEN_REMEMBERED:
+            self._turns_written.popitem(last=False)
         last = written.events[-1].event_id
         behind = False
         for subscription in self._subscriptions.get(written.turn_id, ()):
@@ -104,13 +112,15 @@ class EventHub:
 
     @asynccontextmanager
     async def subscribe(self, turn_id: str, after: int, new_turn: bool = False) -> AsyncIterator[Subscription]:
-        """Follow the turn from event `after`. A subscription is caught up by a poll at once, except for
-        `new_turn` (one its request has just begun, with nothing written yet): its first events come as
-        written (this process's writes, other processes' wake-ups) or from a timer's poll, and a read of
-        nothing no longer competes with the turn's first workflow task."""
+        """Follow the turn from event `after`. A subscription is caught up by a poll at once, except for a
+        `new_turn` (one its request has just begun) this process has written nothing for yet: its first
+        events come as written (this process's writes, other processes' wake-ups) or from a timer's
+        poll, and a read of nothing no longer competes with the turn's first workflow task. (The
+        subscription may come after the turn's first writes: the API running the turn starts it eagerly,
+        and the stream subscribes once its response starts.)"""
         subscription = Subscription(turn_id, after)
         self._subscriptions[turn_id].add(subscription)
-        if new_turn and self._loop is not None:
+        if new_turn and self._loop is not None and turn_id not in self._turns_written:
             self._loop.call_later(POLL_MAX_SECONDS, self._news.set)
         else:
             self._news.set()

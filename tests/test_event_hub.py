@@ -118,22 +118,48 @@ async def test_the_hub_reports_failing_polls_until_they_work_again(tmp_path: Pat
         await database.dispose()
 
 
+async def _store_with_a_running_turn(tmp_path: Path) -> str:
+    """A store (its URL) holding agent a1, its session s1 and that session's running turn-1."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
+    await upgrade_store(url)
+    database = open_database(url)
+    store = Store(database)
+    config = AgentConfig(model="m", instructions="i")
+    await store.create_agent("t", Agent(agent_id="a1", agent_config=config, created_at=datetime.now(UTC)))
+    await store.create_session("a1", "s1", "name", datetime.now(UTC))
+    await store.begin_turn("a1", "s1", "turn-1", [UserMessage(content="hi")], datetime.now(UTC))
+    await database.dispose()
+    return url
+
+
+def _poll_every(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    monkeypatch.setattr(api.event_hub, "POLL_MIN_SECONDS", seconds)
+    monkeypatch.setattr(api.event_hub, "POLL_MAX_SECONDS", seconds)
+
+
+def _reads_of(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """When the hub read events from `store` (its polls), as they happen."""
+    reads: list[float] = []
+    read_events = store.events_after
+
+    async def counted_read(*args: Any, **kwargs: Any) -> Any:
+        reads.append(time.monotonic())
+        return await read_events(*args, **kwargs)
+
+    monkeypatch.setattr(store, "events_after", counted_read)
+    return reads
+
+
 async def test_another_processs_write_wakes_the_hub_without_waiting_for_a_poll(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The writer (a worker, here a second Store on its own engine: no in-process listener links the
     two) announces its events through the wake directory; the hub, told to poll only every 5 s,
     delivers them at once."""
-    monkeypatch.setattr(api.event_hub, "POLL_MIN_SECONDS", 5.0)
-    monkeypatch.setattr(api.event_hub, "POLL_MAX_SECONDS", 5.0)
-    url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
-    await upgrade_store(url)
+    _poll_every(monkeypatch, 5.0)
+    url = await _store_with_a_running_turn(tmp_path)
     reader_db, writer_db = open_database(url), open_database(url)
     reader, writer = Store(reader_db), Store(writer_db)
-    config = AgentConfig(model="m", instructions="i")
-    await writer.create_agent("t", Agent(agent_id="a1", agent_config=config, created_at=datetime.now(UTC)))
-    await writer.create_session("a1", "s1", "name", datetime.now(UTC))
-    await writer.begin_turn("a1", "s1", "turn-1", [UserMessage(content="hi")], datetime.now(UTC))
     sender = WakeSender(tmp_path / "wake")
     writer.on_events_written(sender)
     hub = EventHub(reader)
@@ -166,16 +192,9 @@ async def test_events_written_in_this_process_reach_streams_as_written_and_in_or
     """A worker inside the API writes through the hub's own Store: a stream caught up with the turn gets
     the events, with their ids, without the hub reading them back; a stream still behind gets them from
     a poll, after the ones it lacks, each once. The API's own wake socket gets no datagram for them."""
-    monkeypatch.setattr(api.event_hub, "POLL_MIN_SECONDS", 5.0)
-    monkeypatch.setattr(api.event_hub, "POLL_MAX_SECONDS", 5.0)
-    url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
-    await upgrade_store(url)
-    database = open_database(url)
+    _poll_every(monkeypatch, 5.0)
+    database = open_database(await _store_with_a_running_turn(tmp_path))
     store = Store(database)
-    config = AgentConfig(model="m", instructions="i")
-    await store.create_agent("t", Agent(agent_id="a1", agent_config=config, created_at=datetime.now(UTC)))
-    await store.create_session("a1", "s1", "name", datetime.now(UTC))
-    await store.begin_turn("a1", "s1", "turn-1", [UserMessage(content="hi")], datetime.now(UTC))
     await store.save_turn_progress("turn-1", events=[KeyedEvent(key="old", body={"n": 0})])
     hub = EventHub(store)
     own_wakes: list[float] = []
@@ -183,14 +202,8 @@ async def test_events_written_in_this_process_reach_streams_as_written_and_in_or
     assert own.open()
     sender = WakeSender(tmp_path / "wake", own=own.path)
     store.on_events_written(sender)
-    reads: list[object] = []
     read_events = store.events_after
-
-    async def counted_read(*args: Any, **kwargs: Any) -> Any:
-        reads.append(args)
-        return await read_events(*args, **kwargs)
-
-    monkeypatch.setattr(store, "events_after", counted_read)
+    reads = _reads_of(store, monkeypatch)
     poller = asyncio.create_task(hub.run())
     try:
         async with hub.subscribe("turn-1", 0) as caught_up:
@@ -211,6 +224,11 @@ async def test_events_written_in_this_process_reach_streams_as_written_and_in_or
                 assert (await asyncio.wait_for(caught_up.events.get(), timeout=1)).body == {"n": 3}
                 await asyncio.sleep(0.3)
                 assert behind.events.empty() and caught_up.events.empty()
+        # The stream of a new turn can subscribe after the turn's first writes (the API runs the turn and
+        # starts it eagerly): the hub knows of them, and catches it up at once.
+        async with hub.subscribe("turn-1", 0, new_turn=True) as late:
+            got = [await asyncio.wait_for(late.events.get(), timeout=1) for _ in range(4)]
+            assert [event.body["n"] for event in got] == [0, 1, 2, 3]
         assert own_wakes == []
     finally:
         poller.cancel()
@@ -224,25 +242,12 @@ async def test_a_new_turns_stream_is_not_caught_up_by_a_read_and_still_gets_what
 ) -> None:
     """The stream of a turn its request has just begun starts with no read (there is nothing to catch up on);
     events another process writes, with no wake-up to announce them, still come by the timer's poll."""
-    monkeypatch.setattr(api.event_hub, "POLL_MIN_SECONDS", 0.3)
-    monkeypatch.setattr(api.event_hub, "POLL_MAX_SECONDS", 0.3)
-    url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
-    await upgrade_store(url)
+    _poll_every(monkeypatch, 0.3)
+    url = await _store_with_a_running_turn(tmp_path)
     reader_db, writer_db = open_database(url), open_database(url)
     reader, writer = Store(reader_db), Store(writer_db)
-    config = AgentConfig(model="m", instructions="i")
-    await writer.create_agent("t", Agent(agent_id="a1", agent_config=config, created_at=datetime.now(UTC)))
-    await writer.create_session("a1", "s1", "name", datetime.now(UTC))
-    await writer.begin_turn("a1", "s1", "turn-1", [UserMessage(content="hi")], datetime.now(UTC))
     hub = EventHub(reader)
-    reads: list[float] = []
-    read_events = reader.events_after
-
-    async def counted_read(*args: Any, **kwargs: Any) -> Any:
-        reads.append(time.monotonic())
-        return await read_events(*args, **kwargs)
-
-    monkeypatch.setattr(reader, "events_after", counted_read)
+    reads = _reads_of(reader, monkeypatch)
     poller = asyncio.create_task(hub.run())
     try:
         await asyncio.sleep(0.05)
