@@ -3,12 +3,11 @@
 Streams do not each poll the store: they subscribe here, and a single loop asks the store for
 the new events of all followed turns at once, then hands each subscriber its own. Fifty open
 streams cost one small query per tick, not fifty. Events written through this process's Store (a
-worker running inside the API) are handed to the streams as written, without reading them back,
-to every subscriber that has seen all the turn's events before them; other processes' writes on
-this host wake the loop at once through store/wake.py; writes that bring no wake-up are found by
-polling. While wake-ups bring the events,
-polling is only the fallback, at its slowest rate; events a timer's poll finds (their writer did
-not wake us: another host) bring it back to its fastest.
+worker running inside the API) are handed, as written, to every subscriber that has seen all the
+turn's events before them, without being read back; other processes' writes on this host wake the
+loop at once through store/wake.py; writes that bring no wake-up are found by polling. While
+writers announce their events, polling is only the fallback, at its slowest rate; events a timer's
+poll finds (their writer did not wake us: another host) bring it back to its fastest.
 
 Each distinct cursor (turn, last event delivered) gets its own window of events, so a stream
 replaying a long turn from the start, or one whose turn writes nothing yet, never holds back
