@@ -182,6 +182,8 @@ class EmbeddedStack:
     workdir: Path
     worker_in_api: bool = True
     """serve.py's default; False: a separate worker.py runs the turns."""
+    checkout: Path = REPO_ROOT
+    """Whose serve.py (and code) runs: another checkout of the project, for bench/paired_ab.py."""
     api_port: int = field(default_factory=free_port)
     temporal_port: int = field(default_factory=free_port)
     ui_port: int = field(default_factory=free_port)
@@ -229,7 +231,8 @@ class EmbeddedStack:
             "DA_RATE_LIMIT_PER_MINUTE": "0",  # measures the runtime, not the per-key limiter
         }
         log(f"starting serve.py: API {self.api_url}, Temporal {self.temporal_address} (logs in {self.workdir})")
-        self.serve = spawn([sys.executable, str(REPO_ROOT / "serve.py")], self.workdir / f"serve-{attempt}.log", env)
+        serve = [sys.executable, str(self.checkout / "serve.py")]
+        self.serve = spawn(serve, self.workdir / f"serve-{attempt}.log", env, cwd=self.checkout)
         try:
             wait_for_http(f"{self.api_url}/v1/health", [self.serve], 120)
         except RuntimeError:

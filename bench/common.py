@@ -38,11 +38,11 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def runtime_revision() -> str:
+def runtime_revision(checkout: Path = REPO_ROOT) -> str:
     """The commit measured, "-dirty" if the work tree differs: figures mean little without it."""
     try:
         described = subprocess.run(
-            ["git", "describe", "--always", "--dirty"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10
+            ["git", "describe", "--always", "--dirty"], cwd=checkout, capture_output=True, text=True, timeout=10
         )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -110,12 +110,15 @@ def child_env(extra: dict[str, str]) -> dict[str, str]:
     return {**kept, **extra}
 
 
-def spawn(command: list[str], log_path: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """A child in its own session (so a Ctrl-C at the terminal reaches only us), logging to a file."""
+def spawn(
+    command: list[str], log_path: Path, env: dict[str, str] | None = None, cwd: Path = REPO_ROOT
+) -> subprocess.Popen[bytes]:
+    """A child in its own session (so a Ctrl-C at the terminal reaches only us), logging to a file. `cwd`:
+    the checkout whose code it runs (its modules come before the installed project's)."""
     with log_path.open("ab") as output:
         return subprocess.Popen(
             command,
-            cwd=REPO_ROOT,
+            cwd=cwd,
             env=child_env(env or {}),
             stdout=output,
             stderr=subprocess.STDOUT,
