@@ -64,13 +64,10 @@ class EventHub:
         store.on_events_written(self._written)
 
     def _written(self, written: EventsWritten) -> None:
+        """Called by the Store on the writer's loop, after its write."""
         if self._loop is None:
             return
-        try:
-            writer_loop = asyncio.get_running_loop()
-        except RuntimeError:
-            writer_loop = None
-        if writer_loop is self._loop:
+        if asyncio.get_running_loop() is self._loop:
             self._hand_over(written)
         else:  # a worker on another thread's loop
             self._loop.call_soon_threadsafe(self._hand_over, written)

@@ -43,7 +43,7 @@ class WakeSender:
         self._targets: list[str] = []
         self._scanned_at = float("-inf")
 
-    def __call__(self, _written: object = None) -> None:
+    def __call__(self, _written: object) -> None:
         """What was written does not matter: the byte only says "poll now"."""
         now = time.monotonic()
         if now - self._scanned_at >= RESCAN_SECONDS:
