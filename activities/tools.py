@@ -29,6 +29,7 @@ from workflows.contracts import (
     ResolveToolsResult,
     ServerTool,
     ToolRunRequest,
+    runtime_event,
 )
 from workflows.steps import mcp_metadata
 
@@ -36,6 +37,35 @@ log = logging.getLogger(__name__)
 
 TOOL_UNAVAILABLE = "ToolUnavailable"
 """A call's MCP server could not be used; the turn's tool step answers the model with the reason."""
+
+
+def tool_run_started(request: ToolRunRequest) -> list[KeyedEvent]:
+    """What a call's activity writes before it runs the tool: the step's start and its call, and for a
+    call to a request-named MCP server the server's label too, from which a Responses stream shows the
+    `mcp_call` in progress while it runs (the llama-stack stream skips runtime events)."""
+    step_id = request.step_id
+    start = StepStart(step_type="tool_execution", step_id=step_id)
+    progress = StepProgress(
+        step_type="tool_execution",
+        step_id=step_id,
+        delta=ToolCallDelta(tool_call=request.call, parse_status="in_progress"),
+    )
+    events = [
+        KeyedEvent(key=f"{step_id}:start", body=chunk_of(start).model_dump(mode="json")),
+        KeyedEvent(key=f"{step_id}:call", body=chunk_of(progress).model_dump(mode="json")),
+    ]
+    if request.tool.server_label is not None:
+        events.append(
+            runtime_event(
+                f"{step_id}:mcp_call_started",
+                "mcp_call_started",
+                step_id=step_id,
+                server_label=request.tool.server_label,
+                call=request.call.model_dump(mode="json"),
+                approval_request_id=request.approval_request_id,
+            )
+        )
+    return events
 
 
 class ToolActivities:
@@ -99,19 +129,7 @@ class ToolActivities:
     @activity.defn(name=RUN_TOOL_ACTIVITY)
     async def run_tool(self, request: ToolRunRequest) -> ToolResponse:
         """Run the call; what the tool reports as an error is its response, for the model to read."""
-        start = StepStart(step_type="tool_execution", step_id=request.step_id)
-        progress = StepProgress(
-            step_type="tool_execution",
-            step_id=request.step_id,
-            delta=ToolCallDelta(tool_call=request.call, parse_status="in_progress"),
-        )
-        await write_pending(
-            self._store,
-            request.turn_id,
-            request.pending,
-            KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json")),
-            KeyedEvent(key=f"{request.step_id}:call", body=chunk_of(progress).model_dump(mode="json")),
-        )
+        await write_pending(self._store, request.turn_id, request.pending, *tool_run_started(request))
         arguments = request.call.arguments if isinstance(request.call.arguments, dict) else {}
         try:
             headers = await self._headers(request.turn_id, request.tool)

@@ -18,6 +18,7 @@ from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from activities.inference import _DeltaWriter
+from activities.tools import tool_run_started
 from api.responses import ids
 from api.responses.items import render_response
 from api.responses.stream import ResponseStream, render_stream
@@ -36,7 +37,7 @@ from domain.events import (
     chunk_of,
 )
 from domain.turns import InferenceStep, SafetyViolation, ShieldCallStep, Step, ToolExecutionStep, Turn, TurnStatus
-from workflows.contracts import InferenceRequest, runtime_event, step_complete_event
+from workflows.contracts import InferenceRequest, ServerTool, ToolRunRequest, runtime_event, step_complete_event
 from workflows.steps import mcp_metadata
 
 TURN = "turn-1"
@@ -92,16 +93,13 @@ class Turnlog:
             )
         )
 
-    def tool_run(self, step_id: str, call: ToolCall) -> None:
-        """A server tool's activity: its step_start and its call (activities/tools.py)."""
-        self.add(
-            StepStart(step_type="tool_execution", step_id=step_id),
-            StepProgress(
-                step_type="tool_execution",
-                step_id=step_id,
-                delta=ToolCallDelta(tool_call=call, parse_status="in_progress"),
-            ),
-        )
+    def tool_run(
+        self, step_id: str, call: ToolCall, server_label: str = "deepwiki", approval: str | None = None
+    ) -> None:
+        """An MCP server tool's activity as it begins the call (activities/tools.py)."""
+        tool = ServerTool(toolgroup_id="mcp", provider_id="mcp", name=call.tool_name, server_label=server_label)
+        request = ToolRunRequest(turn_id=TURN, step_id=step_id, tool=tool, call=call, approval_request_id=approval)
+        self.bodies += [event.body for event in tool_run_started(request)]
 
     def tool_step(self, step_id: str, calls: list[ToolCall], responses: list[ToolResponse]) -> None:
         self.step(
@@ -348,6 +346,89 @@ def test_mcp_listing_and_call_order_c() -> None:
     assert [item["type"] for item in data[-1]["response"]["output"]] == ["mcp_list_tools", "mcp_call", "message"]
 
 
+def test_an_mcp_call_is_shown_in_progress_while_it_runs() -> None:
+    log = Turnlog()
+    log.runtime("tools_listed", **LISTED)
+    log.inference_start("s1")
+    log.inference("s1", "", [WIKI])
+    log.tool_run("t1", WIKI)
+    live = ResponseStream(base(), TURN)
+    running = frames([event for body in log.bodies for event in live.feed(body)])
+    assert kinds(running)[-4:] == [
+        "output_item.added",
+        "mcp_call.in_progress",
+        "mcp_call_arguments.delta",
+        "mcp_call_arguments.done",
+    ]
+    call_id = ids.mcp_call_id(TURN, "t1", "call_m1")
+    assert running[-4]["item"] == {
+        "type": "mcp_call",
+        "id": call_id,
+        "server_label": "deepwiki",
+        "name": "read_wiki_structure",
+        "arguments": "",
+        "output": None,
+        "error": None,
+        "approval_request_id": None,
+        "status": "in_progress",
+    }
+    shown = live.response.output[1]  # what a GET shows meanwhile
+    assert (shown.id, shown.status, shown.arguments) == (call_id, "in_progress", '{"repoName": "x/y"}')
+
+    meta = mcp_metadata("deepwiki", None)
+    answer = ToolResponse(call_id="call_m1", tool_name=WIKI.tool_name, content="Available pages", metadata=meta)
+    log.tool_step("t1", [WIKI], [answer])
+    answered = frames(live.feed(log.bodies[-1]))
+    assert [(d["type"], d["output_index"], d["item_id"] if "item_id" in d else d["item"]["id"]) for d in answered] == [
+        ("response.mcp_call.completed", 1, call_id),
+        ("response.output_item.done", 1, call_id),
+    ]
+    assert answered[1]["item"]["output"] == "Available pages" and answered[1]["item"]["status"] == "completed"
+
+
+def test_parallel_mcp_calls_end_in_any_order() -> None:
+    other = ToolCall(call_id="call_m2", tool_name="read_wiki_structure", arguments={"repoName": "a/b"})
+    log = Turnlog()
+    log.inference_start("s1")
+    log.inference("s1", "", [WIKI, other])
+    log.tool_run("t1", WIKI)
+    log.tool_run("t2", other)
+    meta = mcp_metadata("deepwiki", None)
+    log.tool_step(
+        "t2", [other], [ToolResponse(call_id="call_m2", tool_name=other.tool_name, content="B", metadata=meta)]
+    )
+    log.tool_step("t1", [WIKI], [ToolResponse(call_id="call_m1", tool_name=WIKI.tool_name, content="A", metadata=meta)])
+    log.inference_start("s2")
+    log.inference("s2", "Both.")
+    log.complete(CompletionMessage(content="Both."))
+    data = checked(base(), log.bodies)
+    ended = [(d["type"], d["output_index"]) for d in data if d["type"].startswith("response.mcp_call.")]
+    assert ended == [
+        ("response.mcp_call.in_progress", 0),
+        ("response.mcp_call.in_progress", 1),
+        ("response.mcp_call.completed", 1),
+        ("response.mcp_call.completed", 0),
+    ]
+    output = data[-1]["response"]["output"]
+    assert [(item["type"], item.get("output")) for item in output] == [
+        ("mcp_call", "A"),
+        ("mcp_call", "B"),
+        ("message", None),
+    ]
+
+
+def test_a_call_still_running_when_the_turn_fails_ends_incomplete() -> None:
+    log = Turnlog()
+    log.inference_start("s1")
+    log.inference("s1", "", [WIKI])
+    log.tool_run("t1", WIKI)
+    log.fail("The worker gave up.")
+    data = checked(base(), log.bodies, TurnStatus.FAILED)
+    assert data[-1]["type"] == "response.failed"
+    [call] = data[-1]["response"]["output"]
+    assert call["type"] == "mcp_call" and call["status"] == "incomplete" and call["output"] is None
+
+
 def test_failed_mcp_listing_and_call() -> None:
     log = Turnlog()
     log.runtime("tools_listed", server_label="deepwiki", tools=[], error="connection refused")
@@ -406,7 +487,7 @@ def test_approval_request_order_d_and_the_approved_call_in_the_next_response() -
     resumed.steps = list(log.steps)
     resumed.runtime("segment_started", segment_id="resp_" + "b" * 48)
     meta = mcp_metadata("deepwiki", "mcpr_1")
-    resumed.tool_run("t1", WIKI)
+    resumed.tool_run("t1", WIKI, approval="mcpr_1")
     resumed.tool_step(
         "t1", [WIKI], [ToolResponse(call_id="call_m1", tool_name=WIKI.tool_name, content="pages", metadata=meta)]
     )

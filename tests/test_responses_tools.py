@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
@@ -182,6 +183,26 @@ async def test_mcp_tools_are_listed_and_called(
     assert HEADER_SECRET not in response.model_dump_json()
     assert HEADER_SECRET not in await history_json(stack, response.id)
     assert HEADER_SECRET not in stack.store_text() and VAULT_TOKEN not in stack.store_text()
+
+
+async def test_a_streamed_mcp_call_is_shown_while_it_runs(
+    client: AsyncOpenAI, model: ScriptedModel, mcp: ThreadedServer
+) -> None:
+    model.script(tool_call("wait_then_echo", {"seconds": 1.5, "text": "hi"}), text("echoed"))
+    tools = [mcp_tool(mcp, "never", "wait_then_echo")]
+    stream = await client.responses.create(model=SCRIPTED_MODEL, input="echo hi", tools=tools, stream=True)  # type: ignore[arg-type]
+    seen: dict[str, float] = {}
+    response_id, shown = "", None
+    async for event in stream:
+        seen.setdefault(event.type, time.monotonic())
+        if event.type == "response.created":
+            response_id = event.response.id
+        if event.type == "response.mcp_call_arguments.done":  # the call runs now: what does a GET show?
+            shown = await client.responses.retrieve(response_id)
+    assert shown is not None
+    assert seen["response.mcp_call.completed"] - seen["response.mcp_call.in_progress"] > 1.0
+    calls = [item for item in shown.output if item.type == "mcp_call"]
+    assert [(call.status, call.output) for call in calls] == [("in_progress", None)]  # type: ignore[union-attr]
 
 
 async def test_mcp_credentials_reach_the_server(client: AsyncOpenAI, model: ScriptedModel, mcp: ThreadedServer) -> None:

@@ -73,11 +73,25 @@ class ItemWhole:
 
 
 @dataclass(frozen=True)
+class McpCallStarted:
+    """An MCP server's call began running: output[index] is its in-progress form."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class McpCallEnded:
+    """The call at `index` answered (or failed): output[index] is final."""
+
+    index: int
+
+
+@dataclass(frozen=True)
 class Ended:
     """The segment is over; the fold's status, error and output are final."""
 
 
-Move = MessageOpened | TextAdded | MessageClosed | ItemWhole | Ended
+Move = MessageOpened | TextAdded | MessageClosed | ItemWhole | McpCallStarted | McpCallEnded | Ended
 
 
 # --- stored things → items ------------------------------------------------------------------------
@@ -118,6 +132,19 @@ def mcp_call_item(turn_id: str, step_id: str, call: ToolCall, response: ToolResp
         error=error,
         approval_request_id=metadata.get("approval_request_id"),
         status="failed" if failed else "completed",
+    )
+
+
+def running_mcp_call_item(turn_id: str, started: dict[str, Any]) -> McpCallItem:
+    """The mcp_call item of a call its activity has begun (activities/tools.py's `tool_run_started`)."""
+    call = ToolCall.model_validate(started.get("call") or {})
+    return McpCallItem(
+        id=ids.mcp_call_id(turn_id, str(started.get("step_id", "")), call.call_id),
+        server_label=str(started.get("server_label", "")),
+        name=call.tool_name,
+        arguments=arguments_json(call),
+        approval_request_id=started.get("approval_request_id"),
+        status="in_progress",
     )
 
 
@@ -186,6 +213,8 @@ class SegmentFold:
     _open: _OpenMessage | None = None
     _held: list[OutputItem] = field(default_factory=list)
     _listings: dict[str, int] = field(default_factory=dict)
+    _running_calls: dict[str, int] = field(default_factory=dict)
+    """Output indexes of the MCP calls shown in progress, by their tool step's id."""
 
     def feed(self, body: dict[str, Any], turn_status: TurnStatus | None = None) -> list[Move]:
         """Fold one stored event. `turn_status`: the turn's stored status, read when `body` is an
@@ -221,6 +250,11 @@ class SegmentFold:
             ordinal = self._listings.get(label, 0)
             self._listings[label] = ordinal + 1
             return self._whole(mcp_list_tools_item(self.response_id, ordinal, event))
+        if kind == "mcp_call_started" and self._open is None:
+            # (A message is never open here: the inference's step, which closes it, is written first.)
+            self.output.append(running_mcp_call_item(self.turn_id, event))
+            self._running_calls[str(event.get("step_id", ""))] = len(self.output) - 1
+            return [McpCallStarted(len(self.output) - 1)]
         if kind == "approval_requested":
             return self._whole(approval_request_item(event))
         if kind == "usage":
@@ -250,8 +284,13 @@ class SegmentFold:
             return self._message(step.step_id, text, incomplete)
         if isinstance(step, ToolExecutionStep):
             moves: list[Move] = []
+            running = self._running_calls.pop(step.step_id, None)
             for call, response in zip(step.tool_calls, step.tool_responses, strict=False):
-                if item := mcp_call_item(self.turn_id, step.step_id, call, response):
+                item = mcp_call_item(self.turn_id, step.step_id, call, response)
+                if item is not None and running is not None:
+                    self.output[running] = item
+                    moves.append(McpCallEnded(running))
+                elif item is not None:
                     moves += self._whole(item)
             return moves
         return []
@@ -333,6 +372,9 @@ class SegmentFold:
 
     def _end(self, status: ResponseStatus, completed_at: int | None = None) -> list[Move]:
         moves = self._close_open(incomplete=status != "completed")
+        for index in self._running_calls.values():  # the turn ended while they ran
+            self.output[index] = self.output[index].model_copy(update={"status": "incomplete"})
+        self._running_calls.clear()
         self.status = status
         self.completed_at = completed_at if status == "completed" else None
         self.ended = True

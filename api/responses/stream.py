@@ -14,6 +14,8 @@ from typing import Any
 from api.responses.items import (
     Ended,
     ItemWhole,
+    McpCallEnded,
+    McpCallStarted,
     MessageClosed,
     MessageOpened,
     Move,
@@ -148,10 +150,18 @@ class ResponseStream:
                 self._item_done(index, item)
             case ItemWhole(index):
                 self._whole(index, output[index])
+            case McpCallStarted(index):
+                self._mcp_call_started(index, output[index])
+            case McpCallEnded(index):
+                self._mcp_call_ended(index, output[index])
             case Ended():
                 self._terminal()
 
     def _whole(self, index: int, item: OutputItem) -> None:
+        if isinstance(item, McpCallItem):  # a call whose start was not shown: both halves at once
+            self._mcp_call_started(index, item)
+            self._mcp_call_ended(index, item)
+            return
         at = {"item_id": item.id, "output_index": index}
         if isinstance(item, FunctionCallItem):
             self._item_added(index, item.model_copy(update={"arguments": "", "status": "in_progress"}))
@@ -162,17 +172,24 @@ class ResponseStream:
             self._item_added(index, item.model_copy(update={"tools": [], "error": None}))
             self._emit(McpListToolsInProgress, **at)
             self._emit(McpListToolsFailed if item.error else McpListToolsCompleted, **at)
-        elif isinstance(item, McpCallItem):
-            started = {"arguments": "", "output": None, "error": None, "status": "in_progress"}
-            self._item_added(index, item.model_copy(update=started))
-            self._emit(McpCallInProgress, **at)
-            if item.arguments:
-                self._emit(McpCallArgumentsDelta, **at, delta=item.arguments)
-            self._emit(McpCallArgumentsDone, **at, arguments=item.arguments)
-            self._emit(McpCallFailed if item.error else McpCallCompleted, **at)
         else:
             assert isinstance(item, McpApprovalRequestItem)
             self._item_added(index, item)
+        self._item_done(index, item)
+
+    def _mcp_call_started(self, index: int, item: OutputItem) -> None:
+        assert isinstance(item, McpCallItem)
+        at = {"item_id": item.id, "output_index": index}
+        started = {"arguments": "", "output": None, "error": None, "status": "in_progress"}
+        self._item_added(index, item.model_copy(update=started))
+        self._emit(McpCallInProgress, **at)
+        if item.arguments:
+            self._emit(McpCallArgumentsDelta, **at, delta=item.arguments)
+        self._emit(McpCallArgumentsDone, **at, arguments=item.arguments)
+
+    def _mcp_call_ended(self, index: int, item: OutputItem) -> None:
+        assert isinstance(item, McpCallItem)
+        self._emit(McpCallFailed if item.error else McpCallCompleted, item_id=item.id, output_index=index)
         self._item_done(index, item)
 
     def _item_added(self, index: int, item: OutputItem) -> None:
