@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from sqlalchemy.engine import make_url
 
 import startup_heap
 from api.auth import BearerAuth
@@ -18,7 +19,7 @@ from api.host_check import HostOriginCheck
 from api.llama_stack import agents, sessions, shields, tools, turns
 from api.openapi import install_openapi
 from api.operations import health, metrics
-from api.rate_limit import RateLimit
+from api.rate_limit import ProcessRateBuckets, RateLimit
 from api.responses import conversations, responses
 from api.responses.errors import OpenAIErrorEnvelope
 from api.responses.view import settle_conversation
@@ -33,6 +34,7 @@ from observability.tracing import setup_tracing
 from observability.worker_metrics import sdk_metrics_runtime
 from settings import Settings, SettingsError, get_settings
 from store.database import open_database
+from store.rate_buckets import StoreRateBuckets
 from store.repository import Store
 from store.upgrade import upgrade_store
 from store.wake import WakeReceiver, WakeSender, wake_dir
@@ -79,6 +81,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         client = await connect_temporal(config, sdk_metrics_runtime() if config.worker_in_api else None)
         await require_search_attributes(client)
         store = Store(database)
+        if make_url(config.store_url).get_backend_name() == "postgresql":  # several API processes may share it
+            app.state.rate_buckets = StoreRateBuckets(database)
         events = EventHub(store)
         poller = asyncio.create_task(events.run())
         wake_receiver = WakeReceiver(wake_dir(config.data_dir), events.wake)
@@ -127,6 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         **fastapi_native_telemetry_off(),
     )
     install_error_handlers(app)
+    app.state.rate_buckets = ProcessRateBuckets()  # the lifespan moves them into a PostgreSQL store
     # The last added runs first: a request for a foreign host name or origin is refused first, then a caller
     # without a valid key, then one over its rate, all before the body is even counted.
     app.add_middleware(BodySizeLimit, settings=current_settings)

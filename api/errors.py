@@ -54,27 +54,32 @@ async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResp
     )
 
 
-def _logged(request: Request, exc: Exception) -> str:
+def _logged(method: str, path: str, exc: Exception) -> str:
     """Log the failure with its traceback for the operator; the reference the caller can quote."""
     reference = uuid.uuid4().hex[:12]
-    log.error("%s %s failed (reference %s)", request.method, request.url.path, reference, exc_info=exc)
+    log.error("%s %s failed (reference %s)", method, path, reference, exc_info=exc)
     return reference
+
+
+def unavailable(what: str, method: str, path: str, exc: Exception) -> JSONResponse:
+    """The answer when a dependency failed (the store, Temporal): 503, a reference, and when to retry."""
+    reference = _logged(method, path, exc)
+    return JSONResponse(
+        status_code=503,
+        content={"detail": f"{what} is unavailable right now; retry shortly (reference {reference})."},
+        headers={"Retry-After": RETRY_AFTER_SECONDS},
+    )
 
 
 def _dependency_failed(what: str) -> object:
     async def handle(request: Request, exc: Exception) -> JSONResponse:
-        reference = _logged(request, exc)
-        return JSONResponse(
-            status_code=503,
-            content={"detail": f"{what} is unavailable right now; retry shortly (reference {reference})."},
-            headers={"Retry-After": RETRY_AFTER_SECONDS},
-        )
+        return unavailable(what, request.method, request.url.path, exc)
 
     return handle
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    reference = _logged(request, exc)
+    reference = _logged(request.method, request.url.path, exc)
     return JSONResponse(
         status_code=500,
         content={"detail": f"Internal error; the operator's log has the details under reference {reference}."},

@@ -11,6 +11,7 @@ from sqlalchemy import (
     Boolean,
     DateTime,
     Dialect,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -239,3 +240,15 @@ class PendingCallRow(Base):
     turn_id: Mapped[str] = mapped_column(ForeignKey("turns.turn_id", ondelete="CASCADE"), primary_key=True)
     call_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(64))
+
+
+class RateBucketRow(Base):
+    """An API key's request budget (a token bucket, api/rate_limit.py), shared by every API process of
+    a PostgreSQL store. One row per key that has made a request."""
+
+    __tablename__ = "rate_buckets"
+
+    key_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tokens: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+    """When `tokens` was last counted: seconds since the epoch, by the database's clock."""

@@ -40,10 +40,14 @@ def store_role(tmp_path: Path) -> Iterator[tuple[str, str]]:
             _admin(f'DROP ROLE IF EXISTS "{role}"')
 
 
-def test_with_the_store_down_errors_name_neither_driver_nor_role(stack: Stack, store_role: tuple[str, str]) -> None:
+@pytest.mark.parametrize("rate_limit", [0, 6000], ids=["unlimited", "rate-limited"])
+def test_with_the_store_down_errors_name_neither_driver_nor_role(
+    stack: Stack, store_role: tuple[str, str], rate_limit: int
+) -> None:
+    """Rate-limited, each request first takes from its key's bucket in the store (store/rate_buckets.py)."""
     url, role = store_role
     with (
-        stack.other_api(stack.settings.model_copy(update=dict(store_url=url))) as api,
+        stack.other_api(stack.settings.model_copy(update=dict(store_url=url, rate_limit_per_minute=rate_limit))) as api,
         httpx.Client(base_url=api, timeout=30) as http,
     ):
         assert http.get("/v1/agents").status_code == 200
