@@ -34,6 +34,7 @@ from observability.tracing import setup_tracing
 from observability.worker_metrics import sdk_metrics_runtime
 from settings import Settings, SettingsError, get_settings
 from store.database import open_database
+from store.pg_wake import PostgresWakeReceiver
 from store.rate_buckets import StoreRateBuckets
 from store.repository import Store
 from store.upgrade import upgrade_store
@@ -81,12 +82,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         client = await connect_temporal(config, sdk_metrics_runtime() if config.worker_in_api else None)
         await require_search_attributes(client)
         store = Store(database)
-        if make_url(config.store_url).get_backend_name() == "postgresql":  # several API processes may share it
-            app.state.rate_buckets = StoreRateBuckets(database)
         events = EventHub(store)
         poller = asyncio.create_task(events.run())
         wake_receiver = WakeReceiver(wake_dir(config.data_dir), events.wake)
         wake_receiver.open()
+        store_wake: PostgresWakeReceiver | None = None
+        if make_url(config.store_url).get_backend_name() == "postgresql":  # shared by API processes on any host
+            app.state.rate_buckets = StoreRateBuckets(database)
+            store_wake = PostgresWakeReceiver(config.store_url, events.wake)
+            store_wake.start()
         wake_sender = WakeSender(wake_dir(config.data_dir), own=wake_receiver.path)
         store.on_events_written(wake_sender)  # other APIs on this host streaming a turn this one writes to
         turns = TurnGateway(client, config.task_queue, eager_start=config.worker_in_api)
@@ -120,6 +124,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 task.cancel()
             wake_receiver.close()
             wake_sender.close()
+            if store_wake is not None:
+                await store_wake.close()
             await database.dispose()
 
     _configure_logging(current_settings)

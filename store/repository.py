@@ -21,6 +21,7 @@ from domain.tools import ToolGroup
 from domain.turns import Session, Step, Turn, TurnStatus
 from store.conversations import ConversationStore
 from store.database import Database
+from store.pg_wake import notify_events_written
 from store.tables import (
     AgentRow,
     EventRow,
@@ -625,6 +626,7 @@ class Store:
                     ids = tx.scalars(_INSERT_EVENTS, rows).all()
                     stored = [StoredEvent(event_id, row["body"]) for event_id, row in zip(ids, rows, strict=True)]
                     written = EventsWritten(turn_id, after, stored)
+                    notify_events_written(tx)
             if status is not None and status.is_final:
                 tx.execute(update(SessionRow).where(SessionRow.active_turn_id == turn_id).values(active_turn_id=None))
                 tx.execute(delete(TurnCredentialsRow).where(TurnCredentialsRow.turn_id == turn_id))

@@ -23,9 +23,11 @@ from domain.content import UserMessage
 from domain.events import KeyedEvent
 from domain.turns import TurnStatus
 from store.database import open_database
+from store.pg_wake import PostgresWakeReceiver
 from store.repository import Store
 from store.upgrade import upgrade_store
 from store.wake import WakeReceiver, WakeSender
+from tests.databases import _admin, postgres_database
 from tests.rest import create_agent, create_session, final_turn, sse_events
 from tests.scripted_model import ScriptedModel, text, tool_call
 from tests.stack import Stack
@@ -118,9 +120,9 @@ async def test_the_hub_reports_failing_polls_until_they_work_again(tmp_path: Pat
         await database.dispose()
 
 
-async def _store_with_a_running_turn(tmp_path: Path) -> str:
-    """A store (its URL) holding agent a1, its session s1 and that session's running turn-1."""
-    url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
+async def _store_with_a_running_turn(tmp_path: Path, url: str | None = None) -> str:
+    """A store (its URL; a SQLite file unless `url`) holding agent a1, its session s1 and its running turn-1."""
+    url = url or f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
     await upgrade_store(url)
     database = open_database(url)
     store = Store(database)
@@ -184,6 +186,52 @@ async def test_another_processs_write_wakes_the_hub_without_waiting_for_a_poll(
         await writer_db.dispose()
     # A stopped API leaves no socket behind; a killed one's is removed by the first writer it refuses.
     assert not list((tmp_path / "wake").glob("*.sock"))
+
+
+async def test_a_write_on_another_host_wakes_the_hub_through_postgresql(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No wake directory in common (another host): the writer's transaction notifies and the hub, told to
+    poll only every 5 s, delivers at once; its own process's writes wake nobody; and the listener comes
+    back after the database ends its connection."""
+    _poll_every(monkeypatch, 5.0)
+    with postgres_database() as base_url:
+        url = await _store_with_a_running_turn(tmp_path, base_url)
+        reader_db, writer_db = open_database(url), open_database(url)
+        reader, writer = Store(reader_db), Store(writer_db)
+        hub = EventHub(reader)
+        own_wakes: list[float] = []
+        other_process = PostgresWakeReceiver(url, hub.wake, own="another-process")
+        this_process = PostgresWakeReceiver(url, lambda: own_wakes.append(time.monotonic()))  # the writer's token
+        other_process.start()
+        this_process.start()
+        poller = asyncio.create_task(hub.run())
+        try:
+
+            async def written_and_delivered(n: int) -> tuple[float, float]:
+                async with hub.subscribe("turn-1", await reader.last_event_id("turn-1")) as subscription:
+                    await asyncio.sleep(0.2)  # listening, and the hub's first poll found nothing: the next is 5 s away
+                    written_at = time.monotonic()
+                    await writer.save_turn_progress("turn-1", events=[KeyedEvent(key=f"k{n}", body={"n": n})])
+                    event = await asyncio.wait_for(subscription.events.get(), timeout=4)
+                    assert event.body == {"n": n}
+                    return written_at, time.monotonic() - written_at
+
+            written_at, took = await written_and_delivered(1)
+            assert took < 1.0
+            await asyncio.sleep(0.2)
+            assert not [at for at in own_wakes if at >= written_at]  # a process is not told of its own writes
+            await asyncio.to_thread(
+                _admin, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'"
+            )
+            await asyncio.sleep(1.5)  # reconnecting after 0.5 s
+            assert (await written_and_delivered(2))[1] < 1.0
+        finally:
+            poller.cancel()
+            await other_process.close()
+            await this_process.close()
+            await reader_db.dispose()
+            await writer_db.dispose()
 
 
 async def test_events_written_in_this_process_reach_streams_as_written_and_in_order(
