@@ -8,22 +8,30 @@ requests of one key, from any process, take turns and never overdraw it.
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, Float, bindparam, func, select
 from sqlalchemy.dialects.postgresql import insert
 
 from store.database import Database
 from store.tables import RateBucketRow
 
 _bucket = RateBucketRow.__table__.c
-
-
-def _refilled(per_second: float, burst: float, now: Any) -> Any:
-    """The bucket's tokens now: what it had plus what the time since has added, at most `burst`. The
-    clock may have gone back between two transactions' starts: that adds nothing."""
-    elapsed = func.greatest(0.0, now - _bucket.updated_at)
-    return func.least(burst, _bucket.tokens + elapsed * per_second)
+_NOW = func.date_part("epoch", func.now())  # the statement's start, by the database's clock
+# What the bucket holds now: its tokens plus what the time since has added, at most the burst. The
+# clock may have gone back between two transactions' starts: that adds nothing.
+_AVAILABLE = func.least(
+    bindparam("burst", type_=Float),
+    _bucket.tokens + func.greatest(0.0, _NOW - _bucket.updated_at) * bindparam("per_second", type_=Float),
+)
+_TAKE = (
+    insert(RateBucketRow)
+    .values(key_id=bindparam("key"), tokens=bindparam("burst", type_=Float) - 1, updated_at=_NOW)
+    .on_conflict_do_update(
+        index_elements=[_bucket.key_id], set_={"tokens": _AVAILABLE - 1, "updated_at": _NOW}, where=_AVAILABLE >= 1
+    )
+    .returning(_bucket.tokens)
+)
+"""Takes a token, or changes nothing and returns no row when the bucket holds less than one."""
+_LEFT = select(_AVAILABLE).where(_bucket.key_id == bindparam("key"))
 
 
 class StoreRateBuckets:
@@ -34,23 +42,11 @@ class StoreRateBuckets:
 
     async def take(self, key: str, per_second: float, burst: float) -> float | None:
         """Take a token from the key's bucket; None if there was one, else the seconds until there is."""
+        values = {"key": key, "per_second": per_second, "burst": burst}
 
         def run(tx: Connection) -> float | None:
-            now = func.date_part("epoch", func.now())  # the transaction's start, the same in both statements
-            available = _refilled(per_second, burst, now)
-            taken = tx.execute(
-                insert(RateBucketRow)
-                .values(key_id=key, tokens=burst - 1, updated_at=now)
-                .on_conflict_do_update(
-                    index_elements=[_bucket.key_id],
-                    set_={"tokens": available - 1, "updated_at": now},
-                    where=available >= 1,
-                )
-                .returning(_bucket.tokens)
-            ).first()
-            if taken is not None:
+            if tx.execute(_TAKE, values).first() is not None:
                 return None
-            tokens = tx.execute(select(available).where(_bucket.key_id == key)).scalar_one()
-            return (1 - float(tokens)) / per_second
+            return (1 - float(tx.execute(_LEFT, values).scalar_one())) / per_second
 
-        return await self._database.write(run)
+        return await self._database.autocommit(run)  # one statement when there is a token
