@@ -28,6 +28,8 @@ class ResponseRecord:
     store: bool
     created_at: datetime
     appended_to_conversation: bool = False
+    request_hash: str | None = None
+    """An unkeyed create's request body, hashed with its tenant: what the SDK's retries of it find it by."""
 
     def input_items(self) -> list[dict[str, Any]]:
         return list(self.request.get("input", []))
@@ -60,6 +62,7 @@ def _record(row: Row[Any]) -> ResponseRecord:
         store=row.store,
         created_at=row.created_at,
         appended_to_conversation=row.appended_to_conversation,
+        request_hash=row.request_hash,
     )
 
 
@@ -83,6 +86,21 @@ class ResponseStore:
     async def get(self, tenant: str, response_id: str) -> ResponseRecord | None:
         """The tenant's response, stored or not; another tenant's is None as an unknown id is."""
         query = select(_COLUMNS).where(ResponseRow.response_id == response_id, ResponseRow.tenant_id == tenant)
+        row = await self.database.read(lambda tx: tx.execute(query).first())
+        return _record(row) if row else None
+
+    async def latest_with_request(self, tenant: str, request_hash: str, since: datetime) -> ResponseRecord | None:
+        """The tenant's latest response created since then from a request with this hash."""
+        query = (
+            select(_COLUMNS)
+            .where(
+                ResponseRow.tenant_id == tenant,
+                ResponseRow.request_hash == request_hash,
+                ResponseRow.created_at >= since,
+            )
+            .order_by(ResponseRow.created_at.desc())
+            .limit(1)
+        )
         row = await self.database.read(lambda tx: tx.execute(query).first())
         return _record(row) if row else None
 

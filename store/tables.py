@@ -163,6 +163,7 @@ class ResponseRow(Base):
     __table_args__ = (
         Index("ix_responses_tenant_order", "tenant_id", "created_at"),
         Index("ix_responses_conversation_order", "conversation_id", "created_at"),
+        Index("ix_responses_request_hash", "tenant_id", "request_hash"),
         # The sweep that deletes ended `store: false` responses reads only these few rows.
         Index(
             "ix_responses_unstored",
@@ -186,6 +187,8 @@ class ResponseRow(Base):
     store: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime]
     appended_to_conversation: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    request_hash: Mapped[str | None] = mapped_column(String(64))
+    """Set for a create without an Idempotency-Key: the SDK's automatic retries of it find it by this."""
 
 
 class ConversationRow(Base):

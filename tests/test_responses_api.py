@@ -197,6 +197,41 @@ async def test_a_retried_create_with_an_idempotency_key_starts_nothing_new(
     assert second.id == first.id and second.output_text.strip() == "once" and len(model.requests) == 1
 
 
+SDK_RETRY = {"x-stainless-retry-count": "1"}
+"""What the openai SDK sends on its own retry of a request (here set by hand: the SDK's custom header wins)."""
+
+
+async def test_the_sdks_own_retry_of_a_create_without_a_key_starts_nothing_new(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
+    """The SDK retries a create it saw fail in transit (a connection lost as an API process died, a proxy's
+    5xx) with the same body and no Idempotency-Key: the retry answers the response its first attempt made."""
+    model.script(text("once"), text("twice"), text("other"))
+    first = await client.responses.create(model=SCRIPTED_MODEL, input="say it")
+    retry = await client.responses.create(model=SCRIPTED_MODEL, input="say it", extra_headers=SDK_RETRY)
+    assert retry.id == first.id and retry.output_text.strip() == "once" and len(model.requests) == 1
+
+    again = await client.responses.create(model=SCRIPTED_MODEL, input="say it")  # sent again on purpose
+    assert again.id != first.id and again.output_text.strip() == "twice"
+    assert (await client.responses.create(model=SCRIPTED_MODEL, input="say it", extra_headers=SDK_RETRY)).id == again.id
+    other = await client.responses.create(model=SCRIPTED_MODEL, input="say more", extra_headers=SDK_RETRY)
+    assert other.id not in (first.id, again.id) and other.output_text.strip() == "other"  # no attempt to repeat
+    assert len(model.requests) == 3
+
+
+async def test_the_sdks_retry_of_a_cancelled_attempt_is_a_fresh_attempt(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
+    model.script(text("slow", delay_seconds=30), text("fresh"))
+    first = await client.responses.create(model=SCRIPTED_MODEL, input="try", background=True)
+    await until(client, first.id, "in_progress")
+    await client.responses.cancel(first.id)
+    await until(client, first.id, "cancelled")
+    retry = await client.responses.create(model=SCRIPTED_MODEL, input="try", background=True, extra_headers=SDK_RETRY)
+    assert retry.id != first.id
+    assert (await until(client, retry.id, "completed")).output_text.strip() == "fresh"
+
+
 def test_errors_have_the_openai_envelope(http: httpx.Client) -> None:
     refused = http.post("/v1/responses", json={"model": SCRIPTED_MODEL, "input": "x", "tools": [{"type": "shell"}]})
     assert refused.status_code == 400

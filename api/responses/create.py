@@ -14,7 +14,7 @@ import hashlib
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio.common import SearchAttributePair
@@ -66,6 +66,36 @@ def response_id_for(tenant: str, idempotency_key: str | None) -> str:
     if idempotency_key is None:
         return ids.new_response_id()
     return "resp_" + hashlib.sha256(f"{tenant}\0{idempotency_key}".encode()).hexdigest()[:48]
+
+
+SDK_RETRY_WINDOW = timedelta(hours=1)
+"""How far back an SDK's automatic retry looks for the attempt it repeats (the openai SDK's own timeout is
+10 minutes, and it backs off between attempts)."""
+
+
+def request_hash_of(tenant: str, body: bytes) -> str:
+    return hashlib.sha256(tenant.encode() + b"\0" + body).hexdigest()
+
+
+async def earlier_attempt(
+    runtime: Runtime, responses: ResponseStore, tenant: str, request_hash: str, retry_count: str | None
+) -> ResponseRecord | None:
+    """The response that an SDK's automatic retry of a create without an Idempotency-Key repeats.
+
+    The openai SDK (as every Stainless-made client) sends `x-stainless-retry-count`, 0 on a request's
+    first attempt; with no key, its retries would otherwise fork the turn. A retry (count 1 or more) is
+    the tenant's latest response from the same request body in the last hour, unless that attempt
+    failed or was cancelled: then, as on OpenAI, the retry is a fresh attempt. A request sent again on
+    purpose has count 0 and is always new."""
+    try:
+        if int(retry_count or 0) < 1:
+            return None
+    except ValueError:  # not the SDK's header
+        return None
+    found = await responses.latest_with_request(tenant, request_hash, datetime.now(UTC) - SDK_RETRY_WINDOW)
+    if found is None or await runtime.store.turn_status(found.turn_id) in (TurnStatus.FAILED, TurnStatus.CANCELLED):
+        return None
+    return found
 
 
 def stored_input(items: list[InputItem]) -> list[dict[str, Any]]:
@@ -143,7 +173,13 @@ def _seal(runtime: Runtime, credentials: dict[str, dict[str, str]]) -> str | Non
 
 
 def _record(
-    response_id: str, tenant: str, turn_id: str, segment: int, body: CreateResponse, items: list[dict[str, Any]]
+    response_id: str,
+    tenant: str,
+    turn_id: str,
+    segment: int,
+    body: CreateResponse,
+    items: list[dict[str, Any]],
+    request_hash: str | None,
 ) -> ResponseRecord:
     request = body.model_dump(mode="json", exclude={"input", "tools", "stream"}, exclude_none=True, by_alias=True) | {
         "input": items,
@@ -161,6 +197,7 @@ def _record(
         background=body.background,
         store=body.store,
         created_at=datetime.now(UTC),
+        request_hash=request_hash,
     )
 
 
@@ -174,20 +211,31 @@ class Created:
 
 
 async def create(
-    runtime: Runtime, tenant: str, response_id: str, body: CreateResponse, context: Context, keyed: bool = True
+    runtime: Runtime,
+    tenant: str,
+    response_id: str,
+    body: CreateResponse,
+    context: Context,
+    keyed: bool = True,
+    request_hash: str | None = None,
 ) -> Created:
     """Resume the turn the input answers, or start a new one; the response is recorded either way. `keyed`: the
-    id comes from an Idempotency-Key, so an earlier attempt that crashed may have recorded its turn already."""
+    id comes from an Idempotency-Key, so an earlier attempt that crashed may have recorded its turn already.
+    `request_hash`: an unkeyed request's, by which the SDK's retries of it find it (`latest_with_request`)."""
     responses = ResponseStore(runtime.store.database)
     items = resolve_references(body.items(), context.items)
     check_tool_outputs(context.items, items)
     credentials = _seal(runtime, mcp_credentials(body))
     stored = stored_input(items)
-    resumed = await _resume_waiting(runtime, responses, tenant, response_id, body, context, items, stored, credentials)
+    resumed = await _resume_waiting(
+        runtime, responses, tenant, response_id, body, context, items, stored, credentials, request_hash
+    )
     if resumed is not None:
         return resumed
     everything = context.items + items
-    return await _start(runtime, responses, tenant, response_id, body, everything, stored, credentials, keyed)
+    return await _start(
+        runtime, responses, tenant, response_id, body, everything, stored, credentials, keyed, request_hash
+    )
 
 
 async def _start(
@@ -200,6 +248,7 @@ async def _start(
     stored: list[dict[str, Any]],
     credentials: str | None,
     keyed: bool,
+    request_hash: str | None,
 ) -> Created:
     split = split_input(to_messages(everything))
     context = fit_context(split.context, runtime.settings.max_history_bytes, body.truncation)
@@ -212,7 +261,7 @@ async def _start(
             tenant, turn_id, split.input, context, response_id, turn_settings(body), started_at
         )
     await turn_credentials.keep(runtime, turn_id, credentials)
-    record = _record(response_id, tenant, turn_id, 0, body, stored)
+    record = _record(response_id, tenant, turn_id, 0, body, stored, request_hash)
     await responses.add(record)
     await _start_workflow(runtime, record, body, started_at)
     return Created(record, 0, new_turn)
@@ -295,6 +344,7 @@ async def _resume_waiting(
     items: list[InputItem],
     stored: list[dict[str, Any]],
     credentials: str | None,
+    request_hash: str | None,
 ) -> Created | None:
     """Resume the paused turn these outputs answer; None when no paused turn waits for them."""
     ids = [item.call_id for item in items if isinstance(item, FunctionCallOutputItem)]
@@ -314,7 +364,7 @@ async def _resume_waiting(
     await runtime.store.add_turn_settings(turn_id, response_id, settings)
     await turn_credentials.keep(runtime, turn_id, credentials)
     after = await runtime.store.last_event_id(turn_id)
-    record = _record(response_id, tenant, turn_id, segment, body, stored)
+    record = _record(response_id, tenant, turn_id, segment, body, stored, request_hash)
     await responses.add(record)
     submission = ToolResponsesSubmission(
         tool_responses=outputs,

@@ -21,7 +21,15 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from api.event_stream import is_final, tail_events
 from api.responses import view
-from api.responses.create import Created, create, prior_context, response_id_for, retried
+from api.responses.create import (
+    Created,
+    create,
+    earlier_attempt,
+    prior_context,
+    request_hash_of,
+    response_id_for,
+    retried,
+)
 from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
 from api.responses.plan import check_mcp_urls
 from api.responses.request import parse_create, require_known_tool_choice
@@ -134,9 +142,10 @@ async def create_response(
     runtime: RuntimeDep,
     principal: PrincipalDep,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    x_stainless_retry_count: Annotated[str | None, Header(max_length=20)] = None,
 ) -> Any:
     """Create a response. With an Idempotency-Key, a retried request answers with the same response and
-    starts nothing new (the openai SDK retries 429s and 5xx on its own)."""
+    starts nothing new; so does the SDK's own retry of a request without one (`earlier_attempt`)."""
     body = parse_create(raw)
     require_known_tool_choice(body)
     if runtime.settings.model(body.model) is None:
@@ -149,7 +158,12 @@ async def create_response(
     tenant = principal.tenant
     response_id = response_id_for(tenant, idempotency_key)
     responses = ResponseStore(runtime.store.database)
-    existing = await responses.get(tenant, response_id) if idempotency_key is not None else None
+    request_hash = None
+    if idempotency_key is not None:
+        existing = await responses.get(tenant, response_id)
+    else:
+        request_hash = request_hash_of(tenant, await request.body())
+        existing = await earlier_attempt(runtime, responses, tenant, request_hash, x_stainless_retry_count)
     if existing is not None and (again := await retried(runtime, existing, body)) is not None:
         return await _answer(runtime, principal, request, again, body.stream)
     await check_mcp_urls(body, runtime.tools.outbound_policy)
@@ -157,7 +171,9 @@ async def create_response(
     if body.stream:
         slot_check = runtime.streams.take(principal.key_id)  # refuse (429) before anything starts
         slot_check.release()
-    created = await create(runtime, tenant, response_id, body, context, keyed=idempotency_key is not None)
+    created = await create(
+        runtime, tenant, response_id, body, context, keyed=idempotency_key is not None, request_hash=request_hash
+    )
     return await _answer(runtime, principal, request, created, body.stream)
 
 
