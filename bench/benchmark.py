@@ -138,36 +138,43 @@ def _turn_like_start() -> dict[str, Any]:
     }
 
 
-async def measure_temporal_floor(address: str, iterations: int, warmup: int) -> TemporalFloor:
-    """Both floors, sequentially, on one worker in this process (so the eager start is honoured).
-
-    Unsandboxed, so the figures are the server round trips and SDK, not sandbox set-up.
-    """
-    client = await Client.connect(address, data_converter=pydantic_data_converter)
-    queue = f"bench-floor-{uuid.uuid4().hex[:8]}"
-    floor = TemporalFloor([], [])
-    worker = Worker(
+def floor_worker(client: Client, queue: str) -> Worker:
+    """The floor's workflow and activity on `queue`, in this process (so an eager start is honoured).
+    Unsandboxed, so the figures are the server round trips and SDK, not sandbox set-up."""
+    return Worker(
         client,
         task_queue=queue,
         workflows=[FloorWorkflow],
         activities=[floor_echo],
         workflow_runner=UnsandboxedWorkflowRunner(),
     )
-    async with worker:
+
+
+async def eager_start_to_activity(client: Client, queue: str) -> float:
+    """Seconds from an eager start as a turn's (its search attributes and summary) to its activity entered,
+    with `floor_worker` running on `queue`."""
+    workflow_id = f"{queue}-eager-{uuid.uuid4().hex[:8]}"
+    started = time.perf_counter()
+    handle = await client.start_workflow(FloorWorkflow.run, "x", id=workflow_id, task_queue=queue, **_turn_like_start())
+    await handle.result()
+    return _floor_activity_entered.pop(workflow_id) - started
+
+
+async def measure_temporal_floor(address: str, iterations: int, warmup: int) -> TemporalFloor:
+    """Both floors, sequentially, on one worker in this process."""
+    client = await Client.connect(address, data_converter=pydantic_data_converter)
+    queue = f"bench-floor-{uuid.uuid4().hex[:8]}"
+    floor = TemporalFloor([], [])
+    async with floor_worker(client, queue):
         for index in range(warmup + iterations):
             started = time.perf_counter()
             await client.execute_workflow(FloorWorkflow.run, "x", id=f"{queue}-{index}", task_queue=queue)
             if index >= warmup:
                 floor.one_activity.append(time.perf_counter() - started)
         for index in range(warmup + iterations):
-            workflow_id = f"{queue}-eager-{index}"
-            started = time.perf_counter()
-            handle = await client.start_workflow(
-                FloorWorkflow.run, "x", id=workflow_id, task_queue=queue, **_turn_like_start()
-            )
-            await handle.result()
+            took = await eager_start_to_activity(client, queue)
             if index >= warmup:
-                floor.eager_start_to_activity.append(_floor_activity_entered.pop(workflow_id) - started)
+                floor.eager_start_to_activity.append(took)
     return floor
 
 

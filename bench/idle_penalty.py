@@ -25,12 +25,11 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from benchmark import FloorWorkflow, _floor_activity_entered, _turn_like_start, floor_echo
+from benchmark import eager_start_to_activity, floor_worker
 from common import free_port, spawn, stop_process, wait_for_port
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 import serve
 from settings import load_settings
@@ -81,22 +80,9 @@ async def main(samples: int) -> dict[str, object]:
             return (time.perf_counter() - started) * 1000
 
         async def start_ms() -> float:
-            workflow_id = f"{queue}-{uuid.uuid4().hex[:8]}"
-            started = time.perf_counter()
-            handle = await client.start_workflow(
-                FloorWorkflow.run, "x", id=workflow_id, task_queue=queue, **_turn_like_start()
-            )
-            await handle.result()
-            return (_floor_activity_entered.pop(workflow_id) - started) * 1000
+            return await eager_start_to_activity(client, queue) * 1000
 
-        worker = Worker(
-            client,
-            task_queue=queue,
-            workflows=[FloorWorkflow],
-            activities=[floor_echo],
-            workflow_runner=UnsandboxedWorkflowRunner(),
-        )
-        async with worker:
+        async with floor_worker(client, queue):
             return {
                 "benchmark": "idle_penalty",
                 "samples": samples,
