@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -79,6 +79,7 @@ class _DeltaWriter:
         interval: float,
         already_streamed: str,
         after: Awaitable[None] | None = None,
+        calls_streamed: Sequence[ToolCall] = (),
     ) -> None:
         self._store = store
         self._after: Awaitable[None] | None = after
@@ -90,6 +91,7 @@ class _DeltaWriter:
         self._count = 0
         self._flushed_at = 0.0
         self._already = already_streamed
+        self._calls_already = list(calls_streamed)
         self._text = ""
 
     async def add_text(self, text: str) -> None:
@@ -100,6 +102,13 @@ class _DeltaWriter:
             await self.add(TextDelta(text=text))  # this attempt says something else: stream it as it comes
         elif len(self._text) > len(self._already):
             await self.add(TextDelta(text=self._text[max(before, len(self._already)) :]))
+
+    async def add_call(self, call: ToolCall) -> None:
+        """Stream a tool call, unless an earlier attempt of this step streamed the very same one."""
+        if call in self._calls_already:
+            self._calls_already.remove(call)
+            return
+        await self.add(ToolCallDelta(tool_call=call, parse_status="succeeded"))
 
     async def add(self, delta: TextDelta | ToolCallDelta) -> None:
         payload = StepProgress(step_type="inference", step_id=self._request.step_id, delta=delta)
@@ -138,11 +147,13 @@ class InferenceActivities:
         self._max_history_bytes = max_history_bytes
         self._delta_interval = delta_interval
 
-    async def _streamed_before(self, request: InferenceRequest) -> str:
-        """The text earlier attempts of this step streamed to clients."""
+    async def _streamed_before(self, request: InferenceRequest) -> tuple[str, list[ToolCall]]:
+        """The text and the tool calls earlier attempts of this step streamed to clients."""
         events = await self._store.events_with_key_prefix(request.turn_id, f"{request.step_id}:attempt")
-        deltas = (event.body["event"]["payload"]["delta"] for event in events)
-        return "".join(delta.get("text", "") for delta in deltas if delta.get("type") == "text")
+        deltas = [event.body["event"]["payload"]["delta"] for event in events]
+        text = "".join(delta.get("text", "") for delta in deltas if delta.get("type") == "text")
+        calls = [ToolCall.model_validate(delta["tool_call"]) for delta in deltas if delta.get("type") == "tool_call"]
+        return text, calls
 
     async def _chat_request(self, request: InferenceRequest) -> tuple[ChatRequest, ChatModel, str]:
         """The request to send, the model to send it to, and the configured model id (a metrics label):
@@ -239,9 +250,9 @@ class InferenceActivities:
             if writing is not None:
                 await writing
             chat, model, model_id = await self._chat_request(request)
-            already = await self._streamed_before(request) if attempt > 1 else ""
+            already, calls_already = await self._streamed_before(request) if attempt > 1 else ("", [])
             writing = writing or asyncio.ensure_future(write())
-            writer = _DeltaWriter(self._store, request, attempt, self._delta_interval, already, writing)
+            writer = _DeltaWriter(self._store, request, attempt, self._delta_interval, already, writing, calls_already)
             text: list[str] = []
             calls: list[ToolCall] = []
             stop_reason: StopReason = "end_of_turn"
@@ -259,7 +270,7 @@ class InferenceActivities:
                         elif isinstance(part, ToolCallPart):
                             measured.first_token()
                             calls.append(part.tool_call)
-                            await writer.add(ToolCallDelta(tool_call=part.tool_call, parse_status="succeeded"))
+                            await writer.add_call(part.tool_call)
                         elif isinstance(part, FinishPart):
                             stop_reason = part.stop_reason
                             measured.usage(part.prompt_tokens, part.completion_tokens)

@@ -17,7 +17,7 @@ from openai.types.responses import Response as SdkResponse
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from activities.inference import _DeltaWriter
+from activities.inference import InferenceActivities, _DeltaWriter
 from activities.tools import tool_run_started
 from api.responses import ids
 from api.responses.items import render_response
@@ -648,18 +648,36 @@ class _Recorder:
     async def save_turn_progress(self, turn_id: str, events: list[KeyedEvent]) -> None:
         self.events += events
 
+    async def events_with_key_prefix(self, turn_id: str, prefix: str) -> list[KeyedEvent]:
+        return [event for event in self.events if event.key.startswith(prefix)]
 
-async def _attempt(recorder: _Recorder, attempt: int, chunks: list[str]) -> None:
-    """One attempt of the step's model call streaming `chunks`, written as activities/inference.py does:
-    a later attempt streams only what earlier attempts did not (see _DeltaWriter.add_text)."""
+
+async def _attempt(recorder: _Recorder, attempt: int, chunks: list[str], calls: list[ToolCall] = ()) -> None:
+    """One attempt of the step's model call streaming `chunks`, then `calls`, written as activities/inference.py
+    does: a later attempt streams only what earlier attempts did not (see _DeltaWriter.add_text, add_call)."""
     request = InferenceRequest.model_construct(turn_id=TURN, step_id="s1")
-    already = "".join(
-        e.body["event"]["payload"]["delta"]["text"] for e in recorder.events if e.key.startswith("s1:attempt")
-    )
-    writer = _DeltaWriter(recorder, request, attempt, interval=0.0, already_streamed=already)  # type: ignore[arg-type]
+    already, calls_already = await InferenceActivities(recorder, None, 0)._streamed_before(request)  # type: ignore[arg-type]
+    writer = _DeltaWriter(recorder, request, attempt, 0.0, already, calls_streamed=calls_already)  # type: ignore[arg-type]
     for chunk in chunks:
         await writer.add_text(chunk)
+    for call in calls:
+        await writer.add_call(call)
     await writer.flush()
+
+
+def _streamed_calls(recorder: _Recorder) -> list[str]:
+    deltas = [e.body["event"]["payload"]["delta"] for e in recorder.events]
+    return [delta["tool_call"]["call_id"] for delta in deltas if delta["type"] == "tool_call"]
+
+
+async def test_a_retried_model_call_streams_a_tool_call_an_earlier_attempt_streamed_once() -> None:
+    recorder = _Recorder()
+    await _attempt(recorder, 1, [], [WEATHER])  # the worker died after the call was streamed
+    await _attempt(recorder, 2, [], [WEATHER, TIME])  # the same call again, and one more
+    assert _streamed_calls(recorder) == ["call_w1", "call_t1"]
+    other_id = WEATHER.model_copy(update={"call_id": "call_w2"})  # a model that names its calls anew each time
+    await _attempt(recorder, 3, [], [other_id])
+    assert _streamed_calls(recorder) == ["call_w1", "call_t1", "call_w2"]
 
 
 @pytest.mark.parametrize(
