@@ -271,6 +271,16 @@ class Store:
 
         return await self.database.read(run)
 
+    async def latest_turn(self, session_id: str) -> Turn | None:
+        """The session's most recently started turn."""
+
+        def run(tx: Connection) -> Turn | None:
+            latest = select(TurnRow.turn_id).where(TurnRow.session_id == session_id)
+            turn_id = tx.scalar(latest.order_by(TurnRow.started_at.desc()).limit(1))
+            return _load_turns(tx, session_id, turn_ids=[turn_id])[0] if turn_id else None
+
+        return await self.database.read(run)
+
     async def session_exists(self, agent_id: str, session_id: str) -> bool:
         owner = await self.database.read(
             lambda tx: tx.scalar(select(SessionRow.agent_id).where(SessionRow.session_id == session_id))

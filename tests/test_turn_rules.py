@@ -174,3 +174,24 @@ def test_the_offline_model_calls_a_named_tool_and_reports_its_result(http: httpx
 
     echoed = http.post(turns, json=_ask("just words", stream=False)).json()
     assert echoed["output_message"]["content"] == "You said: just words"
+
+
+def test_the_sdks_own_retry_of_a_create_without_a_key_answers_the_turn_it_repeats(
+    http: httpx.Client, model: ScriptedModel
+) -> None:
+    """llama-stack-client retries a create it saw fail in transit (its API process died, a proxy's 5xx) with
+    the same body, numbered by `x-stainless-retry-count` (set here by hand), and without an Idempotency-Key."""
+    retry = {"x-stainless-retry-count": "1"}
+    turns = _turns(http)
+    model.script(text("once"), text("twice"), text("other"))
+    first = http.post(turns, json=_ask("hello", stream=False), headers={"x-stainless-retry-count": "0"}).json()
+    repeated = http.post(turns, json=_ask("hello", stream=False), headers=retry).json()
+    assert repeated["turn_id"] == first["turn_id"] and repeated["output_message"]["content"] == "once "
+    streamed = final_turn(http.post(turns, json=_ask("hello"), headers=retry))  # its events, from the start
+    assert streamed["turn_id"] == first["turn_id"] and len(model.requests) == 1
+
+    again = http.post(turns, json=_ask("hello", stream=False)).json()  # sent again on purpose: a new turn
+    assert again["turn_id"] != first["turn_id"] and again["output_message"]["content"] == "twice "
+    other = http.post(turns, json=_ask("something else", stream=False), headers=retry).json()
+    assert other["turn_id"] not in (first["turn_id"], again["turn_id"])  # no earlier attempt of it
+    assert other["output_message"]["content"] == "other " and len(model.requests) == 3

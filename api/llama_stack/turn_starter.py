@@ -18,6 +18,7 @@ from api.llama_stack.schemas import CreateTurnRequest
 from api.llama_stack.toolgroup_check import require_toolgroups
 from api.llama_stack.turn_documents import url_documents, with_documents
 from api.runtime import Runtime
+from api.sdk_retries import RETRY_WINDOW, is_sdk_retry
 from api.stuck_turns import still_running
 from domain.agents import Agent
 from domain.content import InputMessage, ToolResponse, content_as_text
@@ -132,6 +133,17 @@ async def _finish_start(
         ) from error
 
 
+async def _repeated(runtime: Runtime, session_id: str, messages: Sequence[InputMessage]) -> str | None:
+    """The turn an SDK's own retry of a create without an Idempotency-Key repeats: the session's latest,
+    begun lately with the same messages, unless it failed or was cancelled (the retry is then a new turn)."""
+    latest = await runtime.store.latest_turn(session_id)
+    if latest is None or list(latest.input_messages) != list(messages):
+        return None
+    if latest.status in (TurnStatus.FAILED, TurnStatus.CANCELLED):
+        return None
+    return latest.turn_id if datetime.now(UTC) - latest.started_at <= RETRY_WINDOW else None
+
+
 async def start_turn(
     runtime: Runtime,
     tenant: str,
@@ -140,11 +152,20 @@ async def start_turn(
     body: CreateTurnRequest,
     idempotency_key: str | None,
     credentials: str | None = None,
+    retry_count: str | None = None,
 ) -> StartedTurn:
-    """`credentials`: the request's MCP headers, sealed (api/turn_credentials.py); kept before the workflow starts."""
+    """`credentials`: the request's MCP headers, sealed (api/turn_credentials.py); kept before the workflow starts.
+    `retry_count`: the SDK's numbering of its attempts (api/sdk_retries.py)."""
     await require_toolgroups(runtime, tenant, body.toolgroups or [])
     messages = with_documents(body.messages, body.documents or [])
     require_input_within_limit(runtime.settings, "turn's messages", messages)
+    if (
+        idempotency_key is None
+        and is_sdk_retry(retry_count)
+        and (earlier := await _repeated(runtime, session_id, messages))
+    ):
+        await _finish_start(runtime, tenant, agent, session_id, earlier, body)
+        return StartedTurn(earlier, is_retry=True)
     turn_id = _turn_id(agent.agent_id, session_id, idempotency_key)
     if idempotency_key is not None and await runtime.store.turn_status(turn_id) is not None:
         await turn_credentials.keep(runtime, turn_id, credentials)

@@ -17,6 +17,7 @@ from api.llama_stack.schemas import CreateTurnRequest, ResumeTurnRequest, StepRe
 from api.llama_stack.turn_responses import respond, stream_events
 from api.llama_stack.turn_starter import reopen_turn, require_input_within_limit, start_turn
 from api.runtime import Runtime, RuntimeDep
+from api.sdk_retries import RETRY_COUNT_HEADER
 from api.tenancy import Principal, PrincipalDep
 from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
 from domain.agents import Agent
@@ -73,16 +74,19 @@ async def create_turn(
     body: CreateTurnRequest,
     mcp_headers: McpHeadersDep,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    retry_count: Annotated[str | None, Header(alias=RETRY_COUNT_HEADER, max_length=20)] = None,
 ) -> StreamingResponse | JSONResponse:
     """Start a turn. `stream: true` answers with its events as SSE; otherwise with the Turn once it
-    completes or pauses for client tools. Retried with the same `Idempotency-Key`, it starts
-    nothing new and answers with the same turn's events. MCP headers in `X-LlamaStack-Provider-Data`
-    go with the turn's tool calls (api/turn_credentials.py)."""
+    completes or pauses for client tools. Retried with the same `Idempotency-Key`, or by the SDK
+    on its own (api/sdk_retries.py), it starts nothing new and answers with the same turn's events.
+    MCP headers in `X-LlamaStack-Provider-Data` go with the turn's tool calls (api/turn_credentials.py)."""
     credentials = turn_credentials.sealed(runtime, mcp_headers)
 
     async def answer() -> StreamingResponse | JSONResponse:
         # The store checks that the session is the agent's as it records the turn (404 if not).
-        started = await start_turn(runtime, principal.tenant, agent, session_id, body, idempotency_key, credentials)
+        started = await start_turn(
+            runtime, principal.tenant, agent, session_id, body, idempotency_key, credentials, retry_count
+        )
         return await respond(runtime, started.turn_id, 0, bool(body.stream), new_turn=not started.is_retry)
 
     return await _answer(runtime, principal, bool(body.stream), answer)

@@ -14,7 +14,7 @@ import hashlib
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from temporalio.common import SearchAttributePair
@@ -40,6 +40,7 @@ from api.responses.request import (
     MessageItem,
 )
 from api.runtime import Runtime
+from api.sdk_retries import RETRY_WINDOW, is_sdk_retry
 from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
 from domain.content import ToolResponse, UserMessage
 from domain.runtime import ApprovalDecision
@@ -68,11 +69,6 @@ def response_id_for(tenant: str, idempotency_key: str | None) -> str:
     return "resp_" + hashlib.sha256(f"{tenant}\0{idempotency_key}".encode()).hexdigest()[:48]
 
 
-SDK_RETRY_WINDOW = timedelta(hours=1)
-"""How far back an SDK's automatic retry looks for the attempt it repeats (the openai SDK's own timeout is
-10 minutes, and it backs off between attempts)."""
-
-
 def request_hash_of(tenant: str, body: bytes) -> str:
     return hashlib.sha256(tenant.encode() + b"\0" + body).hexdigest()
 
@@ -80,19 +76,12 @@ def request_hash_of(tenant: str, body: bytes) -> str:
 async def earlier_attempt(
     runtime: Runtime, responses: ResponseStore, tenant: str, request_hash: str, retry_count: str | None
 ) -> ResponseRecord | None:
-    """The response that an SDK's automatic retry of a create without an Idempotency-Key repeats.
-
-    The openai SDK (as every Stainless-made client) sends `x-stainless-retry-count`, 0 on a request's
-    first attempt; with no key, its retries would otherwise fork the turn. A retry (count 1 or more) is
-    the tenant's latest response from the same request body in the last hour, unless that attempt
-    failed or was cancelled: then, as on OpenAI, the retry is a fresh attempt. A request sent again on
-    purpose has count 0 and is always new."""
-    try:
-        if int(retry_count or 0) < 1:
-            return None
-    except ValueError:  # not the SDK's header
+    """The response an SDK's own retry of a create without an Idempotency-Key repeats (api/sdk_retries.py):
+    the tenant's latest from the same request body lately, unless that attempt failed or was cancelled
+    (then, as on OpenAI, the retry is a fresh attempt)."""
+    if not is_sdk_retry(retry_count):
         return None
-    found = await responses.latest_with_request(tenant, request_hash, datetime.now(UTC) - SDK_RETRY_WINDOW)
+    found = await responses.latest_with_request(tenant, request_hash, datetime.now(UTC) - RETRY_WINDOW)
     if found is None or await runtime.store.turn_status(found.turn_id) in (TurnStatus.FAILED, TurnStatus.CANCELLED):
         return None
     return found

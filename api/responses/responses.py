@@ -34,6 +34,7 @@ from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid, not_foun
 from api.responses.plan import check_mcp_urls
 from api.responses.request import parse_create, require_known_tool_choice
 from api.runtime import Runtime, RuntimeDep
+from api.sdk_retries import RETRY_COUNT_HEADER
 from api.stuck_turns import still_running
 from api.tenancy import Principal, PrincipalDep
 from store.repository import StoredEvent
@@ -142,7 +143,7 @@ async def create_response(
     runtime: RuntimeDep,
     principal: PrincipalDep,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
-    x_stainless_retry_count: Annotated[str | None, Header(max_length=20)] = None,
+    retry_count: Annotated[str | None, Header(alias=RETRY_COUNT_HEADER, max_length=20)] = None,
 ) -> Any:
     """Create a response. With an Idempotency-Key, a retried request answers with the same response and
     starts nothing new; so does the SDK's own retry of a request without one (`earlier_attempt`)."""
@@ -163,7 +164,7 @@ async def create_response(
         existing = await responses.get(tenant, response_id)
     else:
         request_hash = request_hash_of(tenant, await request.body())
-        existing = await earlier_attempt(runtime, responses, tenant, request_hash, x_stainless_retry_count)
+        existing = await earlier_attempt(runtime, responses, tenant, request_hash, retry_count)
     if existing is not None and (again := await retried(runtime, existing, body)) is not None:
         return await _answer(runtime, principal, request, again, body.stream)
     await check_mcp_urls(body, runtime.tools.outbound_policy)
