@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from domain.turns import TurnStatus
+
 RETRY_COUNT_HEADER = "x-stainless-retry-count"
 RETRY_WINDOW = timedelta(hours=1)
 """How far back a retry looks for the attempt it repeats (the openai SDK's own timeout is 10 minutes,
@@ -24,3 +26,9 @@ def is_sdk_retry(retry_count: str | None) -> bool:
         return int(retry_count or 0) >= 1
     except ValueError:  # not the SDK's header
         return False
+
+
+def may_repeat(status: TurnStatus | None) -> bool:
+    """Whether a retry may answer with an attempt whose turn is in this status: not one that failed or was
+    cancelled (the retry is then a fresh attempt, as on OpenAI)."""
+    return status not in (TurnStatus.FAILED, TurnStatus.CANCELLED)

@@ -18,7 +18,7 @@ from api.llama_stack.schemas import CreateTurnRequest
 from api.llama_stack.toolgroup_check import require_toolgroups
 from api.llama_stack.turn_documents import url_documents, with_documents
 from api.runtime import Runtime
-from api.sdk_retries import RETRY_WINDOW, is_sdk_retry
+from api.sdk_retries import RETRY_WINDOW, is_sdk_retry, may_repeat
 from api.stuck_turns import still_running
 from domain.agents import Agent
 from domain.content import InputMessage, ToolResponse, content_as_text
@@ -133,13 +133,11 @@ async def _finish_start(
         ) from error
 
 
-async def _repeated(runtime: Runtime, session_id: str, messages: Sequence[InputMessage]) -> str | None:
+async def _repeated(runtime: Runtime, session_id: str, messages: list[InputMessage]) -> str | None:
     """The turn an SDK's own retry of a create without an Idempotency-Key repeats: the session's latest,
-    begun lately with the same messages, unless it failed or was cancelled (the retry is then a new turn)."""
+    begun lately with the same messages, if it `may_repeat`."""
     latest = await runtime.store.latest_turn(session_id)
-    if latest is None or list(latest.input_messages) != list(messages):
-        return None
-    if latest.status in (TurnStatus.FAILED, TurnStatus.CANCELLED):
+    if latest is None or latest.input_messages != messages or not may_repeat(latest.status):
         return None
     return latest.turn_id if datetime.now(UTC) - latest.started_at <= RETRY_WINDOW else None
 

@@ -40,7 +40,7 @@ from api.responses.request import (
     MessageItem,
 )
 from api.runtime import Runtime
-from api.sdk_retries import RETRY_WINDOW, is_sdk_retry
+from api.sdk_retries import RETRY_WINDOW, is_sdk_retry, may_repeat
 from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
 from domain.content import ToolResponse, UserMessage
 from domain.runtime import ApprovalDecision
@@ -77,12 +77,11 @@ async def earlier_attempt(
     runtime: Runtime, responses: ResponseStore, tenant: str, request_hash: str, retry_count: str | None
 ) -> ResponseRecord | None:
     """The response an SDK's own retry of a create without an Idempotency-Key repeats (api/sdk_retries.py):
-    the tenant's latest from the same request body lately, unless that attempt failed or was cancelled
-    (then, as on OpenAI, the retry is a fresh attempt)."""
+    the tenant's latest from the same request body lately, if its turn `may_repeat`."""
     if not is_sdk_retry(retry_count):
         return None
     found = await responses.latest_with_request(tenant, request_hash, datetime.now(UTC) - RETRY_WINDOW)
-    if found is None or await runtime.store.turn_status(found.turn_id) in (TurnStatus.FAILED, TurnStatus.CANCELLED):
+    if found is None or not may_repeat(await runtime.store.turn_status(found.turn_id)):
         return None
     return found
 
