@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv-lsc"
 PYTHON = VENV / "bin" / "python"
 STAMP = VENV / ".deps"
-REQUIREMENTS = ("llama-stack-client==0.7.5", "openai==3.51.0")
+REQUIREMENTS = ("llama-stack-client==0.7.5", "openai==3.54.0")
 MINIMUM = (3, 12)
 NO_PYTHON = (
     "no Python >= 3.12 found (tried python3.12 and python3.13 on PATH, then pyenv's versions): "
