@@ -339,6 +339,10 @@ class Settings(BaseSettings):
     """Interface worker.py serves its Prometheus metrics on."""
     worker_metrics_port: PortOrZero = 0
     """Port worker.py serves Prometheus metrics on (the Temporal SDK's and ours); 0: not served."""
+    compact_threshold: PositiveInt | None = None
+    """Estimated tokens (characters / 4) of context above which a new Responses turn first has the model
+    summarise its prior context (docs/long-conversations.md); a request's `context_management` overrides it.
+    Unset: only requests with `context_management` compact."""
 
     @classmethod
     def settings_customise_sources(

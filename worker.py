@@ -19,11 +19,13 @@ from temporalio.runtime import Runtime
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 
 import startup_heap
+from activities.compaction import CompactionActivities
 from activities.documents import DocumentActivities
 from activities.inference import InferenceActivities
 from activities.shields import ShieldActivities
 from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
+from compaction.seal import CompactionSeal
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
 from observability.worker_metrics import serve_worker_metrics
@@ -37,6 +39,7 @@ from store.wake import WakeSender, wake_dir
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
 from tool_runtime.turn_credentials import CredentialSeal
+from workflows.compaction import CompactionWorkflow
 from workflows.turn import TurnWorkflow
 
 
@@ -60,10 +63,12 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     seal = CredentialSeal(settings.credentials_key) if settings.credentials_key else None
     tools = ToolActivities(store, ToolCatalog.from_settings(store, settings), settings.max_tool_output_chars, seal)
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
+    compaction_seal = CompactionSeal(settings.credentials_key) if settings.credentials_key else None
+    compaction = CompactionActivities(store, models, compaction_seal)
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[TurnWorkflow],
+        workflows=[TurnWorkflow, CompactionWorkflow],
         activities=[
             inference.infer,
             progress.save_turn_progress,
@@ -73,6 +78,8 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
             tools.list_mcp_server,
             tools.run_tool,
             shields.run_shields,
+            compaction.write_summary,
+            compaction.compact_turn,
         ],
         # Cancellation reaches a model call through its heartbeat: send one at least every second.
         max_heartbeat_throttle_interval=timedelta(seconds=1),

@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from compaction.summary import summary_message
 from domain.agents import AgentConfig
 from domain.runtime import TurnSettings
 from providers import openai_format
+from store.compactions import CompactionStore
 from store.repository import Store
 
 
@@ -45,11 +47,14 @@ async def conversation(
 
 async def detached_conversation(store: Store, turn_id: str, settings: TurnSettings) -> list[dict[str, Any]]:
     """A detached turn's conversation: the settings' instructions, the prior context the API built
-    (a response chain, a conversation, replayed input), then this turn so far."""
+    (a response chain, a conversation, replayed input) or the summary that replaced it, then this turn so far."""
     found = await store.detached_context(turn_id)
     if found is None:
         raise LookupError(f"Turn {turn_id} not found in the store (was it deleted?)")
     current, context = found
+    compacted = await CompactionStore(store.database).turn_compaction(turn_id)
+    if compacted is not None:  # the turn's compaction step summarised the prior context: the summary stands for it
+        context = [summary_message(compacted["summary"])]
     messages = openai_format.system_message(settings.instructions)
     messages += openai_format.context_messages(context)
     messages += openai_format.turn_messages(current.input_messages, current.steps)

@@ -20,7 +20,7 @@ from api.llama_stack import agents, sessions, shields, tools, turns
 from api.openapi import install_openapi
 from api.operations import health, metrics
 from api.rate_limit import ProcessRateBuckets, RateLimit
-from api.responses import conversations, responses
+from api.responses import compact, conversations, responses
 from api.responses.errors import OpenAIErrorEnvelope
 from api.responses.view import settle_conversation
 from api.runtime import Runtime
@@ -150,6 +150,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in routers:
         app.include_router(router, prefix="/v1")
     install_openapi(app, routers, prefix="/v1")
+    app.include_router(compact.router, prefix="/v1")  # before responses': /responses/compact is no response id
     app.include_router(responses.router, prefix="/v1")
     app.include_router(health.readiness_router)
     app.include_router(metrics.router)

@@ -77,6 +77,11 @@ class TurnGateway:
         """A worker runs on this client: the server may hand it the turn's first task in the start
         call's reply, saving a round trip through the task queue."""
 
+    @property
+    def client(self) -> Client:
+        """The Temporal client, for workflows other than turns (compactions)."""
+        return self._client
+
     async def start(
         self,
         start: TurnStart,

@@ -1,7 +1,11 @@
 """A deterministic stand-in for a model, so the demo and the tests run with no network.
 
-It is not an LLM. It follows three rules, checked in order:
+It is not an LLM. It follows four rules, checked in order:
 
+0. If it is asked to compact a conversation (the system message is compaction/summary.py's
+   SUMMARY_INSTRUCTIONS), it summarises the transcript it is given: "Summary of <n> earlier messages.
+   The user said: «<first 60 characters of a user line>»; …" with the last 8 user lines, and
+   "(continues an earlier summary)" when the transcript holds one. Deterministic and bounded.
 1. If the conversation ends with tool results, it reports them: "Tool <name> returned: <content>."
 2. If the last user message contains `call tool <name>` (optionally followed by a JSON object of
    arguments) and a tool of that name is offered, it calls that tool.
@@ -18,10 +22,13 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+from compaction.summary import SUMMARY_INSTRUCTIONS
 from domain.content import ToolCall
 from providers.base import ChatRequest, FinishPart, ReplyPart, TextPart, ToolCallPart
 
 _CALL_PHRASE = re.compile(r"call tool\s+([A-Za-z0-9_.:-]+)", re.IGNORECASE)
+_SUMMARY_USER_LINES = 8
+_SUMMARY_LINE_CHARS = 60
 
 
 def _text(content: Any) -> str:
@@ -43,9 +50,22 @@ def _arguments_after(text: str, start: int) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _summary(transcript: str) -> str:
+    lines = transcript.splitlines()
+    said = [line.removeprefix("User: ")[:_SUMMARY_LINE_CHARS] for line in lines if line.startswith("User: ")]
+    text = f"Summary of {len(lines)} earlier messages."
+    if any(line.startswith("Summary: ") for line in lines):
+        text += " (continues an earlier summary)"
+    if said:
+        text += " The user said: " + "; ".join(f"«{line}»" for line in said[-_SUMMARY_USER_LINES:]) + "."
+    return text
+
+
 class OfflineModel:
     def _decide(self, request: ChatRequest) -> tuple[str, ToolCall | None]:
         messages = request.messages
+        if messages and messages[0]["role"] == "system" and messages[0]["content"] == SUMMARY_INSTRUCTIONS:
+            return _summary(_text(messages[-1]["content"])), None
         tool_names = [tool["function"]["name"] for tool in request.tools]
         tool_results = []
         for message in reversed(messages):

@@ -255,3 +255,22 @@ class RateBucketRow(Base):
     tokens: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[float] = mapped_column(Float)
     """When `tokens` was last counted: seconds since the epoch, by the database's clock."""
+
+
+class CompactionRow(Base):
+    """A `/responses/compact` request's summary being written (compaction/): the messages to summarise
+    until its workflow has written the summary, then the summary and its token counts."""
+
+    __tablename__ = "compactions"
+    __table_args__ = (Index("ix_compactions_tenant_order", "tenant_id", "created_at"),)
+
+    compaction_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str] = mapped_column(String(200))
+    source: Mapped[list] = mapped_column(JSON)
+    """The chat messages to summarise; emptied once the summary is written."""
+    summary: Mapped[str | None] = mapped_column(Text)
+    input_tokens: Mapped[int | None] = mapped_column(Integer)
+    output_tokens: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime]
+    completed_at: Mapped[datetime | None]

@@ -164,6 +164,9 @@ class TurnPlan(BaseModel):
     output_shields: list[str] = Field(default_factory=list)
     settings_id: str | None = None
     """None: activities read the agent's row (llama-stack turns); else this turn_settings row."""
+    compact_threshold: int | None = None
+    """Estimated tokens above which the turn compacts its prior context before its first model call
+    (workflows/compaction.py); None: never."""
 
     @classmethod
     def of(cls, outline: AgentOutline) -> TurnPlan:

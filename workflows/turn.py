@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from domain.events import KeyedEvent
     from domain.runtime import ApprovalRequest
     from domain.turns import InferenceStep, Step, ToolExecutionStep, Turn, TurnStatus
-    from workflows import mcp_servers, pauses, steps, turn_end
+    from workflows import compaction, mcp_servers, pauses, steps, turn_end
     from workflows.contracts import (
         DOCUMENT_UNAVAILABLE,
         FETCH_DOCUMENTS_ACTIVITY,
@@ -134,6 +134,7 @@ class TurnWorkflow:
         try:
             if refusal := await self._open(start):
                 return await self._finish(refusal)
+            await self._compact(start)
             return await self._converse(start)
         except _TooLarge as too_large:
             return await self._end(TurnStatus.FAILED, f"Turn {start.turn_id} failed: {too_large}.")
@@ -164,6 +165,15 @@ class TurnWorkflow:
             self._server_tools = await self._resolve_tools(toolgroups, client_tools)
         await self._list_new_mcp_servers()
         return await self._guard("user-input", None)
+
+    async def _compact(self, start: TurnStart) -> None:
+        """A new turn that asks for compaction first summarises its prior context if it is over the threshold
+        (workflows/compaction.py); a continued or reopened run did so already, or never will."""
+        threshold, settings_id = self._plan.compact_threshold, self._plan.settings_id
+        if threshold is None or settings_id is None or start.continuation is not None or start.reopened_with:
+            return
+        if workflow.patched(compaction.COMPACTION_PATCH):
+            await compaction.compact_turn(start.turn_id, settings_id, threshold)
 
     async def _converse(self, start: TurnStart) -> TurnOutcome:
         """Infer, run or hand out the tool calls, and again, until the model answers or the limit is hit."""

@@ -21,6 +21,13 @@ from temporalio.common import SearchAttributePair
 
 from api import turn_credentials
 from api.responses import ids, view
+from api.responses.compaction import (
+    as_read,
+    compact_threshold,
+    compaction_first,
+    open_compactions,
+    refuse_interleaving,
+)
 from api.responses.context import (
     check_tool_outputs,
     fit_context,
@@ -117,7 +124,7 @@ class Context:
 
 async def prior_context(runtime: Runtime, responses: ResponseStore, tenant: str, body: CreateResponse) -> Context:
     if body.previous_response_id is not None:
-        return Context(await _chain_items(runtime, responses, tenant, body.previous_response_id), chained=True)
+        return Context(await chain_items(runtime, responses, tenant, body.previous_response_id), chained=True)
     if body.conversation_id is not None:
         items = await view.conversation_items(runtime, tenant, body.conversation_id)
         if items is None:
@@ -126,7 +133,7 @@ async def prior_context(runtime: Runtime, responses: ResponseStore, tenant: str,
     return Context([], chained=False)
 
 
-async def _chain_items(runtime: Runtime, responses: ResponseStore, tenant: str, previous_id: str) -> list[InputItem]:
+async def chain_items(runtime: Runtime, responses: ResponseStore, tenant: str, previous_id: str) -> list[InputItem]:
     chain = await responses.chain(tenant, previous_id)
     if not chain or chain[-1].response_id != previous_id or not chain[-1].store:
         raise invalid(
@@ -143,8 +150,7 @@ async def _chain_items(runtime: Runtime, responses: ResponseStore, tenant: str, 
         )
     items: list[InputItem] = []
     for record, output in zip(chain, outputs, strict=True):
-        items += parse_items(record.input_items())
-        items += parse_items(output or [])
+        items += parse_items(compaction_first(record.input_items(), output or []))
     return items
 
 
@@ -213,6 +219,8 @@ async def create(
     responses = ResponseStore(runtime.store.database)
     items = resolve_references(body.items(), context.items)
     check_tool_outputs(context.items, items)
+    opened = open_compactions(runtime.settings, tenant, [*context.items, *items])
+    threshold = compact_threshold(runtime.settings, body)  # a 400 for compaction no key can seal, early
     credentials = _seal(runtime, mcp_credentials(body))
     stored = stored_input(items)
     resumed = await _resume_waiting(
@@ -220,7 +228,8 @@ async def create(
     )
     if resumed is not None:
         return resumed
-    everything = context.items + items
+    await refuse_interleaving(runtime, body, threshold)  # a new turn only: resuming one does not compact
+    everything = as_read(context.items + items, opened)
     return await _start(
         runtime, responses, tenant, response_id, body, everything, stored, credentials, keyed, request_hash
     )
@@ -259,7 +268,12 @@ async def _start_workflow(runtime: Runtime, record: ResponseRecord, body: Create
     """Start the turn's workflow unless it was (its id is the turn's: a second start starts nothing)."""
     start = TurnStart(
         turn_id=record.turn_id,
-        plan=turn_plan(body, record.response_id, runtime.settings.max_infer_iters),
+        plan=turn_plan(
+            body,
+            record.response_id,
+            runtime.settings.max_infer_iters,
+            compact_threshold(runtime.settings, body),
+        ),
         segment_id=record.response_id,
         started_at=started_at,
         awaiting_input_timeout=runtime.settings.awaiting_input_timeout,

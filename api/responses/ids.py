@@ -68,3 +68,12 @@ def mcp_call_id(turn_id: str, step_id: str, call_id: str) -> str:
 def mcp_list_tools_id(response_id: str, server_label: str, ordinal: int) -> str:
     """The `ordinal`-th listing of a server's tools within one response."""
     return _derived("mcpl_", response_id, server_label, str(ordinal))
+
+
+def new_compaction_item_id() -> str:
+    return _random("cmp_")
+
+
+def compaction_item_id(turn_id: str) -> str:
+    """The compaction item of a turn's compaction step (one per turn)."""
+    return _derived("cmp_", turn_id, "compaction")

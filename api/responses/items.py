@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 
 from api.responses import ids
 from api.responses.wire import (
+    CompactionItem,
     FunctionCallItem,
     IncompleteDetails,
     McpApprovalRequestItem,
@@ -257,6 +258,9 @@ class SegmentFold:
             return [McpCallStarted(len(self.output) - 1)]
         if kind == "approval_requested":
             return self._whole(approval_request_item(event))
+        if kind == "compaction":  # the turn's compaction step (activities/compaction.py)
+            item = CompactionItem(id=ids.compaction_item_id(self.turn_id), encrypted_content=event["encrypted_content"])
+            return self._whole(item)
         if kind == "usage":
             self._count_usage(int(event.get("input_tokens") or 0), int(event.get("output_tokens") or 0))
         return []  # segment_started: where the segment begins, nothing to show; usage: shown at the end

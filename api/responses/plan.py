@@ -102,7 +102,9 @@ def approval_policy(tool: McpTool) -> ApprovalPolicy:
     return ApprovalPolicy(default=not (always and not never), always=always, never=never)
 
 
-def turn_plan(request: CreateResponse, settings_id: str, max_infer_iters: int | None = None) -> TurnPlan:
+def turn_plan(
+    request: CreateResponse, settings_id: str, max_infer_iters: int | None = None, compact_threshold: int | None = None
+) -> TurnPlan:
     return TurnPlan(
         model=request.model,
         client_tool_names=sorted(tool.name for tool in request.function_tools()),
@@ -118,6 +120,7 @@ def turn_plan(request: CreateResponse, settings_id: str, max_infer_iters: int | 
         max_infer_iters=max_infer_iters,
         max_tool_calls=request.max_tool_calls,
         settings_id=settings_id,
+        compact_threshold=compact_threshold,
     )
 
 

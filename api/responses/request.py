@@ -9,7 +9,7 @@ mcp, unknown `include` values and out-of-range numbers are a 400 naming the fiel
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
@@ -153,6 +153,14 @@ class ReasoningItem(Lenient):
     encrypted_content: str | None = None
 
 
+class CompactionItem(Lenient):
+    """A summary that stands for the items before it (api/responses/compaction.py); sealed by this server."""
+
+    type: Literal["compaction"] = "compaction"
+    id: str | None = None
+    encrypted_content: str = Field(min_length=1)
+
+
 _ITEM_TYPES = {
     "message": MessageItem,
     "function_call": FunctionCallItem,
@@ -163,6 +171,7 @@ _ITEM_TYPES = {
     "mcp_call": McpCallItem,
     "item_reference": ItemReference,
     "reasoning": ReasoningItem,
+    "compaction": CompactionItem,
 }
 
 
@@ -189,7 +198,8 @@ InputItem = Annotated[
     | Annotated[McpListToolsItem, Tag("mcp_list_tools")]
     | Annotated[McpCallItem, Tag("mcp_call")]
     | Annotated[ItemReference, Tag("item_reference")]
-    | Annotated[ReasoningItem, Tag("reasoning")],
+    | Annotated[ReasoningItem, Tag("reasoning")]
+    | Annotated[CompactionItem, Tag("compaction")],
     Discriminator(
         _item_kind,
         custom_error_type="invalid_item",
@@ -344,6 +354,13 @@ class ConversationRef(Lenient):
     id: str
 
 
+class ContextManagement(Lenient):
+    """`{"type": "compaction", "compact_threshold": N}`: compact the context once it is estimated over N tokens."""
+
+    type: Literal["compaction"]
+    compact_threshold: int | None = Field(default=None, ge=1)
+
+
 INCLUDABLE = frozenset(
     {
         "file_search_call.results",
@@ -384,6 +401,7 @@ class CreateResponse(Lenient):
     safety_identifier: str | None = Field(default=None, max_length=128)
     prompt_cache_key: str | None = None
     service_tier: str | None = None
+    context_management: list[ContextManagement] | None = Field(default=None, max_length=1)
 
     @field_validator("tools", "include", mode="before")
     @classmethod
@@ -455,6 +473,7 @@ class CreateResponse(Lenient):
         return [tool.echo() if isinstance(tool, McpTool) else tool.model_dump(exclude_none=True) for tool in self.tools]
 
 
+RequestModel = TypeVar("RequestModel", bound=BaseModel)
 _UNION_PARTS = re.compile(r"[\[\]]|^function-")
 _UNION_MEMBERS = frozenset(
     {
@@ -489,10 +508,17 @@ def _where(loc: tuple[int | str, ...]) -> str:
 
 def parse_create(body: Any) -> CreateResponse:
     """The request, or the 400 that names the first field to fix (`param` is its top-level name)."""
+    request = parse_body(CreateResponse, body)
+    _check_combinations(request)
+    return request
+
+
+def parse_body(model: type[RequestModel], body: Any) -> RequestModel:
+    """A request body as `model`, or the 400 that names the first field to fix."""
     if not isinstance(body, dict):
         raise invalid("The request body must be a JSON object.")
     try:
-        request = CreateResponse.model_validate(body)
+        return model.model_validate(body)
     except ValidationError as error:
         # The deepest error is the informative one: a bad item also fails the `str` branch of `input`.
         first = max(error.errors(), key=lambda issue: len(issue["loc"]))
@@ -504,8 +530,6 @@ def parse_create(body: Any) -> CreateResponse:
                 f"Missing required parameter: '{_where(loc)}'.", field, "missing_required_parameter"
             ) from None
         raise invalid(f"Invalid '{_where(loc)}': {message}.", field, "invalid_value") from None
-    _check_combinations(request)
-    return request
 
 
 def _check_combinations(request: CreateResponse) -> None:

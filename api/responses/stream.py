@@ -24,6 +24,8 @@ from api.responses.items import (
     snapshot,
 )
 from api.responses.wire import (
+    CompactionCompacting,
+    CompactionItem,
     ContentPartAdded,
     ContentPartDone,
     EventBase,
@@ -168,6 +170,9 @@ class ResponseStream:
             if item.arguments:
                 self._emit(FunctionCallArgumentsDelta, **at, delta=item.arguments)
             self._emit(FunctionCallArgumentsDone, **at, arguments=item.arguments)
+        elif isinstance(item, CompactionItem):
+            self._item_added(index, item)
+            self._emit(CompactionCompacting, **at)
         elif isinstance(item, McpListToolsItem):
             self._item_added(index, item.model_copy(update={"tools": [], "error": None}))
             self._emit(McpListToolsInProgress, **at)

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from api.event_stream import is_final, tail_events
+from api.responses.compaction import compaction_first
 from api.responses.items import fold_segment, render_response
 from api.responses.stream import ResponseStream
 from api.responses.wire import KEEPALIVE_FRAME, Response, sse_frame
@@ -209,7 +210,7 @@ async def settle_conversation(runtime: Runtime, tenant: str, conversation_id: st
         output = await output_items(runtime, record)
         if output is None:
             return
-        items = [Item(body["id"], body) for body in [*record.input_items(), *output]]
+        items = [Item(body["id"], body) for body in compaction_first(record.input_items(), output)]
         await runtime.store.database.write(lambda tx, r=record, i=items: _append(tx, r.response_id, conversation_id, i))
 
 

@@ -155,8 +155,16 @@ class McpApprovalResponseItem(BaseModel):
     reason: str | None = None
 
 
+class CompactionItem(BaseModel):
+    """A summary standing for the context before it; its content is sealed (api/responses/compaction.py)."""
+
+    type: Literal["compaction"] = "compaction"
+    id: str
+    encrypted_content: str
+
+
 OutputItem = Annotated[
-    MessageItem | FunctionCallItem | McpListToolsItem | McpCallItem | McpApprovalRequestItem,
+    MessageItem | FunctionCallItem | McpListToolsItem | McpCallItem | McpApprovalRequestItem | CompactionItem,
     Field(discriminator="type"),
 ]
 """What a response's `output` holds."""
@@ -168,7 +176,8 @@ Item = Annotated[
     | McpListToolsItem
     | McpCallItem
     | McpApprovalRequestItem
-    | McpApprovalResponseItem,
+    | McpApprovalResponseItem
+    | CompactionItem,
     Field(discriminator="type"),
 ]
 """Any item as listed in a response's input_items or a conversation."""
@@ -406,6 +415,10 @@ class McpCallArgumentsDone(ItemEvent):
     arguments: str
 
 
+class CompactionCompacting(ItemEvent):
+    type: Literal["response.compaction.compacting"] = "response.compaction.compacting"
+
+
 class ErrorEvent(EventBase):
     """Only for a failure before `response.created` once headers are out; flat code/message."""
 
@@ -438,6 +451,7 @@ StreamEvent = Annotated[
     | McpCallFailed
     | McpCallArgumentsDelta
     | McpCallArgumentsDone
+    | CompactionCompacting
     | ErrorEvent,
     Field(discriminator="type"),
 ]

@@ -1,0 +1,115 @@
+"""The model writes a summary: for `/responses/compact` (a `compactions` row) or as a turn's compaction step.
+
+Both write under a key before they answer, so an attempt retried after its worker died returns what the
+first attempt wrote instead of asking the model again: one summary, one compaction item.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.heartbeat import heartbeating
+from compaction.seal import CompactionSeal
+from compaction.summary import Summary, estimate_tokens, summarize
+from providers import openai_format
+from providers.base import ProviderRejected
+from providers.registry import ModelRegistry
+from store.compactions import TURN_COMPACTION_KEY, CompactionStore
+from store.repository import Store
+from workflows.compaction import (
+    COMPACT_TURN_ACTIVITY,
+    SUMMARIZE_ACTIVITY,
+    CompactionDone,
+    CompactionStart,
+    CompactTurnRequest,
+    CompactTurnResult,
+)
+from workflows.contracts import PROVIDER_REJECTED, runtime_event
+
+
+def _gone(what: str) -> ApplicationError:
+    return ApplicationError(f"{what} is not in the store (was it deleted?)", type=PROVIDER_REJECTED, non_retryable=True)
+
+
+class CompactionActivities:
+    def __init__(self, store: Store, models: ModelRegistry, seal: CompactionSeal | None) -> None:
+        self._store = store
+        self._compactions = CompactionStore(store.database)
+        self._models = models
+        self._seal = seal
+
+    async def _summary(self, model_id: str, messages: list[dict[str, Any]]) -> Summary:
+        try:
+            model, model_name = self._models.resolve(model_id)
+            async with heartbeating():
+                return await summarize(model, model_name, messages)
+        except ProviderRejected as rejected:
+            raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected
+
+    @activity.defn(name=SUMMARIZE_ACTIVITY)
+    async def write_summary(self, start: CompactionStart) -> CompactionDone:
+        record = await self._compactions.get(start.compaction_id)
+        if record is None:
+            raise _gone(f"Compaction {start.compaction_id}")
+        if record.summary is None:
+            summary = await self._summary(record.model, record.source)
+            await self._compactions.write_summary(
+                start.compaction_id, summary.text, summary.input_tokens, summary.output_tokens, datetime.now(UTC)
+            )
+            record = await self._compactions.get(start.compaction_id)
+            assert record is not None
+        return CompactionDone(input_tokens=record.input_tokens or 0, output_tokens=record.output_tokens or 0)
+
+    @activity.defn(name=COMPACT_TURN_ACTIVITY)
+    async def compact_turn(self, request: CompactTurnRequest) -> CompactTurnResult:
+        """Summarise the turn's prior context when the whole context (instructions, prior context, the turn's
+        input) is estimated over the threshold. The summary is written as the turn's compaction event, which
+        the inference reads in place of the prior context (activities/conversation.py) and which the
+        Responses dialect shows as the response's compaction item; the newest input stays after it."""
+        written = await self._compactions.turn_compaction(request.turn_id)
+        if written is not None:
+            return CompactTurnResult(compacted=True, estimated_tokens=int(written.get("estimated_tokens") or 0))
+        settings = await self._store.turn_settings(request.settings_id)
+        found = await self._store.detached_context(request.turn_id)
+        tenant = await self._store.turn_tenant(request.turn_id)
+        if settings is None or found is None or tenant is None:
+            raise _gone(f"Turn {request.turn_id}")
+        current, context = found
+        prior = openai_format.context_messages(context)
+        whole = [
+            *openai_format.system_message(settings.instructions),
+            *prior,
+            *openai_format.turn_messages(current.input_messages, current.steps),
+        ]
+        estimated = estimate_tokens(whole)
+        if estimated <= request.threshold or not prior:
+            return CompactTurnResult(compacted=False, estimated_tokens=estimated)
+        if self._seal is None:
+            raise ApplicationError(
+                "This worker cannot seal a compaction item: it has no DA_CREDENTIALS_KEY. Give every API and "
+                "worker the same key.",
+                type=PROVIDER_REJECTED,
+                non_retryable=True,
+            )
+        summary = await self._summary(settings.model, prior)
+        compaction = runtime_event(
+            TURN_COMPACTION_KEY,
+            "compaction",
+            encrypted_content=self._seal.seal(tenant, summary.text, "nothing"),
+            summary=summary.text,
+            estimated_tokens=estimated,
+            replaced_messages=len(prior),
+        )
+        usage = runtime_event(
+            f"{TURN_COMPACTION_KEY}:usage",
+            "usage",
+            step_id=TURN_COMPACTION_KEY,
+            input_tokens=summary.input_tokens,
+            output_tokens=summary.output_tokens,
+        )
+        await self._store.save_turn_progress(request.turn_id, events=[compaction, usage])
+        return CompactTurnResult(compacted=True, estimated_tokens=estimated)

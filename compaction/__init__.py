@@ -1,0 +1,1 @@
+"""Compaction: a long context replaced by a model-written summary that only this server can read."""
