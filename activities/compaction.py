@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import heartbeating
 from compaction.seal import CompactionSeal
 from compaction.summary import Summary, estimate_tokens, summarize
+from fault_points import AFTER_COMPACTION, crash_point
 from providers import openai_format
 from providers.base import ProviderRejected
 from providers.registry import ModelRegistry
@@ -112,4 +113,5 @@ class CompactionActivities:
             output_tokens=summary.output_tokens,
         )
         await self._store.save_turn_progress(request.turn_id, events=[compaction, usage])
+        crash_point(AFTER_COMPACTION)
         return CompactTurnResult(compacted=True, estimated_tokens=estimated)

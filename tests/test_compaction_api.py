@@ -19,6 +19,8 @@ from tests.scripted_model import ScriptedModel, text
 from tests.stack import SCRIPTED_MODEL, Stack
 
 CHAIN = 12
+COMPACTION_ROUTES = {("post", "/v1/responses/compact")}
+"""Walked for tenancy here (another tenant's chain and items; tests/test_tenancy.py counts them as walked)."""
 
 
 @pytest.fixture
@@ -128,6 +130,10 @@ async def test_another_tenants_compaction_item_is_refused(stack: Stack, model: S
             with pytest.raises(openai.BadRequestError) as refused:
                 await bob.responses.create(model=SCRIPTED_MODEL, input=as_input(compacted.output))
             assert "another tenant" in refused.value.message
+            mine = await alice.responses.create(model=SCRIPTED_MODEL, input="alice's question")
+            with pytest.raises(openai.BadRequestError) as foreign_chain:
+                await bob.responses.compact(model=SCRIPTED_MODEL, previous_response_id=mine.id)
+            assert foreign_chain.value.code == "previous_response_not_found"
 
 
 async def test_compact_refuses_what_it_cannot_compact(client: AsyncOpenAI, stack: Stack) -> None:
