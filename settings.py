@@ -343,6 +343,9 @@ class Settings(BaseSettings):
     """Estimated tokens (characters / 4) of context above which a new Responses turn first has the model
     summarise its prior context (docs/long-conversations.md); a request's `context_management` overrides it.
     Unset: only requests with `context_management` compact."""
+    session_compact_threshold: PositiveInt | None = None
+    """Estimated tokens of context above which a new llama-stack turn first has the model summarise its
+    session's earlier turns, which are then read as that summary instead of being dropped; unset: never."""
 
     @classmethod
     def settings_customise_sources(

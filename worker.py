@@ -64,7 +64,7 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     tools = ToolActivities(store, ToolCatalog.from_settings(store, settings), settings.max_tool_output_chars, seal)
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
     compaction_seal = CompactionSeal(settings.credentials_key) if settings.credentials_key else None
-    compaction = CompactionActivities(store, models, compaction_seal)
+    compaction = CompactionActivities(store, models, compaction_seal, settings.max_history_bytes)
     return Worker(
         client,
         task_queue=settings.task_queue,

@@ -12,6 +12,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.conversation import conversation
 from activities.heartbeat import heartbeating
 from compaction.seal import CompactionSeal
 from compaction.summary import Summary, estimate_tokens, summarize
@@ -37,8 +38,11 @@ def _gone(what: str) -> ApplicationError:
 
 
 class CompactionActivities:
-    def __init__(self, store: Store, models: ModelRegistry, seal: CompactionSeal | None) -> None:
+    def __init__(
+        self, store: Store, models: ModelRegistry, seal: CompactionSeal | None, max_history_bytes: int
+    ) -> None:
         self._store = store
+        self._max_history_bytes = max_history_bytes
         self._compactions = CompactionStore(store.database)
         self._models = models
         self._seal = seal
@@ -74,6 +78,8 @@ class CompactionActivities:
         written = await self._compactions.turn_compaction(request.turn_id)
         if written is not None:
             return CompactTurnResult(compacted=True, estimated_tokens=int(written.get("estimated_tokens") or 0))
+        if request.settings_id is None:
+            return await self._compact_session(request)
         settings = await self._store.turn_settings(request.settings_id)
         found = await self._store.detached_context(request.turn_id)
         tenant = await self._store.turn_tenant(request.turn_id)
@@ -97,13 +103,21 @@ class CompactionActivities:
                 non_retryable=True,
             )
         summary = await self._summary(settings.model, prior)
+        await self._write(
+            request.turn_id, summary, estimated, len(prior), self._seal.seal(tenant, summary.text, "nothing")
+        )
+        return CompactTurnResult(compacted=True, estimated_tokens=estimated)
+
+    async def _write(self, turn_id: str, summary: Summary, estimated: int, replaced: int, sealed: str | None) -> None:
+        """The compaction event (the summary, and for a Responses turn its sealed item) and the summariser's
+        usage, written once under their keys."""
         compaction = runtime_event(
             TURN_COMPACTION_KEY,
             "compaction",
-            encrypted_content=self._seal.seal(tenant, summary.text, "nothing"),
             summary=summary.text,
             estimated_tokens=estimated,
-            replaced_messages=len(prior),
+            replaced_messages=replaced,
+            **({"encrypted_content": sealed} if sealed is not None else {}),
         )
         usage = runtime_event(
             f"{TURN_COMPACTION_KEY}:usage",
@@ -112,6 +126,21 @@ class CompactionActivities:
             input_tokens=summary.input_tokens,
             output_tokens=summary.output_tokens,
         )
-        await self._store.save_turn_progress(request.turn_id, events=[compaction, usage])
+        await self._store.save_turn_progress(turn_id, events=[compaction, usage])
         crash_point(AFTER_COMPACTION)
+
+    async def _compact_session(self, request: CompactTurnRequest) -> CompactTurnResult:
+        """A llama-stack turn: when the session's context (as its model call would read it) is over the
+        threshold, the session's earlier turns in that context — and the summary standing for older ones —
+        are summarised; the summary then stands for every turn before this one (activities/conversation.py)."""
+        if request.session_id is None:
+            raise _gone(f"Turn {request.turn_id}'s session")
+        found = await conversation(
+            self._store, request.session_id, request.turn_id, self._max_history_bytes, compaction=True
+        )
+        estimated = estimate_tokens(found.messages)
+        if estimated <= request.threshold or not found.earlier:
+            return CompactTurnResult(compacted=False, estimated_tokens=estimated)
+        summary = await self._summary(found.agent_config.model, found.earlier)
+        await self._write(request.turn_id, summary, estimated, len(found.earlier), sealed=None)
         return CompactTurnResult(compacted=True, estimated_tokens=estimated)

@@ -25,12 +25,21 @@ class Conversation:
     messages: list[dict[str, Any]]
     agent_config: AgentConfig
     """The config of the turn's agent, as stored (or as the request carried it)."""
+    earlier: list[dict[str, Any]]
+    """The part of `messages` from the session's earlier turns (a summary of the older ones first, if any)."""
 
 
 async def conversation(
-    store: Store, session_id: str, turn_id: str, max_history_bytes: int, agent_config: AgentConfig | None = None
+    store: Store,
+    session_id: str,
+    turn_id: str,
+    max_history_bytes: int,
+    agent_config: AgentConfig | None = None,
+    compaction: bool = False,
 ) -> Conversation:
-    """`agent_config`: the config a request from an earlier release carried; otherwise the stored one."""
+    """`agent_config`: the config a request from an earlier release carried; otherwise the stored one.
+    `compaction`: sessions may have been compacted (DA_SESSION_COMPACT_THRESHOLD): the latest summary stands
+    for the turns before the turn that made it."""
     found = await store.conversation_window(session_id, turn_id, max_history_bytes)
     if found is None:
         raise LookupError(f"Turn {turn_id} not found in the store (was its session deleted?)")
@@ -38,11 +47,19 @@ async def conversation(
     config = agent_config or stored_config
     if config is None:
         raise LookupError(f"Turn {turn_id}'s agent is not in the store (was it deleted?)")
-    messages = openai_format.system_message(config.instructions)
+    earlier: list[dict[str, Any]] = []
+    compacted = None
+    if compaction:  # a query per model call, made only where sessions compact
+        compacted = await CompactionStore(store.database).session_compaction(session_id, current.started_at)
+    if compacted is not None:
+        since = compacted.started_at
+        history = [turn for turn in history if turn.started_at >= since and turn.turn_id != current.turn_id]
+        earlier += openai_format.context_messages([summary_message(compacted.summary)])
     for turn in history:
-        messages += openai_format.turn_messages(turn.input_messages, turn.steps)
+        earlier += openai_format.turn_messages(turn.input_messages, turn.steps)
+    messages = openai_format.system_message(config.instructions) + earlier
     messages += openai_format.turn_messages(current.input_messages, current.steps)
-    return Conversation(messages, config)
+    return Conversation(messages, config, earlier)
 
 
 async def detached_conversation(store: Store, turn_id: str, settings: TurnSettings) -> list[dict[str, Any]]:

@@ -181,7 +181,12 @@ class InferenceActivities:
         window of its session; a detached turn's settings are its stored row, its messages its context."""
         if request.settings_id is None:
             found = await conversation(
-                self._store, request.session_id, request.turn_id, self._max_history_bytes, request.agent_config
+                self._store,
+                request.session_id,
+                request.turn_id,
+                self._max_history_bytes,
+                request.agent_config,
+                compaction=request.session_compaction,
             )
             return agent_turn_settings(found.agent_config, request.tool_config), found.messages
         settings = await self._store.turn_settings(request.settings_id)

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 
 from store.database import Database
-from store.tables import CompactionRow, EventRow
+from store.tables import CompactionRow, EventRow, TurnRow
 
 TURN_COMPACTION_KEY = "compaction"
 """The key of a turn's compaction event (one per turn: it compacts before its first model call)."""
@@ -77,3 +77,26 @@ class CompactionStore:
         query = select(EventRow.body).where(EventRow.turn_id == turn_id, EventRow.key == TURN_COMPACTION_KEY)
         body = await self.database.read(lambda tx: tx.scalar(query))
         return body["runtime"] if body is not None else None
+
+    async def session_compaction(self, session_id: str, at: datetime) -> SessionCompaction | None:
+        """The session's latest compaction at or before `at` (a turn's start): it stands for the turns before
+        the turn that made it."""
+        query = (
+            select(TurnRow.turn_id, TurnRow.started_at, EventRow.body)
+            .join(EventRow, EventRow.turn_id == TurnRow.turn_id)
+            .where(TurnRow.session_id == session_id, TurnRow.started_at <= at, EventRow.key == TURN_COMPACTION_KEY)
+            .order_by(TurnRow.started_at.desc())
+            .limit(1)
+        )
+        row = await self.database.read(lambda tx: tx.execute(query).first())
+        if row is None:
+            return None
+        return SessionCompaction(row.turn_id, row.started_at, row.body["runtime"]["summary"])
+
+
+@dataclass(frozen=True)
+class SessionCompaction:
+    turn_id: str
+    started_at: datetime
+    """The turn that compacted: the summary stands for the session's turns before it."""
+    summary: str

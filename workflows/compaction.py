@@ -44,7 +44,9 @@ class CompactionDone(BaseModel):
 
 class CompactTurnRequest(BaseModel):
     turn_id: str
-    settings_id: str
+    settings_id: str | None = None
+    """A detached (Responses) turn's settings; None for a llama-stack turn, whose session is compacted."""
+    session_id: str | None = None
     threshold: int
     """Estimated tokens (compaction/summary.py `estimate_tokens`) above which the context is compacted."""
 
@@ -76,12 +78,15 @@ class CompactionWorkflow:
         )
 
 
-async def compact_turn(turn_id: str, settings_id: str, threshold: int) -> CompactTurnResult:
-    """The turn's compaction step: summarise its prior context if it is over `threshold` (a turn's workflow
-    calls this once, before its first model call)."""
+async def compact_turn(
+    turn_id: str, settings_id: str | None, session_id: str | None, threshold: int
+) -> CompactTurnResult:
+    """The turn's compaction step: summarise its prior context (a Responses turn's) or its session's earlier
+    turns (a llama-stack turn's) if it is over `threshold`; a turn's workflow calls this once, before its
+    first model call."""
     return await workflow.execute_activity(
         COMPACT_TURN_ACTIVITY,
-        CompactTurnRequest(turn_id=turn_id, settings_id=settings_id, threshold=threshold),
+        CompactTurnRequest(turn_id=turn_id, settings_id=settings_id, session_id=session_id, threshold=threshold),
         result_type=CompactTurnResult,
         summary=f"compaction · over {threshold} tokens?",
         start_to_close_timeout=timedelta(minutes=10),

@@ -284,6 +284,9 @@ class InferenceRequest(BaseModel):
     pending: PendingWrites = Field(default_factory=PendingWrites)
     ending: TurnEnding | None = None
     """None: the workflow writes the turn's end, whatever the answer."""
+    session_compaction: bool = False
+    """A llama-stack turn whose session may have been compacted: it reads the latest summary in place of
+    the turns before it (activities/conversation.py)."""
 
 
 class FetchDocumentsRequest(BaseModel):

@@ -169,11 +169,11 @@ class TurnWorkflow:
     async def _compact(self, start: TurnStart) -> None:
         """A new turn that asks for compaction first summarises its prior context if it is over the threshold
         (workflows/compaction.py); a continued or reopened run did so already, or never will."""
-        threshold, settings_id = self._plan.compact_threshold, self._plan.settings_id
-        if threshold is None or settings_id is None or start.continuation is not None or start.reopened_with:
+        threshold = self._plan.compact_threshold
+        if threshold is None or start.continuation is not None or start.reopened_with:
             return
         if workflow.patched(compaction.COMPACTION_PATCH):
-            await compaction.compact_turn(start.turn_id, settings_id, threshold)
+            await compaction.compact_turn(start.turn_id, self._plan.settings_id, start.session_id, threshold)
 
     async def _converse(self, start: TurnStart) -> TurnOutcome:
         """Infer, run or hand out the tool calls, and again, until the model answers or the limit is hit."""
@@ -320,6 +320,7 @@ class TurnWorkflow:
             server_tools=self._offered_tools(),
             settings_id=self._plan.settings_id,
             ending=ending,
+            session_compaction=self._plan.compact_threshold is not None and self._plan.settings_id is None,
         )
         pending = await self._carry(request)
         result = await workflow.execute_activity(

@@ -96,6 +96,7 @@ def turn_start(runtime: Runtime, agent: Agent, turn: Turn, tools: TurnTools, doc
         plan.toolgroups = tools.toolgroups
     if tools.tool_config is not None:
         plan.tool_config = tools.tool_config
+    plan.compact_threshold = runtime.settings.session_compact_threshold
     return TurnStart(
         agent_id=agent.agent_id,
         session_id=turn.session_id,
