@@ -211,6 +211,26 @@ def _headers_by_url(raw: Any) -> dict[str, dict[str, str]]:
     return raw
 
 
+RETENTION_KINDS = ("responses", "conversations", "sessions", "turns", "compactions")
+"""The kinds store/retention.py registers; a kind added there is added here."""
+
+
+def _retention(raw: Any) -> dict[str, timedelta]:
+    """`kind=seconds,…` from the environment (a table of kind = seconds in the file); 0 or less: kept forever."""
+    if isinstance(raw, str):
+        pairs = [item.partition("=") for item in raw.split(",") if item.strip()]
+        if any(not separator for _, separator, _ in pairs):
+            raise ValueError(f"must be kind=seconds pairs separated by commas, got {raw!r}")
+        raw = {kind.strip(): value for kind, _, value in pairs}
+    if not isinstance(raw, dict):
+        raise ValueError(f"must be kind=seconds pairs separated by commas, got {raw!r}")
+    unknown = sorted(set(raw) - set(RETENTION_KINDS))
+    if unknown:
+        raise ValueError(f"names unknown kinds {unknown}; known: {', '.join(RETENTION_KINDS)}")
+    ttls = {kind: _seconds(value) for kind, value in raw.items()}
+    return {kind: ttl for kind, ttl in ttls.items() if ttl is not None}
+
+
 Flag = Annotated[bool, BeforeValidator(_flag)]
 PositiveInt = Annotated[int, BeforeValidator(_positive_int)]
 LimitOrOff = Annotated[int, BeforeValidator(_whole_number_or_off)]
@@ -343,6 +363,15 @@ class Settings(BaseSettings):
     """Estimated tokens (characters / 4) of context above which a new Responses turn first has the model
     summarise its prior context (docs/long-conversations.md); a request's `context_management` overrides it.
     Unset: only requests with `context_management` compact."""
+    retention: Annotated[dict[str, timedelta], NoDecode, BeforeValidator(_retention)] = Field(default_factory=dict)
+    """Time-to-live by kind, `kind=seconds,…` (kinds: responses, conversations, sessions, turns, compactions;
+    docs/retention.md); a Temporal Schedule deletes what is older. Empty: everything is kept."""
+    retention_period: PositiveSeconds = 3600.0
+    """Seconds between two retention sweeps (the Schedule's interval)."""
+    retention_batch: PositiveInt = 500
+    """Rows one retention or erasure transaction deletes at most."""
+    operator_key: str | None = Field(default=None, repr=False)
+    """Bearer token of the operator routes (`/v1/operator/…`: erase a tenant); unset: those routes are off."""
     session_compact_threshold: PositiveInt | None = None
     """Estimated tokens of context above which a new llama-stack turn first has the model summarise its
     session's earlier turns, which are then read as that summary instead of being dropped; unset: never."""

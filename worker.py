@@ -22,6 +22,7 @@ import startup_heap
 from activities.compaction import CompactionActivities
 from activities.documents import DocumentActivities
 from activities.inference import InferenceActivities
+from activities.retention import RetentionActivities
 from activities.shields import ShieldActivities
 from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
@@ -40,6 +41,8 @@ from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
 from tool_runtime.turn_credentials import CredentialSeal
 from workflows.compaction import CompactionWorkflow
+from workflows.retention import RetentionSweep, TenantErasure
+from workflows.retention_schedule import ensure_retention_schedule
 from workflows.turn import TurnWorkflow
 
 
@@ -65,10 +68,11 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
     compaction_seal = CompactionSeal(settings.credentials_key) if settings.credentials_key else None
     compaction = CompactionActivities(store, models, compaction_seal, settings.max_history_bytes)
+    retention = RetentionActivities(store, client)
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[TurnWorkflow, CompactionWorkflow],
+        workflows=[TurnWorkflow, CompactionWorkflow, RetentionSweep, TenantErasure],
         activities=[
             inference.infer,
             progress.save_turn_progress,
@@ -80,6 +84,9 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
             shields.run_shields,
             compaction.write_summary,
             compaction.compact_turn,
+            retention.prune_expired,
+            retention.stop_tenant_turns,
+            retention.erase_tenant_batch,
         ],
         # Cancellation reaches a model call through its heartbeat: send one at least every second.
         max_heartbeat_throttle_interval=timedelta(seconds=1),
@@ -96,6 +103,7 @@ async def running_worker(settings: Settings, runtime: Runtime | None = None) -> 
     database = open_database(settings.store_url)
     client = await connect_temporal(settings, runtime)
     await require_search_attributes(client)
+    await ensure_retention_schedule(client, settings)
     store = Store(database)
     wake = WakeSender(wake_dir(settings.data_dir))
     store.on_events_written(wake)

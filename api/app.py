@@ -18,7 +18,7 @@ from api.event_hub import EventHub
 from api.host_check import HostOriginCheck
 from api.llama_stack import agents, sessions, shields, tools, turns
 from api.openapi import install_openapi
-from api.operations import health, metrics
+from api.operations import health, metrics, tenants
 from api.rate_limit import ProcessRateBuckets, RateLimit
 from api.responses import compact, conversations, responses
 from api.responses.errors import OpenAIErrorEnvelope
@@ -41,6 +41,7 @@ from store.upgrade import upgrade_store
 from store.wake import WakeReceiver, WakeSender, wake_dir
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
+from workflows.retention_schedule import ensure_retention_schedule
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # With the worker in this process, its Temporal SDK metrics join this API's /metrics.
         client = await connect_temporal(config, sdk_metrics_runtime() if config.worker_in_api else None)
         await require_search_attributes(client)
+        await ensure_retention_schedule(client, config)
         store = Store(database)
         events = EventHub(store)
         poller = asyncio.create_task(events.run())
@@ -152,6 +154,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_openapi(app, routers, prefix="/v1")
     app.include_router(compact.router, prefix="/v1")  # before responses': /responses/compact is no response id
     app.include_router(responses.router, prefix="/v1")
+    app.include_router(tenants.router, prefix="/v1")
     app.include_router(health.readiness_router)
     app.include_router(metrics.router)
     instrument_api(app, lambda turn_id: app.state.runtime.turns.trace_carrier(turn_id))

@@ -21,6 +21,8 @@ from settings import Settings
 
 OPEN_ROUTES = frozenset({("GET", "/v1/health"), ("GET", "/readyz"), ("GET", "/metrics")})
 """Load balancers and orchestrators probe liveness and readiness, and Prometheus scrapes, without credentials."""
+OPERATOR_PREFIX = "/v1/operator/"
+"""Routes that check DA_OPERATOR_KEY themselves (api/operations/tenants.py): an operator is no tenant."""
 
 
 class BearerAuth:
@@ -37,7 +39,11 @@ class BearerAuth:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        if not self._principals or (scope["method"], scope["path"]) in OPEN_ROUTES:
+        if (
+            not self._principals
+            or (scope["method"], scope["path"]) in OPEN_ROUTES
+            or scope["path"].startswith(OPERATOR_PREFIX)
+        ):
             scope.setdefault("state", {})["principal"] = ANONYMOUS
             await self._app(scope, receive, send)
             return

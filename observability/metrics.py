@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 LABEL_VALUES_LIMIT = 200
 
@@ -125,3 +125,15 @@ def tool_call(tool: str) -> Iterator[None]:
 
 def tool_answered_with_error(tool: str) -> None:
     TOOL_CALL_ERRORS.labels(tool_label(tool)).inc()
+
+
+RETENTION_PRUNED = Counter(
+    "durable_agents_retention_pruned_rows",
+    "Rows retention deleted, by kind (responses, conversations, sessions, turns, compactions) and reason (ttl, tenant)",
+    ["kind", "reason"],
+)
+RETENTION_OLDEST_AGE = Gauge(
+    "durable_agents_retention_oldest_age_seconds",
+    "Age of the oldest row of a kind that has a time-to-live, as the last retention sweep left it (0: none left)",
+    ["kind"],
+)

@@ -1,0 +1,78 @@
+"""Retention's activities: one bounded batch of deletes per call (store/retention.py), counted in metrics."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection
+from temporalio import activity
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from observability.metrics import RETENTION_OLDEST_AGE, RETENTION_PRUNED
+from store.repository import Store, delete_turns
+from store.retention import KINDS, unfinished_turns_of
+from store.tables import TurnRow
+from workflows.contracts import turn_workflow_id
+from workflows.retention import (
+    ERASE_ACTIVITY,
+    PRUNE_ACTIVITY,
+    STOP_TURNS_ACTIVITY,
+    EraseRequest,
+    EraseResult,
+    PruneRequest,
+    PruneResult,
+)
+
+
+class RetentionActivities:
+    def __init__(self, store: Store, client: Client) -> None:
+        self._store = store
+        self._client = client
+
+    @activity.defn(name=PRUNE_ACTIVITY)
+    async def prune_expired(self, request: PruneRequest) -> PruneResult:
+        kind = KINDS[request.kind]
+        if kind.prune is None:
+            return PruneResult(deleted=0)
+        prune = kind.prune
+        deleted = await self._store.database.write(lambda tx: prune(tx, request.cutoff, request.limit))
+        RETENTION_PRUNED.labels(request.kind, "ttl").inc(deleted)
+        if deleted < request.limit and kind.oldest is not None:  # the kind's last batch of this sweep
+            oldest = await self._store.database.read(kind.oldest)
+            age = (datetime.now(UTC) - oldest).total_seconds() if oldest is not None else 0.0
+            RETENTION_OLDEST_AGE.labels(request.kind).set(max(age, 0.0))
+        return PruneResult(deleted=deleted)
+
+    @activity.defn(name=STOP_TURNS_ACTIVITY)
+    async def stop_tenant_turns(self, request: EraseRequest) -> PruneResult:
+        """Terminate a batch of the tenant's running or paused turns' workflows and delete those turns."""
+        turns = await self._store.database.read(lambda tx: unfinished_turns_of(tx, request.tenant, request.limit))
+        for turn_id in turns:
+            try:
+                await self._client.get_workflow_handle(turn_workflow_id(turn_id)).terminate(
+                    reason="its tenant's data is being erased"
+                )
+            except RPCError as error:
+                if error.status != RPCStatusCode.NOT_FOUND:
+                    raise
+        if turns:
+            await self._store.database.write(lambda tx: delete_turns(tx, TurnRow.turn_id.in_(turns)))
+        RETENTION_PRUNED.labels("turns", "tenant").inc(len(turns))
+        return PruneResult(deleted=len(turns))
+
+    @activity.defn(name=ERASE_ACTIVITY)
+    async def erase_tenant_batch(self, request: EraseRequest) -> EraseResult:
+        """One batch of the first registered kind the tenant still has rows of."""
+
+        def run(tx: Connection) -> EraseResult:
+            for name, kind in KINDS.items():
+                deleted = kind.erase(tx, request.tenant, request.limit)
+                if deleted:
+                    return EraseResult(kind=name, deleted=deleted)
+            return EraseResult(kind=None, deleted=0)
+
+        result = await self._store.database.write(run)
+        if result.kind is not None:
+            RETENTION_PRUNED.labels(result.kind, "tenant").inc(result.deleted)
+        return result
