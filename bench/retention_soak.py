@@ -19,14 +19,14 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 
 from domain.agents import Agent, AgentConfig
 from domain.content import CompletionMessage, UserMessage
 from domain.events import KeyedEvent
 from domain.runtime import TurnSettings
 from domain.turns import InferenceStep, TurnStatus
-from store.database import open_database
+from store.database import Database, open_database
 from store.repository import Store
 from store.responses import ResponseRecord, ResponseStore
 from store.retention import KINDS
@@ -55,6 +55,19 @@ async def _finish(store: Store, turn_id: str, at: datetime) -> None:
         output_message=step.model_response,
         completed_at=at,
     )
+
+
+async def _prune_all(database: Database, kind: str, cutoff: datetime) -> int:
+    prune = KINDS[kind].prune
+    assert prune is not None
+
+    def batch(tx: Connection) -> int:
+        return prune(tx, cutoff, 500)
+
+    pruned = 0
+    while (deleted := await database.write(batch)) > 0:
+        pruned += deleted
+    return pruned
 
 
 async def soak(path: Path, turns: int, ttl: timedelta | None, sweep_every: int) -> None:
@@ -98,10 +111,7 @@ async def soak(path: Path, turns: int, ttl: timedelta | None, sweep_every: int) 
         pruned = 0
         if ttl is not None:
             for kind in ("turns", "responses"):
-                prune = KINDS[kind].prune
-                assert prune is not None
-                while (batch := await database.write(lambda tx, p=prune, cutoff=at - ttl: p(tx, cutoff, 500))) > 0:
-                    pruned += batch
+                pruned += await _prune_all(database, kind, at - ttl)
         counts = await database.read(
             lambda tx: {
                 name: tx.scalar(select(func.count()).select_from(table))

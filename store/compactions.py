@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, insert, select, update
 
 from store.database import Database
 from store.tables import CompactionRow, EventRow, TurnRow
@@ -42,7 +42,7 @@ class CompactionStore:
             "source": source,
             "created_at": created_at,
         }
-        await self.database.write(lambda tx: tx.execute(CompactionRow.__table__.insert().values(**row)))
+        await self.database.write(lambda tx: tx.execute(insert(CompactionRow).values(**row)))
 
     async def get(self, compaction_id: str) -> CompactionRecord | None:
         query = select(CompactionRow.__table__).where(CompactionRow.compaction_id == compaction_id)

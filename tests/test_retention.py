@@ -28,6 +28,8 @@ WEATHER = {
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
 }
 OPERATOR_KEY = "operator-key-0123456789"
+OPERATOR_ROUTES = {("delete", "/v1/operator/tenants/{tenant}")}
+"""An operator's, not a tenant's (tests/test_tenancy.py counts them as walked): proven here to refuse API keys."""
 
 
 @pytest.fixture

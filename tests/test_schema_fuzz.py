@@ -35,6 +35,8 @@ CONFIGURATION_DEPENDENT = {
     "POST /v1/conversations/{conversation_id}/items",
     # The model must be configured, and an output must answer a call its context has.
     "POST /v1/responses",
+    # The model must be configured; there must be something to compact.
+    "POST /v1/responses/compact",
 }
 
 

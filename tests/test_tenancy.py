@@ -25,6 +25,7 @@ from tests.stack import SCRIPTED_MODEL, Stack, free_port
 from tests.test_compaction_api import COMPACTION_ROUTES
 from tests.test_conversations import CONVERSATION_ROUTES
 from tests.test_responses_api import RESPONSE_ROUTES
+from tests.test_retention import OPERATOR_ROUTES
 
 TENANT_ID = SearchAttributeKey.for_keyword("TenantId")
 
@@ -209,6 +210,7 @@ def test_every_route_of_the_openapi_document_is_walked(owner: httpx.Client) -> N
         - CONVERSATION_ROUTES
         - RESPONSE_ROUTES
         - COMPACTION_ROUTES
+        - OPERATOR_ROUTES
         == set()
     )
 

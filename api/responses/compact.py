@@ -9,6 +9,7 @@ summarise wait in the store (`compactions`), not in the workflow's payloads. The
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from datetime import UTC, datetime
@@ -91,15 +92,20 @@ async def compact_response(
     created_at = datetime.now(UTC)
     await compactions.add(compaction_id, tenant, body.model, messages, created_at)
     try:
-        done: CompactionDone = await runtime.turns.client.execute_workflow(
+        handle = await runtime.turns.client.start_workflow(
             CompactionWorkflow.run,
             CompactionStart(compaction_id=compaction_id),
             id=compaction_workflow_id(compaction_id),
             task_queue=settings.task_queue,
             static_summary=f"compact · {len(messages)} messages",
         )
+        done: CompactionDone = await asyncio.wait_for(handle.result(), settings.response_wait)
     except WorkflowFailureError as failed:
         raise _failure(failed) from failed
+    except TimeoutError:
+        raise OpenAIError(
+            503, f"The summary was not written within {settings.response_wait:.0f} s (DA_RESPONSE_WAIT); retry later."
+        ) from None
     except Exception as error:
         log.exception("the compaction workflow of %s could not run", compaction_id)
         raise OpenAIError(503, "Could not run the compaction (Temporal unavailable); retry shortly.") from error
