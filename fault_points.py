@@ -5,7 +5,8 @@ production should ever turn it on). With `DA_TEST_FAULT=after_turn_row`, an API 
 SIGKILL right after it recorded a new turn and before it started the turn's workflow; with
 `after_turn_end`, a worker dies right after its inference activity wrote the turn's end and before
 it reported its result; with `after_compaction`, a worker dies right after a turn's compaction step wrote
-its summary and before it reported so.
+its summary and before it reported so; with `after_erase_batch`, a worker dies right after a tenant
+erasure deleted a batch.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import signal
 AFTER_TURN_ROW = "after_turn_row"
 AFTER_TURN_END = "after_turn_end"
 AFTER_COMPACTION = "after_compaction"
+AFTER_ERASE_BATCH = "after_erase_batch"
 
 
 def crash_point(name: str) -> None:

@@ -9,6 +9,8 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.heartbeat import heartbeating
+from fault_points import AFTER_ERASE_BATCH, crash_point
 from observability.metrics import RETENTION_OLDEST_AGE, RETENTION_PRUNED
 from store.repository import Store, delete_turns
 from store.retention import KINDS, unfinished_turns_of
@@ -36,7 +38,8 @@ class RetentionActivities:
         if kind.prune is None:
             return PruneResult(deleted=0)
         prune = kind.prune
-        deleted = await self._store.database.write(lambda tx: prune(tx, request.cutoff, request.limit))
+        async with heartbeating():
+            deleted = await self._store.database.write(lambda tx: prune(tx, request.cutoff, request.limit))
         RETENTION_PRUNED.labels(request.kind, "ttl").inc(deleted)
         if deleted < request.limit and kind.oldest is not None:  # the kind's last batch of this sweep
             oldest = await self._store.database.read(kind.oldest)
@@ -57,7 +60,8 @@ class RetentionActivities:
                 if error.status != RPCStatusCode.NOT_FOUND:
                     raise
         if turns:
-            await self._store.database.write(lambda tx: delete_turns(tx, TurnRow.turn_id.in_(turns)))
+            async with heartbeating():
+                await self._store.database.write(lambda tx: delete_turns(tx, TurnRow.turn_id.in_(turns)))
         RETENTION_PRUNED.labels("turns", "tenant").inc(len(turns))
         return PruneResult(deleted=len(turns))
 
@@ -72,7 +76,9 @@ class RetentionActivities:
                     return EraseResult(kind=name, deleted=deleted)
             return EraseResult(kind=None, deleted=0)
 
-        result = await self._store.database.write(run)
+        async with heartbeating():
+            result = await self._store.database.write(run)
         if result.kind is not None:
             RETENTION_PRUNED.labels(result.kind, "tenant").inc(result.deleted)
+            crash_point(AFTER_ERASE_BATCH)
         return result

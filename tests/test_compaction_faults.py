@@ -1,5 +1,6 @@
 """A worker killed (SIGKILL) during a turn's compaction step: the response completes once, with one
-compaction item, whether the worker died while the model wrote the summary or right after it was stored."""
+compaction item, whether the worker died while the model wrote the summary or right after it was stored.
+And a tenant erasure whose worker dies mid-way goes on to the end once a worker runs again."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from compaction.summary import SUMMARY_INSTRUCTIONS
-from fault_points import AFTER_COMPACTION
+from fault_points import AFTER_COMPACTION, AFTER_ERASE_BATCH
 from tests.processes import ProcessStack
 from tests.scripted_model import text
 from tests.stack import SCRIPTED_MODEL
@@ -21,12 +22,14 @@ from tests.stack import SCRIPTED_MODEL
 pytestmark = pytest.mark.processes
 
 MANAGED = [{"type": "compaction", "compact_threshold": 20}]
+OPERATOR_KEY = "operator-key-for-faults-0123"
 
 
 @pytest.fixture(scope="module")
 def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessStack]:
     data_dir = Path(tmp_path_factory.mktemp("compaction-faults"))
-    running = ProcessStack(data_dir, {"DA_CREDENTIALS_KEY": Fernet.generate_key().decode()}, log_dir=data_dir)
+    environment = {"DA_CREDENTIALS_KEY": Fernet.generate_key().decode(), "DA_OPERATOR_KEY": OPERATOR_KEY}
+    running = ProcessStack(data_dir, environment, log_dir=data_dir)
     yield running
     running.close()
 
@@ -109,3 +112,28 @@ def test_worker_killed_after_the_summary_was_stored(processes: ProcessStack, htt
     assert _summaries(processes) == 1  # the retry found the summary stored: the model was not asked again
     events = http.get(f"/v1/responses/{response_id}", params={"stream": "true"}).text
     assert events.count("event: response.compaction.compacting") == 1  # one compaction item streamed
+
+
+def test_a_tenant_erasure_cut_short_by_a_crash_completes(processes: ProcessStack, http: httpx.Client) -> None:
+    made = [http.post("/v1/responses", json={"model": SCRIPTED_MODEL, "input": f"row {n}"}).json() for n in range(3)]
+    conversation = http.post("/v1/conversations", json={"items": [{"role": "user", "content": "x"}]}).json()
+    processes.kill(processes.worker)
+    processes.start_worker(DA_TEST_FAULT=AFTER_ERASE_BATCH)
+    operator = {"Authorization": f"Bearer {OPERATOR_KEY}"}
+    first = http.delete("/v1/operator/tenants/default", headers=operator, timeout=60)
+    assert first.status_code == 202 and first.json()["status"] == "in_progress"
+    deadline = time.monotonic() + 60
+    while processes.worker is not None and processes.worker.poll() is None:  # dies after the first batch
+        assert time.monotonic() < deadline, "the worker did not crash"
+        time.sleep(0.2)
+    assert http.get(f"/v1/conversations/{conversation['id']}").status_code == 200  # not reached yet
+
+    processes.start_worker()
+    deadline = time.monotonic() + 60
+    while http.get(f"/v1/conversations/{conversation['id']}").status_code != 404:
+        assert time.monotonic() < deadline, "the erasure did not go on after the crash"
+        time.sleep(0.2)
+    for response in made:
+        assert http.get(f"/v1/responses/{response['id']}").status_code == 404
+    again = http.delete("/v1/operator/tenants/default", headers=operator).json()
+    assert again["status"] == "completed" and again["deleted"] == {}

@@ -70,7 +70,9 @@ async def _call(name: str, request: BaseModel, result_type: type) -> object:
         name,
         request,
         result_type=result_type,
-        start_to_close_timeout=timedelta(minutes=2),
+        start_to_close_timeout=timedelta(minutes=10),
+        # A batch may take a while on a big store; a dead worker is noticed by its missing heartbeats.
+        heartbeat_timeout=timedelta(seconds=10),
         retry_policy=_RETRY,
     )
 
