@@ -47,6 +47,7 @@ def test_the_recordings_cover_a_pause_and_resume() -> None:
     events = " ".join(path.read_text() for path in HISTORIES)
     assert "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED" in events  # a client tool's results arrived
     assert "EVENT_TYPE_MARKER_RECORDED" in events  # a store write as a local activity
+    assert "compact_turn_context" in events  # a turn's compaction step (behind its workflow.patched marker)
 
 
 def test_the_recordings_cover_a_turn_still_paused() -> None:
