@@ -62,14 +62,17 @@ async def conversation(
     return Conversation(messages, config, earlier)
 
 
-async def detached_conversation(store: Store, turn_id: str, settings: TurnSettings) -> list[dict[str, Any]]:
+async def detached_conversation(
+    store: Store, turn_id: str, settings: TurnSettings, compaction: bool = False
+) -> list[dict[str, Any]]:
     """A detached turn's conversation: the settings' instructions, the prior context the API built
-    (a response chain, a conversation, replayed input) or the summary that replaced it, then this turn so far."""
+    (a response chain, a conversation, replayed input), then this turn so far. `compaction`: the turn may
+    have compacted (workflows/compaction.py), and then the summary stands for the prior context."""
     found = await store.detached_context(turn_id)
     if found is None:
         raise LookupError(f"Turn {turn_id} not found in the store (was it deleted?)")
     current, context = found
-    compacted = await CompactionStore(store.database).turn_compaction(turn_id)
+    compacted = await CompactionStore(store.database).turn_compaction(turn_id) if compaction else None
     if compacted is not None:  # the turn's compaction step summarised the prior context: the summary stands for it
         context = [summary_message(compacted["summary"])]
     messages = openai_format.system_message(settings.instructions)

@@ -186,7 +186,7 @@ class InferenceActivities:
                 request.turn_id,
                 self._max_history_bytes,
                 request.agent_config,
-                compaction=request.session_compaction,
+                compaction=request.compaction,
             )
             return agent_turn_settings(found.agent_config, request.tool_config), found.messages
         settings = await self._store.turn_settings(request.settings_id)
@@ -196,7 +196,7 @@ class InferenceActivities:
                 type=PROVIDER_REJECTED,
                 non_retryable=True,
             )
-        return settings, await detached_conversation(self._store, request.turn_id, settings)
+        return settings, await detached_conversation(self._store, request.turn_id, settings, request.compaction)
 
     async def _answer_written(self, request: InferenceRequest) -> InferenceResult | None:
         """The answer an earlier attempt of this step wrote as the turn's end before its worker died:

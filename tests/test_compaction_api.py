@@ -15,7 +15,7 @@ from openai import AsyncOpenAI
 
 from compaction.seal import CompactionSeal
 from compaction.summary import SUMMARY_INSTRUCTIONS, SUMMARY_PREFIX
-from tests.scripted_model import ScriptedModel, text
+from tests.scripted_model import ScriptedModel, text, tool_call
 from tests.stack import SCRIPTED_MODEL, Stack
 
 CHAIN = 12
@@ -253,3 +253,28 @@ async def test_a_conversation_runs_one_compacting_response_at_a_time(client: Asy
         await asyncio.sleep(0.1)
     after = await client.responses.create(model=SCRIPTED_MODEL, input="second", conversation=conversation.id)
     assert after.output_text.strip() == "after"
+
+
+async def test_a_compacted_turn_paused_on_a_client_tool_resumes_reading_the_summary(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
+    weather = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}
+    model.script(text("an early answer"), text("the summary"), tool_call("get_weather"), text("Sunny."))
+    first = await client.responses.create(model=SCRIPTED_MODEL, input="an early question " * 20)
+    paused = await client.responses.create(
+        model=SCRIPTED_MODEL,
+        input="weather?",
+        previous_response_id=first.id,
+        tools=[weather],
+        context_management=[{"type": "compaction", "compact_threshold": 20}],
+    )
+    assert [item.type for item in paused.output] == ["compaction", "function_call"]
+    output = {"type": "function_call_output", "call_id": paused.output[1].call_id, "output": "sunny"}
+    resumed = await client.responses.create(
+        model=SCRIPTED_MODEL, previous_response_id=paused.id, input=[output], tools=[weather]
+    )
+    assert resumed.output_text.strip() == "Sunny."
+    seen = model.requests[-1]["messages"]
+    assert seen[0] == {"role": "system", "content": SUMMARY_PREFIX + "the summary"}
+    assert not any("an early question" in str(message.get("content")) for message in seen)
+    assert seen[-1]["role"] == "tool" and seen[-1]["content"] == "sunny"

@@ -284,9 +284,9 @@ class InferenceRequest(BaseModel):
     pending: PendingWrites = Field(default_factory=PendingWrites)
     ending: TurnEnding | None = None
     """None: the workflow writes the turn's end, whatever the answer."""
-    session_compaction: bool = False
-    """A llama-stack turn whose session may have been compacted: it reads the latest summary in place of
-    the turns before it (activities/conversation.py)."""
+    compaction: bool = False
+    """The turn's plan compacts: its context may have been summarised (its own compaction step, or for a
+    llama-stack turn its session's latest one), and the model reads the summary (activities/conversation.py)."""
 
 
 class FetchDocumentsRequest(BaseModel):

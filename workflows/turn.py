@@ -320,7 +320,7 @@ class TurnWorkflow:
             server_tools=self._offered_tools(),
             settings_id=self._plan.settings_id,
             ending=ending,
-            session_compaction=self._plan.compact_threshold is not None and self._plan.settings_id is None,
+            compaction=self._plan.compact_threshold is not None,
         )
         pending = await self._carry(request)
         result = await workflow.execute_activity(
@@ -582,7 +582,8 @@ class TurnWorkflow:
         if submission.segment_id is not None:
             await self._begin_segment(submission.segment_id)
         if submission.plan is not None:
-            self._plan = submission.plan
+            # The turn's compaction stays: its model calls go on reading the summary it began with.
+            self._plan = submission.plan.model_copy(update={"compact_threshold": self._plan.compact_threshold})
             await self._list_new_mcp_servers()
         first_new = len(self._steps)
         responses: list[ToolResponse] = []
