@@ -49,8 +49,10 @@ async def ensure_retention_schedule(client: Client, settings: Settings) -> None:
             await handle.delete()
             log.info("retention is off: its schedule was deleted")
         except RPCError as error:
+            # A deployment that never used retention must not fail to start on it (a namespace whose
+            # credentials may not touch schedules, say): only say so.
             if error.status != RPCStatusCode.NOT_FOUND:
-                raise
+                log.warning("retention is off, but its schedule could not be checked for deletion: %s", error)
         return
     schedule = retention_schedule(settings)
     try:
