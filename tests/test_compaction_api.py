@@ -278,3 +278,24 @@ async def test_a_compacted_turn_paused_on_a_client_tool_resumes_reading_the_summ
     assert seen[0] == {"role": "system", "content": SUMMARY_PREFIX + "the summary"}
     assert not any("an early question" in str(message.get("content")) for message in seen)
     assert seen[-1]["role"] == "tool" and seen[-1]["content"] == "sunny"
+
+
+async def test_compact_takes_the_chain_then_the_input_with_instructions(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
+    model.script(text("first answer"), text("the summary"))
+    first = await client.responses.create(model=SCRIPTED_MODEL, input="the chain's question")
+    compacted = await client.responses.compact(
+        model=SCRIPTED_MODEL,
+        previous_response_id=first.id,
+        input=[{"role": "user", "content": "one more thing"}],
+        instructions="You are a travel agent.",
+    )
+    assert [item.content[0].text for item in compacted.output[:-1]] == ["the chain's question", "one more thing"]
+    transcript = summary_requests(model)[0]["messages"][1]["content"].splitlines()
+    assert transcript == [
+        "Instructions: You are a travel agent.",
+        "User: the chain's question",
+        "Assistant: first answer",
+        "User: one more thing",
+    ]
