@@ -43,7 +43,7 @@ test: lint
 
 # docs/configuration.md's tables from the settings model (tests/test_docs.py fails while they differ).
 docs: $(VENV)/.run-deps
-	$(BIN)/python docs/generate_configuration.py
+	$(BIN)/python -m configuration.reference
 
 # A new revision of the store's schema from the change made to store/tables.py: `make revision m="what changes"`.
 # Autogenerate compares the tables with a scratch store at the newest revision; read what it wrote before committing.

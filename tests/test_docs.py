@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from configuration import reference
 from settings import ModelSpec, Settings, ShieldSpec, env_name, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,27 +18,18 @@ README = ROOT / "README.md"
 README_MAX_BYTES = 25 * 1024
 
 
-def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("generate_configuration", DOCS / "generate_configuration.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_configuration_page_is_up_to_date() -> None:
     page = (DOCS / "configuration.md").read_text()
-    assert generator().render(page) == page, (
+    assert reference.render(page) == page, (
         "docs/configuration.md is out of date with the settings model: run `make docs` and commit the result"
     )
 
 
 def test_a_stale_page_is_rewritten() -> None:
-    gen = generator()
     page = (DOCS / "configuration.md").read_text()
     stale = "\n".join(line for line in page.splitlines() if not line.startswith("| `DA_TASK_QUEUE`")) + "\n"
     assert stale != page
-    assert gen.render(stale) == page
+    assert reference.render(stale) == page
 
 
 @pytest.mark.parametrize("model", [Settings, ModelSpec, ShieldSpec])
