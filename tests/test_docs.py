@@ -82,14 +82,23 @@ def test_the_readme_is_a_short_front_page_linking_every_docs_page() -> None:
     assert not set(docs_pages()) - linked, "link every docs page from the README's Documentation list"
 
 
-def test_links_between_pages_name_pages_that_exist() -> None:
+def anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#+ (.+)$", page.read_text(), re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+
+
+def test_links_between_pages_name_pages_and_sections_that_exist() -> None:
     """Pages owned by other work (limits, upgrades, webhooks, knowledge) may be linked before they exist;
-    anything else must be there."""
+    anything else must be there, down to the section."""
     pending = {"limits.md", "upgrades.md", "webhooks.md", "knowledge.md"}
     for page in [README, *DOCS.glob("*.md")]:
-        for target in re.findall(r"\]\(([\w./-]+\.md)(?:#[\w-]+)?\)", page.read_text()):
-            path = (page.parent / target).resolve()
-            assert path.exists() or path.name in pending, f"{page.name} links {target}, which does not exist"
+        for target, anchor in re.findall(r"\]\(([\w./-]+\.md)?(?:#([\w-]+))?\)", page.read_text()):
+            path = (page.parent / target).resolve() if target else page
+            if not path.exists():
+                assert path.name in pending, f"{page.name} links {target}, which does not exist"
+            elif anchor:
+                assert anchor in anchors(path), f"{page.name} links {target}#{anchor}, a section {path.name} lacks"
 
 
 def test_no_page_narrates_work_history() -> None:
