@@ -15,7 +15,7 @@ import argparse
 import sys
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -100,7 +100,14 @@ TYPE_BY_NAME = {
     "models": "JSON object: id → model spec",
     "shields": "JSON object: id → shield spec",
 }
-PLAIN_TYPES = {str: "text", int: "integer", float: "number", bool: "boolean", Path: "path", list[str]: "list of text"}
+PLAIN_TYPES: dict[Any, str] = {
+    str: "text",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    Path: "path",
+    list[str]: "list of text",
+}
 # Defaults a validator derives from other settings, or that `make run` (serve.py) changes.
 DERIVED_DEFAULTS = {
     "store_url": "`sqlite+aiosqlite:///<data dir>/store.db`",
@@ -116,15 +123,14 @@ def type_of(name: str, field: FieldInfo) -> str:
         parser = getattr(getattr(meta, "func", None), "__name__", None)
         if parser in TYPE_BY_PARSER:
             return TYPE_BY_PARSER[parser]
-    annotation = field.annotation
-    optional = False
-    if getattr(annotation, "__args__", None) and type(None) in annotation.__args__:  # X | None
-        optional = True
-        annotation = next(arg for arg in annotation.__args__ if arg is not type(None))
-    if getattr(annotation, "__origin__", None) is not None and str(annotation).startswith("typing.Literal"):
-        return " or ".join(f"`{value}`" for value in annotation.__args__)
-    text = PLAIN_TYPES.get(annotation, getattr(annotation, "__name__", str(annotation)))
-    return f"{text} (optional)" if optional and text else text
+    annotation: Any = field.annotation
+    optional = type(None) in get_args(annotation)  # X | None
+    if optional:
+        annotation = next(arg for arg in get_args(annotation) if arg is not type(None))
+    if get_origin(annotation) is Literal:
+        return " or ".join(f"`{value}`" for value in get_args(annotation))
+    text = PLAIN_TYPES.get(annotation) or getattr(annotation, "__name__", None) or str(annotation)
+    return f"{text} (optional)" if optional else text
 
 
 def default_of(field: FieldInfo) -> str:
