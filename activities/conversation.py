@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.agents import AgentConfig
-from domain.runtime import TurnSettings
+from domain.turn_settings import TurnSettings
 from providers import openai_format
 from store.repository import Store
 

@@ -14,9 +14,9 @@ from domain.events import KeyedEvent, StepProgress, StepStart, ToolCallDelta, ch
 from observability import metrics
 from store.repository import Store
 from tool_runtime.catalog import ToolCatalog, ToolNameClash, UnknownToolGroup
+from tool_runtime.credential_seal import CredentialSeal, CredentialsUnreadable, turn_headers, turn_label_headers
 from tool_runtime.mcp import McpUnavailable
 from tool_runtime.output_limit import MAX_TOOL_OUTPUT_CHARS, truncate_text
-from tool_runtime.turn_credentials import CredentialSeal, CredentialsUnreadable, turn_headers, turn_label_headers
 from workflows.contracts import (
     LIST_MCP_SERVER_ACTIVITY,
     RESOLVE_TOOLS_ACTIVITY,

@@ -8,36 +8,36 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from api.event_hub import EventHub
-from api.stream_slots import StreamSlots
+from api.streams.event_hub import EventHub
+from api.streams.stream_slots import StreamSlots
 from api.turn_gateway import TurnGateway
-from settings import Settings
+from configuration.settings import Settings
 from store.repository import Store
 from tool_runtime.catalog import ToolCatalog
 
 
-async def _nothing_to_settle(runtime: Runtime, tenant: str, conversation_id: str) -> None:
+async def _nothing_to_settle(services: Services, tenant: str, conversation_id: str) -> None:
     """Without the Responses routes no response writes into a conversation, so there is nothing to append."""
 
 
 @dataclass(frozen=True)
-class Runtime:
+class Services:
     settings: Settings
     store: Store
     turns: TurnGateway
     tools: ToolCatalog
     events: EventHub
     streams: StreamSlots
-    settle_conversation: Callable[[Runtime, str, str], Awaitable[None]] = _nothing_to_settle
+    settle_conversation: Callable[[Services, str, str], Awaitable[None]] = _nothing_to_settle
     """Called with (runtime, tenant, conversation_id) before a conversation's items are read or added: appends
     the items of the conversation's finished responses that are not in it yet (see RESPONSES_DESIGN.md,
     "Conversations"), so every reader sees them in order."""
 
 
-async def get_runtime(request: Request) -> Runtime:
+async def get_services(request: Request) -> Services:
     """`async` like every dependency that does not block: FastAPI runs a plain function on its thread
     pool, a thread hop on the request's path (0.7 ms of a turn create's latency over four of them)."""
-    return request.app.state.runtime
+    return request.app.state.services
 
 
-RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
+ServicesDep = Annotated[Services, Depends(get_services)]

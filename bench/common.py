@@ -1,7 +1,7 @@
-"""What benchmark.py and chaos.py share: processes, ports, the agent they create, SSE reading.
+"""What the bench tools share: processes, ports, the agent they create, SSE reading.
 
-The scripts run as `.venv/bin/python bench/<name>.py`, so this directory is on sys.path and
-they import this module as `common`.
+They run as `.venv/bin/python -m bench.<name>` from the repository root, so the root is on sys.path and they
+import this module as `bench.common`, and the runtime's packages as they are.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A lever's effect on a machine whose pace drifts: this checkout against another, probe by probe.
 
-    .venv/bin/python bench/paired_ab.py OTHER_CHECKOUT [--kind first-delta|simple|tool] [--probes 80]
+    .venv/bin/python -m bench.paired_ab OTHER_CHECKOUT [--kind first-delta|simple|tool] [--probes 80]
 
 Two full benchmark runs minutes apart can differ by more than a lever is worth (a shared VM's pace
 moved by 30% within one session of #15). Here both checkouts' stacks (benchmark.py's EmbeddedStack:
@@ -23,17 +23,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
-from benchmark import (
-    FAST_MODEL,
-    REQUEST_TIMEOUT,
-    SLOW_MODEL,
-    EmbeddedStack,
-    first_delta_timing,
-    in_fresh_session,
-    simple_turn,
-    tool_turn,
-)
-from common import REPO_ROOT, create_agent, log, runtime_revision
+
+from bench.benchmark.stack import FAST_MODEL, REQUEST_TIMEOUT, SLOW_MODEL, EmbeddedStack
+from bench.benchmark.turns import first_delta_timing, in_fresh_session, simple_turn, tool_turn
+from bench.common import REPO_ROOT, create_agent, log, runtime_revision
 
 Probe = Callable[[], Awaitable[float]]
 WARMUP = 5

@@ -1,7 +1,7 @@
 """Event delivery from another host's writer on a PostgreSQL store, with and without LISTEN/NOTIFY;
 prints one JSON line.
 
-    .venv/bin/python bench/pg_wake.py [--events 60] [--rounds 3] [--admin-url postgresql://postgres@127.0.0.1:5432/test]
+    .venv/bin/python -m bench.pg_wake [--events 60] [--rounds 3] [--admin-url postgresql://postgres@127.0.0.1:5432/test]
 
 A writer Store and an API's event hub on separate engines share only the database, as on two hosts
 (no wake directory in common). The writer writes one event every 50 to 150 ms, like a turn's deltas
@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 import asyncpg
 
 import store.repository
-from api.event_hub import EventHub
+from api.streams.event_hub import EventHub
 from domain.agents import Agent, AgentConfig
 from domain.content import UserMessage
 from domain.events import KeyedEvent

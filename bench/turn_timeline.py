@@ -1,6 +1,6 @@
 """Where a simple streamed turn's time goes: the client's view against its workflow's history.
 
-    .venv/bin/python bench/turn_timeline.py [--turns 10]
+    .venv/bin/python -m bench.turn_timeline [--turns 10]
 
 Starts serve.py's embedded stack and a zero-latency model server (as benchmark.py does), runs
 `--turns` simple streamed turns one after another, and for each lines up, in milliseconds from
@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from benchmark import FAST_MODEL, REQUEST_TIMEOUT, EmbeddedStack, expect_final, stream_until_final, user_turn
-from common import create_agent, create_session, log, turn_path
 from temporalio.client import Client
 
+from bench.benchmark.stack import FAST_MODEL, REQUEST_TIMEOUT, EmbeddedStack
+from bench.benchmark.turns import expect_final, stream_until_final, user_turn
+from bench.common import create_agent, create_session, log, turn_path
 from workflows.contracts import turn_workflow_id
 
 

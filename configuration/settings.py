@@ -45,7 +45,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from outbound.policy import parse_allowlist
+from configuration.allowlist import parse_allowlist
 
 OFFLINE_MODEL_ID = "offline/echo"
 DEFAULT_MAX_DOCUMENT_BYTES = 1024 * 1024

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from domain.content import WireModel
-from domain.runtime import FunctionTool, TurnSettings
+from domain.turn_settings import FunctionTool, TurnSettings
 
 PARAMETER_TYPES: dict[str, str] = {
     "str": "string",

@@ -41,7 +41,7 @@ class ApprovalPolicy(BaseModel):
 
 class McpServer(BaseModel):
     """An MCP server named in a request (Responses `mcp` tool). Its headers are not here: they travel
-    sealed in the turn's credentials, keyed by label (tool_runtime/turn_credentials.py)."""
+    sealed in the turn's credentials, keyed by label (tool_runtime/credential_seal.py)."""
 
     label: str
     url: str

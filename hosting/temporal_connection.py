@@ -11,8 +11,8 @@ from temporalio.envconfig import ClientConfig
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
+from configuration.settings import Settings
 from observability.tracing import temporal_interceptors
-from settings import Settings
 from workflows import search_attributes
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ from sqlalchemy import Connection, Row, Text, bindparam, cast, delete, func, ins
 from domain.agents import Agent, AgentConfig, AgentToolGroup, ToolConfig
 from domain.content import URL, CompletionMessage, InputMessage
 from domain.events import ErrorChunk, KeyedEvent, StreamError
-from domain.runtime import ContextMessage, TurnSettings
 from domain.tools import ToolGroup
+from domain.turn_settings import ContextMessage, TurnSettings
 from domain.turns import Session, Step, Turn, TurnStatus
 from store.conversations import ConversationStore
 from store.database import Database

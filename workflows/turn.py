@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from domain.agents import AgentToolGroup, ToolConfig
     from domain.content import CompletionMessage, ToolCall, ToolResponse, UserMessage, content_as_text
     from domain.events import KeyedEvent
-    from domain.runtime import ApprovalRequest
+    from domain.turn_settings import ApprovalRequest
     from domain.turns import InferenceStep, Step, ToolExecutionStep, Turn, TurnStatus
     from workflows import mcp_servers, pauses, steps, turn_end
     from workflows.contracts import (

@@ -3,7 +3,7 @@
 A pure ASGI middleware rather than a FastAPI dependency, so it guards every path alike (/openapi.json, /docs,
 unknown paths) and refuses a caller before any request body is read or validated. The official
 llama-stack-client sends `Authorization: Bearer <api_key>` when constructed with `api_key=`.
-The accepted key decides the request's tenant (api/tenancy.py), left in the ASGI scope's state.
+The accepted key decides the request's tenant (api/guards/tenancy.py), left in the ASGI scope's state.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.tenancy import ANONYMOUS, Principal, key_digest, principals
-from settings import Settings
+from api.guards.tenancy import ANONYMOUS, Principal, key_digest, principals
+from configuration.settings import Settings
 
 OPEN_ROUTES = frozenset({("GET", "/v1/health"), ("GET", "/readyz"), ("GET", "/metrics")})
 """Load balancers and orchestrators probe liveness and readiness, and Prometheus scrapes, without credentials."""

@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from settings import Settings
+from configuration.settings import Settings
 
 
 class BodyTooLarge(HTTPException):

@@ -18,8 +18,8 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.auth import OPEN_ROUTES
-from settings import Settings
+from api.guards.auth import OPEN_ROUTES
+from configuration.settings import Settings
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 ANY = "*"

@@ -19,10 +19,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.auth import OPEN_ROUTES
-from api.errors import unavailable
-from api.tenancy import ANONYMOUS, Principal
-from settings import Settings
+from api.guards.auth import OPEN_ROUTES
+from api.guards.tenancy import ANONYMOUS, Principal
+from api.http.errors import unavailable
+from configuration.settings import Settings
 
 
 class RateBuckets(Protocol):

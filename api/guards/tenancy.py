@@ -2,7 +2,7 @@
 
 `DA_API_KEYS` (and `DA_API_KEYS_FILE`) entries are either a plain `key`, a tenant of its own, or
 `tenant:key`, which puts several keys in one named tenant. Without keys the API has one tenant,
-`default`. The tenant is resolved by the auth middleware (api/auth.py) and reaches handlers as a
+`default`. The tenant is resolved by the auth middleware (api/guards/auth.py) and reaches handlers as a
 dependency, so no route can forget to scope what it reads.
 """
 
@@ -15,7 +15,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from settings import SettingsError
+from configuration.settings import SettingsError
 
 DEFAULT_TENANT = "default"
 """The tenant of no-auth mode, and the owner of rows made before tenancy existed."""

@@ -28,7 +28,7 @@ class ValidationIssue(BaseModel):
 
 
 class ErrorResponse(BaseModel):
-    """The body of every error response (documented in api/openapi.py)."""
+    """The body of every error response (documented in api/http/openapi.py)."""
 
     detail: str = Field(description="What went wrong and, for a 4xx, what to change")
     errors: list[ValidationIssue] | None = Field(default=None, description="Each invalid field, on a 400")

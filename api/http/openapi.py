@@ -1,7 +1,7 @@
 """The OpenAPI schema as callers actually meet the API, where FastAPI's generated one falls short.
 
-- Errors: an invalid request is 400 (api/errors.py), not FastAPI's 422; a body can be refused with 413
-  (api/body_limit.py); and every operation declares the `{"detail": ...}` shape that all its errors share.
+- Errors: an invalid request is 400 (api/http/errors.py), not FastAPI's 422; a body can be refused with 413
+  (api/guards/body_limit.py); and every operation declares the `{"detail": ...}` shape that all its errors share.
 - Streams: an endpoint that can answer with Server-Sent Events says so with `text/event-stream`, and what
   each event's `data` holds.
 - Parameters: an optional query or header parameter is left out, never sent as null (HTTP has no null).
@@ -19,7 +19,7 @@ from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter
 
-from api.errors import ErrorResponse
+from api.http.errors import ErrorResponse
 from domain.events import Chunk
 
 _SCHEMA_REF = "#/components/schemas/{model}"

@@ -12,7 +12,7 @@ from typing import Annotated
 
 from fastapi import Depends, Query
 
-from api.runtime import RuntimeDep
+from api.services import ServicesDep
 
 ALL = -1
 """`limit=-1`: as many as the server gives in one page."""
@@ -25,13 +25,13 @@ class Window:
 
 
 async def page_window(
-    runtime: RuntimeDep,
+    services: ServicesDep,
     start_index: Annotated[int | None, Query(ge=0, description="The first item's index (0-based)")] = None,
     limit: Annotated[
         int | None, Query(ge=ALL, description="Items to return; at most the server's page size, -1 for that size")
     ] = None,
 ) -> Window:
-    settings = runtime.settings
+    settings = services.settings
     largest = settings.page_limit_max
     if limit is None:
         size = min(settings.page_limit_default, largest)

@@ -1,1 +1,1 @@
-"""The OpenAI Responses + Conversations dialect over the one turn runtime (see RESPONSES_DESIGN)."""
+"""The OpenAI Responses + Conversations dialect over the one turn runtime (docs/design.md)."""

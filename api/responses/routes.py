@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from api.event_stream import is_final, tail_events
+from api.guards.tenancy import Principal, PrincipalDep
 from api.responses import view
 from api.responses.create import (
     Created,
@@ -33,10 +33,10 @@ from api.responses.create import (
 from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
 from api.responses.plan import check_mcp_urls
 from api.responses.request import parse_create, require_known_tool_choice
-from api.runtime import Runtime, RuntimeDep
-from api.sdk_retries import RETRY_COUNT_HEADER
-from api.stuck_turns import still_running
-from api.tenancy import Principal, PrincipalDep
+from api.services import Services, ServicesDep
+from api.streams.event_stream import is_final, tail_events
+from api.turns.sdk_retries import RETRY_COUNT_HEADER
+from api.turns.stuck import still_running
 from store.repository import StoredEvent
 from store.responses import ResponseRecord, ResponseStore
 
@@ -52,22 +52,22 @@ _pending_cancels: set[asyncio.Task[None]] = set()
 """Cancellations of abandoned responses under way (a task must be referenced until it is done)."""
 
 
-async def _stored(runtime: Runtime, tenant: str, response_id: str) -> ResponseRecord:
+async def _stored(services: Services, tenant: str, response_id: str) -> ResponseRecord:
     """The tenant's stored response; 404 for unknown ids, other tenants' and `store: false` responses alike."""
-    record = await ResponseStore(runtime.store.database).get(tenant, response_id)
+    record = await ResponseStore(services.store.database).get(tenant, response_id)
     if record is None or not record.store:
         raise not_found("Response", response_id)
     return record
 
 
 def _streamed(
-    runtime: Runtime,
+    services: Services,
     principal: Principal,
     events: AsyncIterator[bytes],
     on_close: Callable[[], None] | None = None,
 ) -> StreamingResponse:
     """SSE holding one of the key's stream slots until it ends; `on_close` runs if it ends early."""
-    slot = runtime.streams.take(principal.key_id)
+    slot = services.streams.take(principal.key_id)
 
     async def framed() -> AsyncIterator[bytes]:
         finished = False
@@ -83,15 +83,15 @@ def _streamed(
     return slot.hold_for(response)
 
 
-def _cancel_later(runtime: Runtime, record: ResponseRecord) -> None:
+def _cancel_later(services: Services, record: ResponseRecord) -> None:
     """The client left a non-background response before its end: stop the turn (in the background: the
     request's own task is being torn down)."""
 
     async def cancel() -> None:
         try:
-            if (await view.response_object(runtime, record))["status"] in IN_FLIGHT:
+            if (await view.response_object(services, record))["status"] in IN_FLIGHT:
                 log.info("client left response %s before it ended: cancelling its turn", record.response_id)
-                await runtime.turns.cancel(record.turn_id)
+                await services.turns.cancel(record.turn_id)
         except Exception:  # a best effort: the turn is still durable and can be cancelled later
             log.exception("cancelling the turn of abandoned response %s failed", record.response_id)
 
@@ -100,18 +100,18 @@ def _cancel_later(runtime: Runtime, record: ResponseRecord) -> None:
     task.add_done_callback(_pending_cancels.discard)
 
 
-async def _wait_for_end(runtime: Runtime, request: Request, created: Created) -> list[dict[str, Any]] | None:
+async def _wait_for_end(services: Services, request: Request, created: Created) -> list[dict[str, Any]] | None:
     """Wait until the response's segment ends (its turn completes, pauses or fails): its events, as read while
     waiting. None when DA_RESPONSE_WAIT passes, the client leaves (then the turn is cancelled) or the tail ended
     without a final event (the workflow is gone): the caller reads the store instead."""
     record = created.record
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + runtime.settings.response_wait
+    deadline = loop.time() + services.settings.response_wait
     events = tail_events(
-        runtime.events,
+        services.events,
         record.turn_id,
         created.after,
-        lambda: still_running(runtime, record.turn_id),
+        lambda: still_running(services, record.turn_id),
         include_runtime=True,
         new_turn=created.new_turn,
     )
@@ -122,7 +122,7 @@ async def _wait_for_end(runtime: Runtime, request: Request, created: Created) ->
             if waiting.done():
                 break
             if await request.is_disconnected():
-                _cancel_later(runtime, record)
+                _cancel_later(services, record)
                 return None
             if loop.time() >= deadline:
                 return None
@@ -140,7 +140,7 @@ async def _collect(events: AsyncIterator[StoredEvent | None]) -> list[StoredEven
 async def create_response(
     request: Request,
     raw: Annotated[dict[str, Any], Body(description="The create parameters of the OpenAI Responses API")],
-    runtime: RuntimeDep,
+    services: ServicesDep,
     principal: PrincipalDep,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
     retry_count: Annotated[str | None, Header(alias=RETRY_COUNT_HEADER, max_length=20)] = None,
@@ -149,8 +149,8 @@ async def create_response(
     starts nothing new; so does the SDK's own retry of a request without one (`earlier_attempt`)."""
     body = parse_create(raw)
     require_known_tool_choice(body)
-    if runtime.settings.model(body.model) is None:
-        known = ", ".join(sorted(runtime.settings.models))
+    if services.settings.model(body.model) is None:
+        known = ", ".join(sorted(services.settings.models))
         raise invalid(
             f"The model '{body.model}' is not configured on this server; configured: {known}.",
             "model",
@@ -158,40 +158,40 @@ async def create_response(
         )
     tenant = principal.tenant
     response_id = response_id_for(tenant, idempotency_key)
-    responses = ResponseStore(runtime.store.database)
+    responses = ResponseStore(services.store.database)
     request_hash = None
     if idempotency_key is not None:
         existing = await responses.get(tenant, response_id)
     else:
         request_hash = request_hash_of(tenant, await request.body())
-        existing = await earlier_attempt(runtime, responses, tenant, request_hash, retry_count)
-    if existing is not None and (again := await retried(runtime, existing, body)) is not None:
-        return await _answer(runtime, principal, request, again, body.stream)
-    await check_mcp_urls(body, runtime.tools.outbound_policy)
-    context = await prior_context(runtime, responses, tenant, body)
+        existing = await earlier_attempt(services, responses, tenant, request_hash, retry_count)
+    if existing is not None and (again := await retried(services, existing, body)) is not None:
+        return await _answer(services, principal, request, again, body.stream)
+    await check_mcp_urls(body, services.tools.outbound_policy)
+    context = await prior_context(services, responses, tenant, body)
     if body.stream:
-        slot_check = runtime.streams.take(principal.key_id)  # refuse (429) before anything starts
+        slot_check = services.streams.take(principal.key_id)  # refuse (429) before anything starts
         slot_check.release()
     created = await create(
-        runtime, tenant, response_id, body, context, keyed=idempotency_key is not None, request_hash=request_hash
+        services, tenant, response_id, body, context, keyed=idempotency_key is not None, request_hash=request_hash
     )
-    return await _answer(runtime, principal, request, created, body.stream)
+    return await _answer(services, principal, request, created, body.stream)
 
 
-async def _answer(runtime: Runtime, principal: Principal, request: Request, created: Created, stream: bool) -> Any:
+async def _answer(services: Services, principal: Principal, request: Request, created: Created, stream: bool) -> Any:
     record = created.record
     if stream:
-        on_close = None if record.background else (lambda: _cancel_later(runtime, record))
-        stream_events = view.sse(runtime, record, None, created.after, created.new_turn)
-        return _streamed(runtime, principal, stream_events, on_close)
-    ended = None if record.background else await _wait_for_end(runtime, request, created)
-    return JSONResponse(await view.response_object(runtime, record, ended))
+        on_close = None if record.background else (lambda: _cancel_later(services, record))
+        stream_events = view.sse(services, record, None, created.after, created.new_turn)
+        return _streamed(services, principal, stream_events, on_close)
+    ended = None if record.background else await _wait_for_end(services, request, created)
+    return JSONResponse(await view.response_object(services, record, ended))
 
 
 @router.get("/responses/{response_id}")
 async def retrieve_response(
     response_id: str,
-    runtime: RuntimeDep,
+    services: ServicesDep,
     principal: PrincipalDep,
     stream: bool = False,
     starting_after: Annotated[int | None, Query(ge=-1)] = None,
@@ -201,29 +201,29 @@ async def retrieve_response(
 ) -> Any:
     """The response; with `stream=true`, its events as SSE from after `starting_after` (all of them from
     `response.created` without it), then live until its end — from any API process."""
-    record = await _stored(runtime, principal.tenant, response_id)
+    record = await _stored(services, principal.tenant, response_id)
     if stream:
-        return _streamed(runtime, principal, view.sse(runtime, record, starting_after))
-    return JSONResponse(await view.response_object(runtime, record))
+        return _streamed(services, principal, view.sse(services, record, starting_after))
+    return JSONResponse(await view.response_object(services, record))
 
 
 @router.post("/responses/{response_id}/cancel")
-async def cancel_response(response_id: str, runtime: RuntimeDep, principal: PrincipalDep) -> Any:
+async def cancel_response(response_id: str, services: ServicesDep, principal: PrincipalDep) -> Any:
     """Cancel a background response that is queued or in progress (spec §7): its turn's workflow is
     cancelled and the response ends `cancelled` with no output. Cancelling it again answers the same."""
-    record = await _stored(runtime, principal.tenant, response_id)
+    record = await _stored(services, principal.tenant, response_id)
     if not record.background:
         raise invalid("Cannot cancel a synchronous response.")
-    current = await view.response_object(runtime, record)
+    current = await view.response_object(services, record)
     status = current["status"]
     if status == "cancelled":
         return JSONResponse(current)
     if status not in IN_FLIGHT:
         article = "an" if status[0] in "aeiou" else "a"
         raise invalid(f"Cannot cancel {article} {status} response.")
-    await runtime.turns.cancel(record.turn_id)
+    await services.turns.cancel(record.turn_id)
     for _ in range(CANCEL_WAIT_POLLS):
-        current = await view.response_object(runtime, record)
+        current = await view.response_object(services, record)
         if current["status"] not in IN_FLIGHT:
             return JSONResponse(current)
         await asyncio.sleep(0.05)
@@ -233,11 +233,11 @@ async def cancel_response(response_id: str, runtime: RuntimeDep, principal: Prin
 
 
 @router.delete("/responses/{response_id}")
-async def delete_response(response_id: str, runtime: RuntimeDep, principal: PrincipalDep) -> Any:
-    record = await _stored(runtime, principal.tenant, response_id)
-    if (await view.response_object(runtime, record))["status"] in IN_FLIGHT:
+async def delete_response(response_id: str, services: ServicesDep, principal: PrincipalDep) -> Any:
+    record = await _stored(services, principal.tenant, response_id)
+    if (await view.response_object(services, record))["status"] in IN_FLIGHT:
         raise invalid("Cannot delete an in-flight response.")
-    await ResponseStore(runtime.store.database).delete(principal.tenant, response_id)
+    await ResponseStore(services.store.database).delete(principal.tenant, response_id)
     return {"id": response_id, "object": "response", "deleted": True}
 
 
@@ -255,7 +255,7 @@ def _page(items: list[dict[str, Any]], limit: int, has_more: bool) -> dict[str, 
 @router.get("/responses/{response_id}/input_items")
 async def list_input_items(
     response_id: str,
-    runtime: RuntimeDep,
+    services: ServicesDep,
     principal: PrincipalDep,
     after: str | None = None,
     before: str | None = None,
@@ -265,7 +265,7 @@ async def list_input_items(
     include_plain: Annotated[list[str] | None, Query(alias="include")] = None,
 ) -> Any:
     """This response's own input items (a string input is one user message), each with its id."""
-    record = await _stored(runtime, principal.tenant, response_id)
+    record = await _stored(services, principal.tenant, response_id)
     items = record.input_items()
     if order == "desc":
         items = items[::-1]
@@ -282,7 +282,7 @@ async def list_input_items(
 
 @router.get("/responses")
 async def list_responses(
-    runtime: RuntimeDep,
+    services: ServicesDep,
     principal: PrincipalDep,
     after: str | None = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
@@ -291,11 +291,11 @@ async def list_responses(
 ) -> Any:
     """The tenant's stored responses, newest first by default (llama-stack-client's `responses.list`)."""
     try:
-        page = await ResponseStore(runtime.store.database).page(principal.tenant, after or None, limit, order, model)
+        page = await ResponseStore(services.store.database).page(principal.tenant, after or None, limit, order, model)
     except LookupError:
         # 404 like an unknown item cursor of a conversation: the id names nothing of this caller's.
         raise OpenAIError(
             404, f"Response with id '{after}' not found; `after` takes the id of a listed response.", "after"
         ) from None
-    objects = [await view.response_object(runtime, record) for record in page.items]
+    objects = [await view.response_object(services, record) for record in page.items]
     return _page(objects, limit, page.has_more)

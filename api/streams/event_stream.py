@@ -15,7 +15,7 @@ from typing import Any
 
 from temporalio.service import RPCError
 
-from api.event_hub import POLL_MAX_SECONDS, EventHub
+from api.streams.event_hub import POLL_MAX_SECONDS, EventHub
 from store.repository import StoredEvent
 
 log = logging.getLogger(__name__)

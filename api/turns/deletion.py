@@ -16,13 +16,13 @@ from collections.abc import Awaitable, Callable, Collection
 from fastapi import HTTPException
 from temporalio.service import RPCError
 
-from api.runtime import Runtime
+from api.services import Services
 
 log = logging.getLogger(__name__)
 
 
 async def delete_with_turns(
-    runtime: Runtime,
+    services: Services,
     what: str,
     unfinished: Collection[str],
     delete: Callable[[], Awaitable[list[str] | None]],
@@ -32,18 +32,18 @@ async def delete_with_turns(
     `what` names the deleted thing in the workflows' termination reason, e.g. "Session 1234".
     """
     reason = f"{what} was deleted."
-    await _terminate(runtime, unfinished, reason, "nothing was deleted; retry")
+    await _terminate(services, unfinished, reason, "nothing was deleted; retry")
     still_unfinished = await delete()
     if still_unfinished is None:
         return False
     late = set(still_unfinished) - set(unfinished)
-    await _terminate(runtime, late, reason, "the rows are deleted anyway; a running turn ends at its next store write")
+    await _terminate(services, late, reason, "the rows are deleted anyway; a running turn ends at its next store write")
     return True
 
 
-async def _terminate(runtime: Runtime, turn_ids: Collection[str], reason: str, consequence: str) -> None:
+async def _terminate(services: Services, turn_ids: Collection[str], reason: str, consequence: str) -> None:
     try:
-        await asyncio.gather(*(runtime.turns.terminate(turn_id, reason) for turn_id in turn_ids))
+        await asyncio.gather(*(services.turns.terminate(turn_id, reason) for turn_id in turn_ids))
     except RPCError as error:
         log.warning("stopping the workflows of turns %s failed: %s", sorted(turn_ids), error.message)
         raise HTTPException(

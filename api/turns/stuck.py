@@ -12,22 +12,22 @@ from __future__ import annotations
 
 import logging
 
-from api.runtime import Runtime
+from api.services import Services
 
 log = logging.getLogger(__name__)
 
 
-async def still_running(runtime: Runtime, turn_id: str) -> bool:
+async def still_running(services: Services, turn_id: str) -> bool:
     """Whether the turn's workflow still runs; a stuck one is ended first (its error event follows)."""
-    state = await runtime.turns.state(turn_id)
+    state = await services.turns.state(turn_id)
     if state.failing is None:
         return state.running
-    await fail_stuck_turn(runtime, turn_id, state.failing)
+    await fail_stuck_turn(services, turn_id, state.failing)
     return False
 
 
-async def fail_stuck_turn(runtime: Runtime, turn_id: str, failure: str) -> None:
+async def fail_stuck_turn(services: Services, turn_id: str, failure: str) -> None:
     reason = f"Its workflow task kept failing ({failure}); the turn was stopped so that its session can go on."
     log.error("turn %s: %s", turn_id, reason)
-    await runtime.turns.terminate(turn_id, reason)
-    await runtime.store.abandon_turn(turn_id, reason)
+    await services.turns.terminate(turn_id, reason)
+    await services.store.abandon_turn(turn_id, reason)

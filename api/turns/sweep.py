@@ -12,8 +12,8 @@ import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 
-from api.llama_stack.turn_starter import turn_start, workflow_summary
-from api.runtime import Runtime
+from api.services import Services
+from api.turns.agent_turns import turn_start, workflow_summary
 from store.responses import ResponseStore
 
 log = logging.getLogger(__name__)
@@ -25,65 +25,65 @@ UNSTORED_GRACE = timedelta(seconds=30)
 may still be reading its last events."""
 
 
-async def start_unstarted_turns(runtime: Runtime, older_than: timedelta) -> list[str]:
+async def start_unstarted_turns(services: Services, older_than: timedelta) -> list[str]:
     """Start the workflow of each running turn older than `older_than` that has none; their ids.
 
     A turn still in its first model call has a workflow: starting it again is refused by Temporal
     and nothing happens. Only turns recorded before a crash and never started are started.
     """
     started: list[str] = []
-    candidates = await runtime.store.unstarted_turns(datetime.now(UTC) - older_than, SWEEP_BATCH)
+    candidates = await services.store.unstarted_turns(datetime.now(UTC) - older_than, SWEEP_BATCH)
     for candidate in candidates:
         if candidate.agent_id is None:
-            await _fail_if_unstarted(runtime, candidate.turn.turn_id)
+            await _fail_if_unstarted(services, candidate.turn.turn_id)
             continue
-        agent = await runtime.store.get_agent(candidate.tenant, candidate.agent_id)
+        agent = await services.store.get_agent(candidate.tenant, candidate.agent_id)
         if agent is None:  # deleted meanwhile, with its sessions and turns
             continue
         turn = candidate.turn
         # URL documents are not stored: a swept turn goes without them (a retried create has them).
-        start = turn_start(runtime, agent, turn, candidate.tools, [])
-        if await runtime.turns.start_once(start, candidate.tenant, workflow_summary(turn.input_messages)):
+        start = turn_start(services, agent, turn, candidate.tools, [])
+        if await services.turns.start_once(start, candidate.tenant, workflow_summary(turn.input_messages)):
             log.warning("started turn %s's workflow: the process that recorded the turn died first", turn.turn_id)
             started.append(turn.turn_id)
     return started
 
 
-async def _fail_if_unstarted(runtime: Runtime, turn_id: str) -> None:
+async def _fail_if_unstarted(services: Services, turn_id: str) -> None:
     """A detached turn (a response) cannot be started from its row: its plan (tools, MCP servers) is not
     stored. One whose workflow never started fails, so that its caller learns to create it again."""
-    if await runtime.turns.is_running(turn_id):
+    if await services.turns.is_running(turn_id):
         return
     reason = "Its workflow was never started (the API process that recorded it stopped first); create it again."
-    await runtime.store.abandon_turn(turn_id, reason)
+    await services.store.abandon_turn(turn_id, reason)
     log.warning("failed turn %s: %s", turn_id, reason)
 
 
-async def delete_unstored_responses(runtime: Runtime, ended_before: datetime) -> list[str]:
+async def delete_unstored_responses(services: Services, ended_before: datetime) -> list[str]:
     """Delete the `store: false` responses whose turn ended (completed, failed, cancelled or expired; a paused
     one may still be resumed by a stateless replay) before `ended_before`, with their turn's steps, events,
     settings and row unless a stored response of the same turn still needs them; the turns deleted.
 
     A response in a conversation goes once its items are appended there: the conversation is settled first.
     Whatever a crash interrupts, the next sweep finds again: the rows are the record of what is left to do."""
-    responses = ResponseStore(runtime.store.database)
+    responses = ResponseStore(services.store.database)
     deleted: list[str] = []
     for found in await responses.unstored_ended(ended_before, SWEEP_BATCH):
         if found.conversation_id is not None and not found.appended_to_conversation:
-            await runtime.settle_conversation(runtime, found.tenant_id, found.conversation_id)
-        if await responses.forget_unstored(found.turn_id) and await runtime.store.delete_detached_turn(
+            await services.settle_conversation(services, found.tenant_id, found.conversation_id)
+        if await responses.forget_unstored(found.turn_id) and await services.store.delete_detached_turn(
             found.tenant_id, found.turn_id
         ):
             deleted.append(found.turn_id)
     return deleted
 
 
-async def sweep_forever(runtime: Runtime, every: timedelta) -> None:
+async def sweep_forever(services: Services, every: timedelta) -> None:
     """Sweep every `every`, for turns at least that old; a failed sweep is logged and tried again."""
     while True:
         await asyncio.sleep(every.total_seconds())
         try:
-            await start_unstarted_turns(runtime, every)
-            await delete_unstored_responses(runtime, datetime.now(UTC) - UNSTORED_GRACE)
+            await start_unstarted_turns(services, every)
+            await delete_unstored_responses(services, datetime.now(UTC) - UNSTORED_GRACE)
         except Exception:
             log.exception("the sweep (unstarted turns, ended store:false responses) failed; trying again in %s", every)

@@ -12,7 +12,7 @@ import pytest
 
 pytestmark = pytest.mark.processes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -20,7 +20,11 @@ ROOT = Path(__file__).resolve().parent.parent
 )
 def test_no_turn_is_lost_or_doubled_while_the_process_running_them_keeps_dying(options: list[str], kills: str) -> None:
     run = subprocess.run(
-        [sys.executable, "bench/chaos.py", "--quick", *options], cwd=ROOT, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "bench.chaos", "--quick", *options],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
     assert lines, f"chaos.py printed no result (exit {run.returncode}):\n{run.stderr[-3000:]}"

@@ -9,10 +9,10 @@ import time
 import httpx
 import pytest
 
-from fault_points import AFTER_TURN_ROW
-from tests.processes import ProcessStack
-from tests.rest import create_agent, create_session
-from tests.scripted_model import text
+from hosting.fault_points import AFTER_TURN_ROW
+from tests.support.processes import ProcessStack
+from tests.support.rest import create_agent, create_session
+from tests.support.scripted_model import text
 
 pytestmark = pytest.mark.processes
 

@@ -12,11 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
-from fault_points import AFTER_TURN_END
-from tests import mcp_server
-from tests.processes import ProcessStack
-from tests.rest import create_agent, create_session, final_turn, sse_events
-from tests.scripted_model import Reply, text, tool_call
+from hosting.fault_points import AFTER_TURN_END
+from tests.support import mcp_server
+from tests.support.processes import ProcessStack
+from tests.support.rest import create_agent, create_session, final_turn, sse_events
+from tests.support.scripted_model import Reply, text, tool_call
 from workflows.contracts import turn_workflow_id
 
 pytestmark = pytest.mark.processes

@@ -13,10 +13,10 @@ import httpx
 from temporalio.client import WorkflowExecutionStatus
 
 from domain.content import UserMessage
-from tests import mcp_server
-from tests.rest import create_agent, create_session, final_turn
-from tests.scripted_model import Reply, ScriptedModel, text
-from tests.stack import Stack
+from tests.support import mcp_server
+from tests.support.rest import create_agent, create_session, final_turn
+from tests.support.scripted_model import Reply, ScriptedModel, text
+from tests.support.stack import Stack
 from workflows.contracts import turn_workflow_id
 
 ECHO = "offline/echo"

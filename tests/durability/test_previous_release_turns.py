@@ -1,8 +1,8 @@
 """Turns of the release before the runtime became dialect-neutral keep working after the upgrade.
 
 Their workflow input carries an agent outline, not a plan, and their resume a submission of tool
-results only. tests/histories/client_tool_turn_paused_on_main.json (recorded with that release, a turn
-still waiting) replays on this code (tests/test_replay.py); here such a turn, started with that
+results only. tests/durability/histories/client_tool_turn_paused_on_main.json (recorded with that release, a turn
+still waiting) replays on this code (tests/durability/test_replay.py); here such a turn, started with that
 release's input, pauses and resumes through the API on this code, exactly as before."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from api.turn_gateway import TurnGateway
 from domain.agents import AgentConfig
 from domain.content import UserMessage
 from domain.turns import TurnStatus
-from tests.rest import create_agent, create_session
-from tests.scripted_model import ScriptedModel, text, tool_call
-from tests.stack import Stack
+from tests.support.rest import create_agent, create_session
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import Stack
 from workflows.contracts import AgentOutline, TurnStart
 
 

@@ -4,10 +4,10 @@ A turn can wait days for a client tool, so a deployed worker replays histories t
 wrote. A change to `workflows/turn.py` that would make those turns fail on the next worker fails
 here first; guard it with `workflow.patched(...)` (or a field of the start, as `inference_writes_end`)
 and record a new history beside the old ones. Each replays in the runner the worker uses and in
-Temporal's sandbox (tests/sandbox.py), which also fails on a nondeterministic call:
+Temporal's sandbox (tests/support/sandbox.py), which also fails on a nondeterministic call:
 
     history = await client.get_workflow_handle(workflow_id).fetch_history()
-    Path("tests/histories/<what it covers>.json").write_text(history.to_json())
+    Path("tests/durability/histories/<what it covers>.json").write_text(history.to_json())
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from tests.sandbox import sandboxed_runner
+from tests.support.sandbox import sandboxed_runner
 from worker import workflow_runner
 from workflows.turn import TurnWorkflow
 

@@ -13,12 +13,12 @@ from alembic import command
 from sqlalchemy import Connection, text
 
 from store.upgrade import BASELINE, head_revision, migrations_config
-from tests.databases import store_url
-from tests.rest import create_agent, create_session, final_turn
-from tests.scripted_model import text as answer
-from tests.scripted_model import tool_call
-from tests.stack import Stack
-from tests.test_migrations import drift, on, revisions
+from tests.store.test_migrations import drift, on, revisions
+from tests.support.databases import store_url
+from tests.support.rest import create_agent, create_session, final_turn
+from tests.support.scripted_model import text as answer
+from tests.support.scripted_model import tool_call
+from tests.support.stack import Stack
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

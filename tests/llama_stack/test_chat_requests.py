@@ -1,6 +1,6 @@
 """The chat requests llama-stack turns send, byte for byte: every inference builds its request from a
 TurnSettings and the conversation in one place (activities/inference.py), and a llama-stack agent's config
-becomes a TurnSettings on the way (domain/agents.py). tests/golden/llama_chat_requests.json holds what the
+becomes a TurnSettings on the way (domain/agents.py). tests/llama_stack/golden/llama_chat_requests.json holds what the
 runtime sent before the two paths became one; it must not change."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 
-from tests.rest import BOILING_TOOL, create_agent, create_session
-from tests.scripted_model import ScriptedModel, text, tool_call
+from tests.support.rest import BOILING_TOOL, create_agent, create_session
+from tests.support.scripted_model import ScriptedModel, text, tool_call
 
 GOLDEN = Path(__file__).parent / "golden" / "llama_chat_requests.json"
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}

@@ -19,8 +19,8 @@ from fastapi.responses import StreamingResponse
 
 from providers.base import ChatRequest, FinishPart, ProviderUnavailable, ReplyPart, TextPart, ToolCallPart
 from providers.openai_chat import OpenAIChatModel
-from tests.scripted_model import ThreadedServer
-from tests.stack import free_port
+from tests.support.scripted_model import ThreadedServer
+from tests.support.stack import free_port
 
 
 def _data(payload: dict[str, Any], prefix: str = "data: ") -> str:

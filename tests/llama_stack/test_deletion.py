@@ -10,9 +10,9 @@ from sqlalchemy import Connection, func, select
 from temporalio.client import WorkflowExecutionStatus
 
 from store.tables import EventRow, StepRow, TurnRow
-from tests.rest import create_agent, create_session, final_turn
-from tests.scripted_model import ScriptedModel, text, tool_call
-from tests.stack import Stack
+from tests.support.rest import create_agent, create_session, final_turn
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import Stack
 from workflows.contracts import turn_workflow_id
 
 SLOW_SECONDS = 3

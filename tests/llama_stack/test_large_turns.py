@@ -7,10 +7,10 @@ import json
 import httpx
 from temporalio.api.enums.v1 import EventType
 
-from tests import mcp_server
-from tests.rest import create_agent, create_session, final_turn
-from tests.scripted_model import ScriptedModel, text, tool_call
-from tests.stack import Stack
+from tests.support import mcp_server
+from tests.support.rest import create_agent, create_session, final_turn
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import Stack
 from tool_runtime.output_limit import MAX_TOOL_OUTPUT_CHARS
 from workflows.contracts import turn_workflow_id
 

@@ -8,9 +8,9 @@ from llama_stack_client import Agent, LlamaStackClient
 from llama_stack_client.lib.agents.client_tool import client_tool
 from llama_stack_client.lib.agents.event_logger import EventLogger
 
-from tests.clients import boiling_point
-from tests.scripted_model import ScriptedModel, text, tool_call
-from tests.stack import SCRIPTED_MODEL
+from tests.support.clients import boiling_point
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import SCRIPTED_MODEL
 
 calls = boiling_point.calls
 get_boiling_point = client_tool(boiling_point.get_boiling_point)

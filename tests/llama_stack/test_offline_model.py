@@ -8,8 +8,8 @@ import httpx
 import pytest
 from openai import AsyncOpenAI
 
-from settings import OFFLINE_MODEL_ID, SettingsError, load_settings
-from tests.stack import SCRIPTED_MODEL, Stack
+from configuration.settings import OFFLINE_MODEL_ID, SettingsError, load_settings
+from tests.support.stack import SCRIPTED_MODEL, Stack
 
 MODELS = json.dumps({"real": {"provider": "openai", "base_url": "http://127.0.0.1:9/v1"}})
 

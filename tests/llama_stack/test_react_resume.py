@@ -8,10 +8,10 @@ import httpx
 from llama_stack_client import LlamaStackClient
 from llama_stack_client.lib.agents.react.agent import ReActAgent
 
-from tests.rest import create_agent, create_session, final_turn
-from tests.scripted_model import ScriptedModel, text, tool_call
-from tests.stack import SCRIPTED_MODEL, Stack
-from tests.test_llama_stack_client import calls, get_boiling_point
+from tests.llama_stack.test_llama_stack_client import calls, get_boiling_point
+from tests.support.rest import create_agent, create_session, final_turn
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import SCRIPTED_MODEL, Stack
 
 
 def _react(thought: str, action: dict | None = None, answer: str | None = None) -> str:  # type: ignore[type-arg]

@@ -7,11 +7,11 @@ import time
 import httpx
 from llama_stack_client import Agent, LlamaStackClient
 
-from tests import mcp_server
-from tests.rest import create_agent, create_session, final_turn
-from tests.scripted_model import Reply, ScriptedModel, ThreadedServer, text, tool_call
-from tests.stack import SCRIPTED_MODEL, Stack
-from tests.test_llama_stack_client import get_boiling_point
+from tests.llama_stack.test_llama_stack_client import get_boiling_point
+from tests.support import mcp_server
+from tests.support.rest import create_agent, create_session, final_turn
+from tests.support.scripted_model import Reply, ScriptedModel, ThreadedServer, text, tool_call
+from tests.support.stack import SCRIPTED_MODEL, Stack
 
 
 def _ask(content: str, stream: bool = False) -> dict[str, object]:

@@ -6,9 +6,9 @@ import httpx
 from llama_stack_client import Agent, LlamaStackClient
 from llama_stack_client.lib.agents.event_logger import EventLogger
 
-from tests.rest import create_agent, create_session, final_turn, sse_events
-from tests.scripted_model import ScriptedModel, text, tool_call
-from tests.stack import SCRIPTED_MODEL, Stack
+from tests.support.rest import create_agent, create_session, final_turn, sse_events
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import SCRIPTED_MODEL, Stack
 
 REFUSAL = "I can't answer that. Can I help with something else?"
 

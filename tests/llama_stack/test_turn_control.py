@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import httpx
 
-from tests.rest import create_agent, create_session, final_turn, sse_events
-from tests.scripted_model import ScriptedModel, text, tool_call
-from tests.stack import Stack
+from tests.support.rest import create_agent, create_session, final_turn, sse_events
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import Stack
 
 
 def _turns(http: httpx.Client) -> str:

@@ -9,9 +9,9 @@ import httpx
 from temporalio.api.enums.v1 import EventType
 
 from domain.turns import Turn
-from tests.rest import create_agent, create_session, sse_events
-from tests.scripted_model import ScriptedModel, text, tool_call
-from tests.stack import Stack
+from tests.support.rest import create_agent, create_session, sse_events
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import Stack
 from workflows.contracts import turn_workflow_id
 from workflows.turn import TurnWorkflow
 

@@ -10,9 +10,9 @@ import pytest
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse, Response
 
-from tests.rest import create_agent, create_session, sse_events
-from tests.scripted_model import ScriptedModel, ThreadedServer, text
-from tests.stack import free_port
+from tests.support.rest import create_agent, create_session, sse_events
+from tests.support.scripted_model import ScriptedModel, ThreadedServer, text
+from tests.support.stack import free_port
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import httpx
 
-from tests.rest import create_agent, create_session, final_turn, sse_events
-from tests.scripted_model import ScriptedModel, failure, text, tool_call
+from tests.support.rest import create_agent, create_session, final_turn, sse_events
+from tests.support.scripted_model import ScriptedModel, failure, text, tool_call
 
 
 def _turns(http: httpx.Client, **config: object) -> str:

@@ -16,11 +16,11 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.otlp_receiver import OtlpReceiver, ReceivedSpan
-from tests.processes import ROOT, ProcessStack
-from tests.rest import BOILING_TOOL, create_agent, create_session
-from tests.scripted_model import text, tool_call
-from tests.stack import SCRIPTED_MODEL, free_port
+from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan
+from tests.support.processes import ROOT, ProcessStack
+from tests.support.rest import BOILING_TOOL, create_agent, create_session
+from tests.support.scripted_model import text, tool_call
+from tests.support.stack import SCRIPTED_MODEL, free_port
 
 pytestmark = pytest.mark.processes
 

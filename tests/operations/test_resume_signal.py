@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 
 from serve import temporal_binary
-from tests.rest import create_agent, create_session, final_turn
-from tests.scripted_model import ScriptedModel, text, tool_call
-from tests.stack import Stack
+from tests.support.rest import create_agent, create_session, final_turn
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import Stack
 from workflows.contracts import TOOL_RESPONSES_SIGNAL, turn_workflow_id
 
 

@@ -21,12 +21,12 @@ from typing import Any
 import httpx
 import pytest
 
+from configuration.settings import load_settings
 from serve import dev_server_command
-from settings import load_settings
-from tests.databases import postgres_database
-from tests.processes import ROOT, _wait_until
-from tests.rest import sse_events
-from tests.stack import free_port
+from tests.support.databases import postgres_database
+from tests.support.processes import ROOT, _wait_until
+from tests.support.rest import sse_events
+from tests.support.stack import free_port
 
 pytestmark = pytest.mark.processes
 

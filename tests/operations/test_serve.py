@@ -24,13 +24,13 @@ import httpx
 import pytest
 
 from store.upgrade import head_revision
-from tests.rest import create_agent, create_session, final_turn
-from tests.scripted_model import ScriptedModel, ThreadedServer, text
-from tests.stack import SCRIPTED_KEY, SCRIPTED_KEY_ENV, SCRIPTED_MODEL, free_port
+from tests.support.rest import create_agent, create_session, final_turn
+from tests.support.scripted_model import ScriptedModel, ThreadedServer, text
+from tests.support.stack import SCRIPTED_KEY, SCRIPTED_KEY_ENV, SCRIPTED_MODEL, free_port
 
 pytestmark = pytest.mark.processes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Service:

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from cryptography.fernet import Fernet
 
-from settings import OFFLINE_MODEL_ID, Settings, SettingsError, env_name, load_settings
+from configuration.settings import OFFLINE_MODEL_ID, Settings, SettingsError, env_name, load_settings
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 OPENAI_MODEL = {"provider": "openai", "base_url": "http://127.0.0.1:9/v1"}
 
 

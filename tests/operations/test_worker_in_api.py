@@ -7,9 +7,9 @@ import time
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.rest import create_agent, create_session, final_turn, sse_events
-from tests.scripted_model import ScriptedModel, text, tool_call
-from tests.stack import Stack
+from tests.support.rest import create_agent, create_session, final_turn, sse_events
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import Stack
 
 
 def test_an_api_with_its_own_worker_runs_a_client_tool_turn_alone(stack: Stack, model: ScriptedModel) -> None:

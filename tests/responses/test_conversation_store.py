@@ -14,7 +14,7 @@ from store.conversations import ConversationNotFound, ConversationStore, Duplica
 from store.database import open_database
 from store.tables import ConversationItemRow
 from store.upgrade import upgrade_store
-from tests.databases import store_url
+from tests.support.databases import store_url
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -16,11 +16,11 @@ from agents.memory import OpenAIConversationsSession
 from sqlalchemy import func, select
 
 from api.app import create_app
-from api.runtime import Runtime
+from api.services import Services
 from store.conversations import Item
 from store.tables import ConversationItemRow
-from tests.scripted_model import ThreadedServer
-from tests.stack import Stack, free_port
+from tests.support.scripted_model import ThreadedServer
+from tests.support.stack import Stack, free_port
 
 CONVERSATION_ID = re.compile(r"^conv_[0-9a-f]{48}$")
 MESSAGE_ID = re.compile(r"^msg_[0-9a-f]{48}$")
@@ -35,7 +35,7 @@ CONVERSATION_ROUTES = {
     ("get", "/v1/conversations/{conversation_id}/items/{item_id}"),
     ("delete", "/v1/conversations/{conversation_id}/items/{item_id}"),
 }
-"""Walked by the tenancy test here (tests/test_tenancy.py counts them as walked)."""
+"""Walked by the tenancy test here (tests/security/test_tenancy.py counts them as walked)."""
 
 HISTORY: list[dict[str, Any]] = [
     {"role": "user", "content": "What is the weather in Paris?"},
@@ -360,16 +360,16 @@ async def test_reading_items_first_settles_the_conversation(stack: Stack) -> Non
     app = create_app(stack.settings)
     settled: list[tuple[str, str]] = []
 
-    async def settle(runtime: Runtime, tenant: str, conversation_id: str) -> None:
+    async def settle(services: Services, tenant: str, conversation_id: str) -> None:
         settled.append((tenant, conversation_id))
         finished = {"id": f"msg_settled_{len(settled)}", "type": "message", "role": "assistant", "content": []}
-        await runtime.store.conversations.append_items(
+        await services.store.conversations.append_items(
             tenant, conversation_id, [Item(finished["id"], finished)], datetime.now(UTC)
         )
 
     server = ThreadedServer(app, free_port()).start()
     try:
-        app.state.runtime = dataclasses.replace(app.state.runtime, settle_conversation=settle)
+        app.state.services = dataclasses.replace(app.state.services, settle_conversation=settle)
         async with _client(server.url) as client:
             conversation = await client.conversations.create(items=[_message("question")])
             listed = await client.conversations.items.list(conversation.id, order="asc")

@@ -14,13 +14,13 @@ from typing import Any
 
 from temporalio.common import SearchAttributePair
 
-from api.event_hub import EventHub
-from api.event_stream import tail_events
-from api.runtime import Runtime
+from api.services import Services
+from api.streams.event_hub import EventHub
+from api.streams.event_stream import tail_events
 from api.turn_gateway import ResumeRejected, TurnGateway
-from api.turn_sweep import start_unstarted_turns
+from api.turns.sweep import start_unstarted_turns
 from domain.content import CompletionMessage, ToolCall, ToolResponse, ToolResponseMessage, UserMessage
-from domain.runtime import (
+from domain.turn_settings import (
     ApprovalDecision,
     ApprovalPolicy,
     ApprovalRequest,
@@ -31,11 +31,11 @@ from domain.runtime import (
     TurnSettings,
 )
 from domain.turns import ToolExecutionStep, Turn, TurnStatus
-from tests import mcp_server
-from tests.mcp_server import SECRET
-from tests.scripted_model import Reply, ScriptedModel, ThreadedServer, text, tool_call
-from tests.stack import SCRIPTED_MODEL, Stack
-from tool_runtime.turn_credentials import CredentialSeal
+from tests.support import mcp_server
+from tests.support.mcp_server import SECRET
+from tests.support.scripted_model import Reply, ScriptedModel, ThreadedServer, text, tool_call
+from tests.support.stack import SCRIPTED_MODEL, Stack
+from tool_runtime.credential_seal import CredentialSeal
 from workflows.contracts import ToolResponsesSubmission, TurnPlan, TurnStart, turn_workflow_id
 from workflows.search_attributes import CONVERSATION_ID
 
@@ -345,9 +345,9 @@ def test_the_sweep_fails_a_detached_turn_whose_workflow_never_started(stack: Sta
     inputs = [UserMessage(content="lost")]
     settings = settings_for(stack)
     stack.background.run(stack.store.begin_detached_turn(TENANT, turn_id, inputs, [], settings_id, settings, long_ago))
-    runtime = Runtime(stack.settings, stack.store, gateway(stack), None, None, None)  # type: ignore[arg-type]
+    services = Services(stack.settings, stack.store, gateway(stack), None, None, None)  # type: ignore[arg-type]
 
-    started = stack.background.run(start_unstarted_turns(runtime, timedelta(minutes=30)))
+    started = stack.background.run(start_unstarted_turns(services, timedelta(minutes=30)))
 
     assert turn_id not in started
     turn = wait_for(stack, turn_id, TurnStatus.FAILED)

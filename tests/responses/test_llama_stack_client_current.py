@@ -2,11 +2,12 @@
 Responses and Conversations API (issue #14's acceptance).
 
 That client needs Python >= 3.12 and cannot share `.venv` with the 0.2.12 client of
-tests/test_llama_stack_client.py, so it runs as a script (tests/clients/lsc_agent.py) in `.venv-lsc`,
-which `make test` builds (tests/client_venvs.py); without a suitable Python these tests skip and say so.
+tests/llama_stack/test_llama_stack_client.py, so it runs as a script (tests/support/clients/lsc_agent.py) in
+`.venv-lsc`, which `make test` builds (tests/support/client_venvs.py); without a suitable Python these tests
+skip and say so.
 The helper is driven both ways its docs name: over a `LlamaStackClient(base_url=<root>)`, which parses
 stream events into typed unions (and needs `response_id` on item events, spec §9b), and over a plain
-`openai.OpenAI(base_url=<root>/v1)`. A second script (tests/clients/lsc_more.py) covers the rest of §9b:
+`openai.OpenAI(base_url=<root>/v1)`. A second script (tests/support/clients/lsc_more.py) covers the rest of §9b:
 parallel client calls in a `stream=False` turn, retrieve/list/delete, and an MCP server among the tools.
 """
 
@@ -17,14 +18,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.client_venvs import run_client
-from tests.scripted_model import Reply, ScriptedModel, ThreadedServer, text, tool_call
-from tests.stack import SCRIPTED_MODEL, Stack
+from tests.support.client_venvs import run_client
+from tests.support.scripted_model import Reply, ScriptedModel, ThreadedServer, text, tool_call
+from tests.support.stack import SCRIPTED_MODEL, Stack
 
 pytestmark = pytest.mark.responses_clients
 
-SCRIPT = Path(__file__).parent / "clients" / "lsc_agent.py"
-MORE = Path(__file__).parent / "clients" / "lsc_more.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "support" / "clients" / "lsc_agent.py"
+MORE = Path(__file__).resolve().parents[1] / "support" / "clients" / "lsc_more.py"
 ANSWER = "It boils at -100."
 
 

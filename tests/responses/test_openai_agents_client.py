@@ -33,8 +33,8 @@ from agents.stream_events import RawResponsesStreamEvent, RunItemStreamEvent
 from openai import AsyncOpenAI
 from pydantic import BaseModel
 
-from tests.scripted_model import Reply, ScriptedModel, ThreadedServer, failure, text, tool_call
-from tests.stack import SCRIPTED_MODEL, Stack
+from tests.support.scripted_model import Reply, ScriptedModel, ThreadedServer, failure, text, tool_call
+from tests.support.stack import SCRIPTED_MODEL, Stack
 
 pytestmark = pytest.mark.responses_clients
 

@@ -15,8 +15,8 @@ import pytest
 from openai import AsyncOpenAI
 
 from api.responses.create import response_id_for
-from tests.scripted_model import ScriptedModel, failure, text
-from tests.stack import SCRIPTED_MODEL, Stack
+from tests.support.scripted_model import ScriptedModel, failure, text
+from tests.support.stack import SCRIPTED_MODEL, Stack
 
 
 @pytest.fixture
@@ -331,7 +331,7 @@ RESPONSE_ROUTES = {
     ("delete", "/v1/responses/{response_id}"),
     ("get", "/v1/responses/{response_id}/input_items"),
 }
-"""Walked by the tenancy test here (tests/test_tenancy.py counts them as walked)."""
+"""Walked by the tenancy test here (tests/security/test_tenancy.py counts them as walked)."""
 
 
 def _foreign_requests(response_id: str) -> list[tuple[str, str, dict[str, Any] | None]]:

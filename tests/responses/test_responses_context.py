@@ -18,7 +18,7 @@ from api.responses.context import (
 from api.responses.errors import OpenAIError, envelope
 from api.responses.request import CreateResponse, parse_create
 from domain.content import CompletionMessage, ToolResponseMessage, UserMessage
-from domain.runtime import SystemMessage
+from domain.turn_settings import SystemMessage
 
 
 def refusal(body: Any) -> dict[str, Any]:

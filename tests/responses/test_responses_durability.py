@@ -1,4 +1,4 @@
-"""The Responses dialect survives what the llama-stack dialect survives (tests/test_faults.py): the worker
+"""The Responses dialect survives what the llama-stack dialect survives (tests/durability/test_faults.py): the worker
 SIGKILLed while the model streams, the API SIGKILLed mid-stream (the client resumes with `starting_after`),
 the Temporal dev server restarted on its database, and a function-call pause through all three. Each
 response completes exactly once, as the unmodified `openai` SDK sees it; and an operator finds a
@@ -19,11 +19,11 @@ from openai import AsyncOpenAI
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import RetryConfig
 
-from api.event_stream import LIVENESS_CHECK_SECONDS
-from tests import mcp_server
-from tests.processes import ProcessStack
-from tests.scripted_model import ThreadedServer, text, tool_call
-from tests.stack import SCRIPTED_MODEL
+from api.streams.event_stream import LIVENESS_CHECK_SECONDS
+from tests.support import mcp_server
+from tests.support.processes import ProcessStack
+from tests.support.scripted_model import ThreadedServer, text, tool_call
+from tests.support.stack import SCRIPTED_MODEL
 
 pytestmark = pytest.mark.processes
 

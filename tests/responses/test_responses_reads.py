@@ -16,8 +16,8 @@ import pytest
 from openai import AsyncOpenAI
 
 from store.repository import Store, StoredEvent
-from tests.scripted_model import ScriptedModel, text, tool_call
-from tests.stack import SCRIPTED_MODEL, Stack
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import SCRIPTED_MODEL, Stack
 
 LOOKUP = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}
 CONTINUATIONS = 4

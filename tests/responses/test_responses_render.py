@@ -45,7 +45,7 @@ T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 sdk_events: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
 rendered: list[list[dict[str, Any]]] = []
 """Every stream `checked` rendered, for the llama-stack-client check."""
-LSC_PYTHON = Path(__file__).resolve().parent.parent / ".venv-lsc" / "bin" / "python"
+LSC_PYTHON = Path(__file__).resolve().parents[2] / ".venv-lsc" / "bin" / "python"
 
 
 # --- stored events, as the worker writes them --------------------------------------------------------

@@ -14,13 +14,13 @@ from openai import AsyncOpenAI
 from sqlalchemy import Connection, func, select
 
 from api.responses import view
-from api.runtime import Runtime
+from api.services import Services
 from api.turn_gateway import TurnGateway
-from api.turn_sweep import delete_unstored_responses
+from api.turns.sweep import delete_unstored_responses
 from store.tables import Base
-from tests.scripted_model import ScriptedModel, text, tool_call
-from tests.stack import SCRIPTED_MODEL, Stack
-from tests.test_responses_tools import WEATHER, assert_same_workflow
+from tests.responses.test_responses_tools import WEATHER, assert_same_workflow
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import SCRIPTED_MODEL, Stack
 
 
 @pytest.fixture
@@ -29,9 +29,9 @@ async def client(stack: Stack) -> AsyncIterator[AsyncOpenAI]:
         yield made
 
 
-def _runtime(stack: Stack) -> Runtime:
+def _runtime(stack: Stack) -> Services:
     gateway = TurnGateway(stack.client, stack.settings.task_queue)
-    return Runtime(
+    return Services(
         stack.settings,
         stack.store,
         gateway,

@@ -16,9 +16,9 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
-from tests import mcp_server
-from tests.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
-from tests.stack import SCRIPTED_MODEL, Stack
+from tests.support import mcp_server
+from tests.support.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
+from tests.support.stack import SCRIPTED_MODEL, Stack
 
 WEATHER = {
     "type": "function",

@@ -9,8 +9,8 @@ import llama_stack_client
 import pytest
 from llama_stack_client import Agent, LlamaStackClient
 
-from settings import OFFLINE_MODEL_ID
-from tests.stack import Stack
+from configuration.settings import OFFLINE_MODEL_ID
+from tests.support.stack import Stack
 
 KEYS = ("first-key-0123", "second-key-4567")
 JSON = {"content-type": "application/json"}

@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.databases import _admin, postgres_database
-from tests.stack import Stack, free_port
+from tests.support.databases import _admin, postgres_database
+from tests.support.stack import Stack, free_port
 
 LEAKS = ("asyncpg", "sqlalchemy", "postgresql", "role", "password", "127.0.0.1", "5432", "errno", "traceback", "/")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.stack import Stack
+from tests.support.stack import Stack
 
 
 def _port(url: str) -> int:

@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from settings import OFFLINE_MODEL_ID
-from tests.rest import sse_events
-from tests.scripted_model import ScriptedModel, text
-from tests.stack import SCRIPTED_MODEL, Stack
+from configuration.settings import OFFLINE_MODEL_ID
+from tests.support.rest import sse_events
+from tests.support.scripted_model import ScriptedModel, text
+from tests.support.stack import SCRIPTED_MODEL, Stack
 
 AGENT = {"agent_config": {"model": OFFLINE_MODEL_ID, "instructions": "Be brief."}}
 

@@ -12,10 +12,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from configuration.allowlist import IPAddress, parse_allowlist
+from configuration.settings import SettingsError, load_settings
 from outbound.http import Outbound, ReplyTooLarge
-from outbound.policy import IPAddress, OutboundPolicy, OutboundRefused, parse_allowlist, refusal_rule
-from settings import SettingsError, load_settings
-from tests.listener import Listener, Reply
+from outbound.policy import OutboundPolicy, OutboundRefused, refusal_rule
+from tests.support.listener import Listener, Reply
 
 
 def _get(outbound: Outbound, url: str, limit: int = 1000) -> tuple[int, bytes]:

@@ -19,11 +19,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests import mcp_server
-from tests.listener import Listener, Reply
-from tests.rest import create_agent, create_session, final_turn, sse_events
-from tests.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
-from tests.stack import TOOL_CALL_DEADLINE, Stack, free_port
+from tests.support import mcp_server
+from tests.support.listener import Listener, Reply
+from tests.support.rest import create_agent, create_session, final_turn, sse_events
+from tests.support.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
+from tests.support.stack import TOOL_CALL_DEADLINE, Stack, free_port
 
 INVOKE = "/v1/tool-runtime/invoke"
 

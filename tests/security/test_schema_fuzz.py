@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import Case, GenerationMode
 
-from tests.rest import create_agent, create_session
-from tests.scripted_model import ScriptedModel
-from tests.stack import Stack
+from tests.support.rest import create_agent, create_session
+from tests.support.scripted_model import ScriptedModel
+from tests.support.stack import Stack
 
 CASES_PER_OPERATION = 20
 

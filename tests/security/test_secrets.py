@@ -8,9 +8,9 @@ import logging
 import httpx
 import pytest
 
-from tests.rest import create_agent, create_session, final_turn
-from tests.scripted_model import ScriptedModel, failure, text, tool_call
-from tests.stack import SCRIPTED_KEY, Stack
+from tests.support.rest import create_agent, create_session, final_turn
+from tests.support.scripted_model import ScriptedModel, failure, text, tool_call
+from tests.support.stack import SCRIPTED_KEY, Stack
 from workflows.contracts import turn_workflow_id
 
 QUESTION = "What boils at one hundred degrees?"

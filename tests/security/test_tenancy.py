@@ -17,13 +17,13 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 from temporalio.common import SearchAttributeKey
 
-from api.tenancy import principals
-from settings import OFFLINE_MODEL_ID, SettingsError, load_settings
-from tests.rest import sse_events
-from tests.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
-from tests.stack import SCRIPTED_MODEL, Stack, free_port
-from tests.test_conversations import CONVERSATION_ROUTES
-from tests.test_responses_api import RESPONSE_ROUTES
+from api.guards.tenancy import principals
+from configuration.settings import OFFLINE_MODEL_ID, SettingsError, load_settings
+from tests.responses.test_conversations import CONVERSATION_ROUTES
+from tests.responses.test_responses_api import RESPONSE_ROUTES
+from tests.support.rest import sse_events
+from tests.support.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
+from tests.support.stack import SCRIPTED_MODEL, Stack, free_port
 
 TENANT_ID = SearchAttributeKey.for_keyword("TenantId")
 

@@ -10,10 +10,10 @@ from typing import Any
 import httpx
 from cryptography.fernet import Fernet
 
-from tests import mcp_server
-from tests.rest import BOILING_TOOL, create_agent, create_session, final_turn
-from tests.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
-from tests.stack import Stack
+from tests.support import mcp_server
+from tests.support.rest import BOILING_TOOL, create_agent, create_session, final_turn
+from tests.support.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
+from tests.support.stack import Stack
 from workflows.contracts import turn_workflow_id
 
 SECRET_TOKEN = mcp_server.SECRET.removeprefix("Bearer ")

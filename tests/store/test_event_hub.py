@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-import api.event_hub
-from api.event_hub import EventHub
+import api.streams.event_hub
+from api.streams.event_hub import EventHub
 from domain.agents import Agent, AgentConfig
 from domain.content import UserMessage
 from domain.events import KeyedEvent
@@ -27,10 +27,10 @@ from store.pg_wake import PostgresWakeReceiver
 from store.repository import Store
 from store.upgrade import upgrade_store
 from store.wake import WakeReceiver, WakeSender
-from tests.databases import _admin, postgres_database
-from tests.rest import create_agent, create_session, final_turn, sse_events
-from tests.scripted_model import ScriptedModel, text, tool_call
-from tests.stack import Stack
+from tests.support.databases import _admin, postgres_database
+from tests.support.rest import create_agent, create_session, final_turn, sse_events
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import Stack
 from workflows.contracts import turn_workflow_id
 
 

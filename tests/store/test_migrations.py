@@ -23,14 +23,14 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from store.tables import Base
 from store.upgrade import BASELINE, StoreNotUpgradable, head_revision, migrations_config, upgrade_store
-from tests.databases import postgres_database, store_url
+from tests.support.databases import postgres_database, store_url
 
 T = TypeVar("T")
 
 LEGACY = Path(__file__).parent / "legacy_store"
 """The DDL that `create_all` ran before migrations existed, per dialect: what existing stores have."""
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -12,10 +12,10 @@ from llama_stack_client import Agent, LlamaStackClient
 
 from store.database import open_database
 from store.rate_buckets import StoreRateBuckets
-from tests.databases import postgres_database
-from tests.scripted_model import text, tool_call
-from tests.stack import SCRIPTED_MODEL, Stack
-from tests.test_llama_stack_client import get_boiling_point
+from tests.llama_stack.test_llama_stack_client import get_boiling_point
+from tests.support.databases import postgres_database
+from tests.support.scripted_model import text, tool_call
+from tests.support.stack import SCRIPTED_MODEL, Stack
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,12 @@ import pytest
 from domain.agents import Agent, AgentConfig, ToolConfig, ToolGroupWithArgs
 from domain.content import CompletionMessage, ToolCall, UserMessage
 from domain.events import KeyedEvent
-from domain.runtime import FunctionTool, TurnSettings
+from domain.turn_settings import FunctionTool, TurnSettings
 from domain.turns import InferenceStep, TurnStatus
 from store.database import open_database
 from store.repository import Store, StoredEvent, TurnConflict, TurnTools
 from store.upgrade import upgrade_store
-from tests.databases import store_url
+from tests.support.databases import store_url
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import Connection, text
 
 from store.upgrade import upgrade_store
-from tests.databases import store_url
-from tests.test_migrations import insert_legacy_rows, make_legacy_store, on
+from tests.store.test_migrations import insert_legacy_rows, make_legacy_store, on
+from tests.support.databases import store_url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv-lsc"
 PYTHON = VENV / "bin" / "python"
 STAMP = VENV / ".deps"

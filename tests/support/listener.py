@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tests.scripted_model import ALLOWED_HOST
+from tests.support.scripted_model import ALLOWED_HOST
 
 CHUNK = 64 * 1024
 

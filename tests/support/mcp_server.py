@@ -12,8 +12,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from starlette.types import Receive, Scope, Send
 
-from tests.scripted_model import ThreadedServer
-from tests.stack import free_port
+from tests.support.scripted_model import ThreadedServer
+from tests.support.stack import free_port
 
 STARTED: list[str] = []
 """Names of the tools called so far, appended as each call starts (the server runs in-process)."""

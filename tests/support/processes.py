@@ -13,13 +13,13 @@ from pathlib import Path
 import httpx
 from temporalio.client import Client
 
+from configuration.settings import load_settings
+from hosting.temporal_connection import connect_temporal
 from serve import dev_server_command
-from settings import load_settings
-from temporal_connection import connect_temporal
-from tests.scripted_model import ALLOWED_HOST, ScriptedModel, ThreadedServer
-from tests.stack import SCRIPTED_KEY, SCRIPTED_KEY_ENV, SCRIPTED_MODEL, free_port
+from tests.support.scripted_model import ALLOWED_HOST, ScriptedModel, ThreadedServer
+from tests.support.stack import SCRIPTED_KEY, SCRIPTED_KEY_ENV, SCRIPTED_MODEL, free_port
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _wait_until(check: callable, what: str, seconds: float = 60) -> None:  # type: ignore[valid-type]

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from tests.stack import SCRIPTED_MODEL
+from tests.support.stack import SCRIPTED_MODEL
 
 BOILING_TOOL = {
     "name": "get_boiling_point",

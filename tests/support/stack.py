@@ -28,15 +28,15 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from api.app import create_app
+from configuration.settings import Settings, load_settings
 from domain.content import CompletionMessage, UserMessage
 from domain.turns import InferenceStep, TurnStatus
 from serve import DEV_SERVER_TUNING, temporal_binary
-from settings import Settings, load_settings
 from store.database import open_database
 from store.repository import Store
 from store.upgrade import upgrade_store
-from tests.sandbox import sandboxed_runner
-from tests.scripted_model import ALLOWED_HOST, GUARD_MODEL, ScriptedModel, ThreadedServer
+from tests.support.sandbox import sandboxed_runner
+from tests.support.scripted_model import ALLOWED_HOST, GUARD_MODEL, ScriptedModel, ThreadedServer
 from worker import build_worker
 from workflows import search_attributes
 
@@ -63,7 +63,7 @@ def free_port() -> int:
 
     A port from bind(0) is an ephemeral one: once released, any outgoing connection (the dev server's own
     gRPC connections, say) may take it as its source port, and a service restarted on it then cannot bind
-    (the likely reason a restart in tests/test_serve.py once never became healthy in CI). Slices keep the
+    (the likely reason a restart in tests/operations/test_serve.py once never became healthy in CI). Slices keep the
     parallel workers from handing out the same port."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
     slices = 8
@@ -138,7 +138,7 @@ class Stack:
                 ),
                 # Models are configured, so the offline model is off unless asked for; the suite uses it.
                 "DA_OFFLINE_MODEL": "true",
-                # The suite's own traffic is not what the limits are about (tests/test_limits.py is).
+                # The suite's own traffic is not what the limits are about (tests/security/test_limits.py is).
                 "DA_RATE_LIMIT_PER_MINUTE": "0",
                 "DA_MAX_INFER_ITERS": "1000",
                 "DA_OUTBOUND_ALLOW": ALLOWED_HOST,

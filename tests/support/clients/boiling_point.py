@@ -1,7 +1,7 @@
 """The client tool of llama-stack's own `Agent` examples, as plain Python for every client version's tests.
 
 Each wraps it with its own client's `client_tool`: llama-stack-client 0.2.12 in the suite's venv
-(tests/test_llama_stack_client.py), 0.7.x in `.venv-lsc` (lsc_agent.py, run as a script beside this file).
+(tests/llama_stack/test_llama_stack_client.py), 0.7.x in `.venv-lsc` (lsc_agent.py, run as a script beside this file).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """llama-stack-client 0.7.x's `Agent` helper with a client tool, unmodified, against our API.
 
-Runs in `.venv-lsc` (tests/client_venvs.py), not in the suite's venv: `python lsc_agent.py <root URL>
+Runs in `.venv-lsc` (tests/support/client_venvs.py), not in the suite's venv: `python lsc_agent.py <root URL>
 <llama-stack-client|openai> <model>`. One session, two streamed turns: the first calls the client tool,
 which the helper runs and answers with a `function_call_output` in the same conversation; the second is
 plain text. The last output line is a JSON summary the test asserts on; the helper's printed log goes
