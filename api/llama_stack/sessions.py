@@ -16,7 +16,7 @@ from api.llama_stack.schemas import CreateSessionRequest, CreateSessionResponse,
 from api.services import ServicesDep
 from api.turns.deletion import delete_with_turns
 from domain.turns import Session, TurnStatus
-from store.repository import LimitReached
+from store.records import LimitReached
 
 router = APIRouter(tags=["sessions"])
 

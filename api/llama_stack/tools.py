@@ -20,7 +20,7 @@ from api.llama_stack.schemas import ListResponse, ToolListResponse
 from api.services import Services, ServicesDep
 from domain.tools import MCP_PROVIDER, RegisterToolGroupRequest, ToolGroup, ToolInvocation, ToolInvocationResult
 from outbound.policy import OutboundRefused
-from store.repository import LimitReached
+from store.records import LimitReached
 from tool_runtime.catalog import BUILTIN_TOOLS, McpHeaders, ToolNameClash, UnknownToolGroup, as_wire_tool
 from tool_runtime.mcp import McpUnavailable
 

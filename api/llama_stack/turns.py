@@ -24,7 +24,7 @@ from domain.agents import Agent
 from domain.content import ToolResponse
 from domain.turns import ToolExecutionStep, Turn, TurnStatus
 from observability.tracing import turn_context
-from store.repository import TurnConflict
+from store.records import TurnConflict
 from tool_runtime.output_limit import truncate_content
 from workflows.contracts import pause_event_key
 

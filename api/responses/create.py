@@ -210,7 +210,7 @@ async def create(
     """Resume the turn the input answers, or start a new one; the response is recorded either way. `keyed`: the
     id comes from an Idempotency-Key, so an earlier attempt that crashed may have recorded its turn already.
     `request_hash`: an unkeyed request's, by which the SDK's retries of it find it (`latest_with_request`)."""
-    responses = ResponseStore(services.store.database)
+    responses = services.store.responses
     items = resolve_references(body.items(), context.items)
     check_tool_outputs(context.items, items)
     credentials = _seal(services, mcp_credentials(body))
@@ -292,7 +292,7 @@ async def retried(services: Services, record: ResponseRecord, body: CreateRespon
     if found.after is not None:
         return Created(record, found.after)
     if await services.store.turn_status(record.turn_id) == TurnStatus.AWAITING_INPUT:
-        await ResponseStore(services.store.database).forget(record.response_id)
+        await services.store.responses.forget(record.response_id)
         return None
     return Created(record, await services.store.last_event_id(record.turn_id))
 

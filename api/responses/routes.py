@@ -37,8 +37,8 @@ from api.services import Services, ServicesDep
 from api.streams.event_stream import is_final, tail_events
 from api.turns.sdk_retries import RETRY_COUNT_HEADER
 from api.turns.stuck import still_running
-from store.repository import StoredEvent
-from store.responses import ResponseRecord, ResponseStore
+from store.records import StoredEvent
+from store.responses import ResponseRecord
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ _pending_cancels: set[asyncio.Task[None]] = set()
 
 async def _stored(services: Services, tenant: str, response_id: str) -> ResponseRecord:
     """The tenant's stored response; 404 for unknown ids, other tenants' and `store: false` responses alike."""
-    record = await ResponseStore(services.store.database).get(tenant, response_id)
+    record = await services.store.responses.get(tenant, response_id)
     if record is None or not record.store:
         raise not_found("Response", response_id)
     return record
@@ -158,7 +158,7 @@ async def create_response(
         )
     tenant = principal.tenant
     response_id = response_id_for(tenant, idempotency_key)
-    responses = ResponseStore(services.store.database)
+    responses = services.store.responses
     request_hash = None
     if idempotency_key is not None:
         existing = await responses.get(tenant, response_id)
@@ -237,7 +237,7 @@ async def delete_response(response_id: str, services: ServicesDep, principal: Pr
     record = await _stored(services, principal.tenant, response_id)
     if (await view.response_object(services, record))["status"] in IN_FLIGHT:
         raise invalid("Cannot delete an in-flight response.")
-    await ResponseStore(services.store.database).delete(principal.tenant, response_id)
+    await services.store.responses.delete(principal.tenant, response_id)
     return {"id": response_id, "object": "response", "deleted": True}
 
 
@@ -291,7 +291,7 @@ async def list_responses(
 ) -> Any:
     """The tenant's stored responses, newest first by default (llama-stack-client's `responses.list`)."""
     try:
-        page = await ResponseStore(services.store.database).page(principal.tenant, after or None, limit, order, model)
+        page = await services.store.responses.page(principal.tenant, after or None, limit, order, model)
     except LookupError:
         # 404 like an unknown item cursor of a conversation: the id names nothing of this caller's.
         raise OpenAIError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection, select
@@ -23,8 +24,8 @@ from api.streams.event_stream import is_final, tail_events
 from api.turns.stuck import still_running
 from domain.turns import TurnStatus
 from store.conversations import ConversationNotFound, Item, insert_items
-from store.repository import StoredEvent
-from store.responses import ResponseRecord, ResponseStore, mark_appended
+from store.records import StoredEvent
+from store.responses import ResponseRecord, mark_appended
 from store.tables import ConversationItemRow
 
 _ITEMS_PER_READ = 1000
@@ -203,7 +204,7 @@ async def settle_conversation(services: Services, tenant: str, conversation_id: 
 
     The flag and the items are written in one transaction, so two processes settling at once append once. A
     response still running holds back the ones after it: the conversation stays in order."""
-    for record in await ResponseStore(services.store.database).of_conversation(conversation_id, unappended_only=True):
+    for record in await services.store.responses.of_conversation(conversation_id, unappended_only=True):
         if record.tenant_id != tenant:
             continue
         output = await output_items(services, record)
@@ -211,7 +212,7 @@ async def settle_conversation(services: Services, tenant: str, conversation_id: 
             return
         items = [Item(body["id"], body) for body in [*record.input_items(), *output]]
         await services.store.database.write(
-            lambda tx, r=record, i=items: _append(tx, r.response_id, conversation_id, i)
+            partial(_append, response_id=record.response_id, conversation_id=conversation_id, items=items)
         )
 
 

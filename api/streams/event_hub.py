@@ -26,7 +26,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
-from store.repository import EventsWritten, Store, StoredEvent
+from store.records import EventsWritten, StoredEvent
+from store.repository import Store
 
 log = logging.getLogger(__name__)
 

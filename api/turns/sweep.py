@@ -14,7 +14,6 @@ from datetime import UTC, datetime, timedelta
 
 from api.services import Services
 from api.turns.agent_turns import turn_start, workflow_summary
-from store.responses import ResponseStore
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +65,7 @@ async def delete_unstored_responses(services: Services, ended_before: datetime) 
 
     A response in a conversation goes once its items are appended there: the conversation is settled first.
     Whatever a crash interrupts, the next sweep finds again: the rows are the record of what is left to do."""
-    responses = ResponseStore(services.store.database)
+    responses = services.store.responses
     deleted: list[str] = []
     for found in await responses.unstored_ended(ended_before, SWEEP_BATCH):
         if found.conversation_id is not None and not found.appended_to_conversation:

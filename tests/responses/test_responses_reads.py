@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
-from store.repository import Store, StoredEvent
+from store.records import StoredEvent
+from store.repository import Store
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
 

@@ -12,10 +12,11 @@ import pytest
 from domain.agents import Agent, AgentConfig, ToolConfig, ToolGroupWithArgs
 from domain.content import CompletionMessage, ToolCall, UserMessage
 from domain.events import KeyedEvent
-from domain.turn_settings import FunctionTool, TurnSettings
+from domain.turn_settings import ContextMessage, FunctionTool, TurnSettings
 from domain.turns import InferenceStep, TurnStatus
 from store.database import open_database
-from store.repository import Store, StoredEvent, TurnConflict, TurnTools
+from store.records import StoredEvent, TurnConflict, TurnTools
+from store.repository import Store
 from store.upgrade import upgrade_store
 from tests.support.databases import store_url
 
@@ -296,7 +297,7 @@ async def test_a_reopened_turn_gets_back_the_tools_it_was_started_with(store: St
 
 async def test_detached_turns_keep_their_tenant_context_settings_and_pending_calls(store: Store) -> None:
     first = TurnSettings(model="m", instructions="one", function_tools=[FunctionTool(name="f")])
-    context = [UserMessage(content="before"), CompletionMessage(content="answer")]
+    context: list[ContextMessage] = [UserMessage(content="before"), CompletionMessage(content="answer")]
     await store.begin_detached_turn(TENANT, "d1", [UserMessage(content="now")], context, "set1", first, T0)
     await store.add_turn_settings("d1", "set2", TurnSettings(model="m", instructions="two"))
     await store.add_turn_settings("d1", "set2", TurnSettings(model="m", instructions="retried"))
