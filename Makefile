@@ -31,6 +31,7 @@ lint: $(VENV)/.test-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 # First .venv-lsc, the current llama-stack-client, which needs Python >= 3.12 (tests/support/client_venvs.py says
 # why and how it finds one; without such a Python it prints one line and those tests skip). Then the suite

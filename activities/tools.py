@@ -88,7 +88,7 @@ class ToolActivities:
         """Resolve within the turn's tenant. The tenant is read from the turn's row, not taken from the
         workflow's input: inputs recorded before tenancy existed still resolve, and nothing a workflow
         carries can point a turn at another tenant's toolgroups."""
-        turn_id = activity.info().workflow_id.removeprefix(TURN_WORKFLOW_PREFIX)
+        turn_id = (activity.info().workflow_id or "").removeprefix(TURN_WORKFLOW_PREFIX)
         tenant = await self._store.turn_tenant(turn_id)
         if tenant is None:
             raise ApplicationError(f"Turn {turn_id} is not in the store", type=TOOLS_UNAVAILABLE, non_retryable=True)

@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from sqlalchemy.engine import make_url
 
 from api.guards.auth import BearerAuth
@@ -145,7 +145,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BearerAuth, settings=current_settings)
     app.add_middleware(HostOriginCheck, settings=current_settings)
     app.add_middleware(OpenAIErrorEnvelope)  # outermost: the Responses paths' errors in OpenAI's shape
-    routers = (agents.router, sessions.router, turns.router, tools.router, shields.router, health.router)
+    routers: tuple[APIRouter, ...] = (
+        agents.router,
+        sessions.router,
+        turns.router,
+        tools.router,
+        shields.router,
+        health.router,
+    )
     routers += (conversations.router,)
     for router in routers:
         app.include_router(router, prefix="/v1")

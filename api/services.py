@@ -29,8 +29,8 @@ class Services:
     events: EventHub
     streams: StreamSlots
     settle_conversation: Callable[[Services, str, str], Awaitable[None]] = _nothing_to_settle
-    """Called with (runtime, tenant, conversation_id) before a conversation's items are read or added: appends
-    the items of the conversation's finished responses that are not in it yet (see RESPONSES_DESIGN.md,
+    """Called with (services, tenant, conversation_id) before a conversation's items are read or added: appends
+    the items of the conversation's finished responses that are not in it yet (docs/design.md,
     "Conversations"), so every reader sees them in order."""
 
 

@@ -9,7 +9,7 @@ process slept for 10, 100 and 300 ms, of
 
 - `python_loop_ms`: a fixed pure-Python loop (no I/O, no other process involved);
 - `grpc_round_trip_ms`: DescribeNamespace on a Temporal dev server as `make run` configures it;
-- `eager_start_to_activity_ms`: the eager start of a turn-like workflow (benchmark.py's floor) until
+- `eager_start_to_activity_ms`: the eager start of a turn-like workflow (bench.benchmark's floor) until
   its activity is entered, worker in this process.
 """
 

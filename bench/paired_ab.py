@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.paired_ab OTHER_CHECKOUT [--kind first-delta|simple|tool] [--probes 80]
 
 Two full benchmark runs minutes apart can differ by more than a lever is worth (a shared VM's pace
-moved by 30% within one session of #15). Here both checkouts' stacks (benchmark.py's EmbeddedStack:
+moved by 30% within one session). Here both checkouts' stacks (bench/benchmark's EmbeddedStack:
 serve.py, the API running the turns, the two model servers) are up at once and lone probes
 alternate between them, each in a fresh session, so drift falls on both alike; the median of the
 probe-by-probe differences is the lever's effect. Kinds: `first-delta`, POST → first text delta with

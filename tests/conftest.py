@@ -31,7 +31,7 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessStack
 
 
 @pytest.fixture
-def model(stack: Stack):  # type: ignore[no-untyped-def]
+def model(stack: Stack):
     """The scripted model, with an empty script and no recorded requests."""
     stack.model.script()
     return stack.model

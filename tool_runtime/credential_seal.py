@@ -10,6 +10,7 @@ deleted when the turn ends.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken
 
@@ -50,7 +51,7 @@ class CredentialSeal:
         """The headers by MCP server label."""
         return self._document(sealed).get(BY_LABEL, {})
 
-    def _document(self, sealed: str) -> dict[str, McpHeaders]:
+    def _document(self, sealed: str) -> dict[str, Any]:
         try:
             return json.loads(self._fernet.decrypt(sealed.encode()))
         except InvalidToken:

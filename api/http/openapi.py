@@ -98,7 +98,7 @@ def _document_streams(schema: dict[str, Any], router: APIRouter, prefix: str, ev
         returns = get_type_hints(route.endpoint).get("return")
         if returns is not StreamingResponse and StreamingResponse not in get_args(returns):
             continue
-        for method in route.methods:
+        for method in route.methods or ():
             ok = schema["paths"][prefix + route.path_format][method.lower()]["responses"]["200"]
             # Only streams, or a stream when the request asks for one (`stream: true`) and JSON otherwise.
             ok["content"] = events if returns is StreamingResponse else {**ok.get("content", {}), **events}

@@ -36,8 +36,8 @@ async def check_agent_config(config: AgentConfig, services: Services, tenant: st
         s for s in [*(config.input_shields or []), *(config.output_shields or [])] if s not in services.settings.shields
     ]
     if unknown:
-        known = sorted(services.settings.shields) or "none"
-        raise HTTPException(400, f"Unknown shields {unknown}; configured shields: {known}")
+        shields = sorted(services.settings.shields) or "none"
+        raise HTTPException(400, f"Unknown shields {unknown}; configured shields: {shields}")
 
 
 async def existing_agent(

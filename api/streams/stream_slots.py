@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from typing import overload
 
 from fastapi import HTTPException
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -50,6 +51,12 @@ class Slot:
             self._held = False
             self._release()
 
+    @overload
+    def hold_for(self, response: StreamingResponse) -> StreamingResponse: ...
+    @overload
+    def hold_for(self, response: JSONResponse) -> JSONResponse: ...
+    @overload
+    def hold_for(self, response: StreamingResponse | JSONResponse) -> StreamingResponse | JSONResponse: ...
     def hold_for(self, response: StreamingResponse | JSONResponse) -> StreamingResponse | JSONResponse:
         """Keep the slot while `response` streams (until the stream ends or its client goes)."""
         if not isinstance(response, StreamingResponse):

@@ -91,7 +91,7 @@ def target(actual: float | int | None, op: str, bound: float) -> dict[str, Any]:
 
 
 def targets(report: dict[str, Any]) -> dict[str, Any]:
-    """The targets of issue #15, for the embedded stack with model latency 0 (first delta of the llama-stack
+    """The performance targets, for the embedded stack with model latency 0 (first delta of the llama-stack
     dialect: TTFT 100 ms), for the figures this run measured."""
     found: dict[str, Any] = {}
     if "throughput" in report:

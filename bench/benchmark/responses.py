@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import httpx
@@ -117,7 +118,7 @@ async def measure_responses(
 
     log(f"responses: warm-up, {plan.warmup} of each kind")
     for one in (non_streamed_response, response_first_delta, tool_round_trip):
-        await repeat(plan.warmup, lambda one=one: one(client), timeout, "responses: warm-up")
+        await repeat(plan.warmup, partial(one, client), timeout, "responses: warm-up")
     non_streamed = await sequential("non-streamed", lambda: non_streamed_response(client))
     first_delta = await sequential("first text delta", lambda: response_first_delta(client))
     round_trip = await sequential("function-tool round trip", lambda: tool_round_trip(client), "round_trip")

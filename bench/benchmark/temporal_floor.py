@@ -26,7 +26,7 @@ _floor_activity_entered: dict[str, float] = {}
 
 @activity.defn(name="bench_floor_echo")
 async def floor_echo(value: str) -> str:
-    _floor_activity_entered[activity.info().workflow_id] = time.perf_counter()
+    _floor_activity_entered[activity.info().workflow_id or ""] = time.perf_counter()
     return value
 
 

@@ -34,7 +34,7 @@ def _create_and_crash(processes: ProcessStack, session: str, headers: dict[str, 
     assert processes.api is not None and processes.api.wait(timeout=10) == -9
 
 
-def _stored_turns(http: httpx.Client, session: str) -> list[dict]:  # type: ignore[type-arg]
+def _stored_turns(http: httpx.Client, session: str) -> list[dict]:
     return http.get(session).json()["turns"]
 
 

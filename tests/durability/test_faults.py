@@ -6,7 +6,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -38,7 +38,7 @@ def _ask(content: str, stream: bool = False) -> dict[str, object]:
     return {"messages": [{"role": "user", "content": content}], "stream": stream}
 
 
-def _in_background(call: callable) -> tuple[threading.Thread, list[httpx.Response]]:  # type: ignore[valid-type]
+def _in_background(call: Callable[[], httpx.Response]) -> tuple[threading.Thread, list[httpx.Response]]:
     results: list[httpx.Response] = []
     thread = threading.Thread(target=lambda: results.append(call()))
     thread.start()
@@ -104,7 +104,7 @@ def _outcome(processes: ProcessStack, turn_id: str, cancel: bool = False) -> dic
         if cancel:
             await handle.cancel()
         processes.start_worker()
-        return await handle.result()  # type: ignore[no-any-return]
+        return await handle.result()
 
     return asyncio.run(run())
 
@@ -214,7 +214,7 @@ def test_api_killed_mid_stream_then_the_client_resumes_from_its_last_event(
     words = " ".join(f"w{i}" for i in range(40))
     processes.model.script(text(words, token_delay_seconds=0.05))
     turns = _turns(http)
-    seen: list[tuple[int, dict]] = []  # type: ignore[type-arg]
+    seen: list[tuple[int, str]] = []
     with pytest.raises(httpx.HTTPError), http.stream("POST", turns, json=_ask("talk", stream=True)) as stream:
         for line in stream.iter_lines():
             if line.startswith("id: "):

@@ -47,8 +47,8 @@ def _termination_reason(stack: Stack, turn_id: str) -> str:
     return history.events[-1].workflow_execution_terminated_event_attributes.reason
 
 
-def _stored_rows(stack: Stack, turn_ids: list[str]) -> dict[str, int]:
-    def count(connection: Connection) -> dict[str, int]:
+def _stored_rows(stack: Stack, turn_ids: list[str]) -> dict[str, int | None]:
+    def count(connection: Connection) -> dict[str, int | None]:
         return {
             table.__tablename__: connection.scalar(
                 select(func.count()).select_from(table).where(table.turn_id.in_(turn_ids))

@@ -22,7 +22,7 @@ def _ask(content: str, stream: bool = True) -> dict[str, object]:
     return {"messages": [{"role": "user", "content": content}], "stream": stream}
 
 
-def _answer(turn: dict, content: str = "42") -> dict[str, object]:  # type: ignore[type-arg]
+def _answer(turn: dict, content: str = "42") -> dict[str, object]:
     call = turn["output_message"]["tool_calls"][0]
     return {"tool_responses": [{"call_id": call["call_id"], "tool_name": call["tool_name"], "content": content}]}
 

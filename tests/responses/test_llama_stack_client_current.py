@@ -1,5 +1,5 @@
 """The current llama-stack-client (0.7.x) `Agent` helper with a client tool, unmodified, against our
-Responses and Conversations API (issue #14's acceptance).
+Responses and Conversations API.
 
 That client needs Python >= 3.12 and cannot share `.venv` with the 0.2.12 client of
 tests/llama_stack/test_llama_stack_client.py, so it runs as a script (tests/support/clients/lsc_agent.py) in

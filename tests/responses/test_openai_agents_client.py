@@ -1,4 +1,4 @@
-"""The openai-agents SDK, unmodified, against our Responses API (issue #14's acceptance).
+"""The openai-agents SDK, unmodified, against our Responses API.
 
 `Runner` drives an agent whose model is our server (`OpenAIResponsesModel` over `AsyncOpenAI(base_url=…/v1)`)
 and whose `@function_tool` runs here, in the caller: the function call pauses the durable turn and the

@@ -29,7 +29,7 @@ def refusal(body: Any) -> dict[str, Any]:
 
 
 def test_the_forms_clients_send_are_accepted() -> None:
-    assert parse_create({"model": "m", "input": "hi"}).items()[0].text() == "hi"  # type: ignore[union-attr]
+    assert parse_create({"model": "m", "input": "hi"}).items()[0].text() == "hi"
     agents = parse_create(
         {
             "model": "m",
@@ -105,7 +105,7 @@ USER = {"role": "user", "content": "Weather in Paris?"}
 def test_outputs_must_answer_calls_in_context_exactly_once() -> None:
     check_tool_outputs(items(USER, CALL), items(OUTPUT))
     check_tool_outputs([], items(USER, CALL, OUTPUT, {"role": "user", "content": "thanks"}))
-    cases = [
+    cases: list[tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...], str]] = [
         ((USER,), (OUTPUT,), "No tool call found for function call output with call_id c1"),
         ((USER, CALL), (USER,), "No tool output found for function call c1."),
         ((USER, CALL), (OUTPUT, OUTPUT), "Duplicate function call output"),

@@ -137,7 +137,7 @@ async def test_worker_killed_during_an_mcp_call_the_call_runs_again_and_shows_on
 
     assert response.status == "completed"
     assert [item.type for item in response.output] == ["mcp_list_tools", "mcp_call", "message"]
-    assert response.output[1].output == "echoed" and response.output_text.strip() == "after the tool"  # type: ignore[union-attr]
+    assert response.output[1].output == "echoed" and response.output_text.strip() == "after the tool"
     assert mcp_server.STARTED == ["wait_then_echo", "wait_then_echo"]  # the call was retried
     assert len(processes.model.requests) == 2
 
@@ -190,7 +190,7 @@ async def test_dev_server_restarted_mid_response_it_completes_once(
             await asyncio.to_thread(processes.kill, processes.temporal)
         if down and not restarted and "".join(deltas(events)).split() == WORDS.split():
             restarted = True  # the model is done; its step cannot end while Temporal is away
-            await asyncio.sleep(LIVENESS_CHECK_SECONDS + RetryConfig().max_elapsed_time_millis / 1000 + 3)
+            await asyncio.sleep(LIVENESS_CHECK_SECONDS + (RetryConfig().max_elapsed_time_millis or 0) / 1000 + 3)
             await asyncio.to_thread(processes.start_temporal)
 
     assert restarted

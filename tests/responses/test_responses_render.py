@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,7 @@ class Turnlog:
         self.steps.append(step)
         self.bodies.append(step_complete_event(step).body)
 
-    def inference(self, step_id: str, text: str, calls: list[ToolCall] = (), stop: str = "end_of_turn") -> None:
+    def inference(self, step_id: str, text: str, calls: Sequence[ToolCall] = (), stop: str = "end_of_turn") -> None:
         message = CompletionMessage(content=text, stop_reason=stop, tool_calls=list(calls))
         started = self._now()
         self.step(
@@ -652,10 +653,10 @@ class _Recorder:
         return [event for event in self.events if event.key.startswith(prefix)]
 
 
-async def _attempt(recorder: _Recorder, attempt: int, chunks: list[str], calls: list[ToolCall] = ()) -> None:
+async def _attempt(recorder: _Recorder, attempt: int, chunks: list[str], calls: Sequence[ToolCall] = ()) -> None:
     """One attempt of the step's model call streaming `chunks`, then `calls`, written as activities/inference.py
     does: a later attempt streams only what earlier attempts did not (see _DeltaWriter.add_text, add_call)."""
-    request = InferenceRequest.model_construct(turn_id=TURN, step_id="s1")
+    request = InferenceRequest.model_construct(turn_id=TURN, step_id="s1")  # type: ignore[call-arg]
     already, calls_already = await InferenceActivities(recorder, None, 0)._streamed_before(request)  # type: ignore[arg-type]
     writer = _DeltaWriter(recorder, request, attempt, 0.0, already, calls_streamed=calls_already)  # type: ignore[arg-type]
     for chunk in chunks:

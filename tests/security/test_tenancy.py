@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +71,7 @@ def keyed_api(stack: Stack) -> Iterator[str]:
         yield url
 
 
-def _eventually(stack: Stack, read: Callable[[], Awaitable[list[object]]]) -> list[object]:
+def _eventually(stack: Stack, read: Callable[[], Coroutine[Any, Any, list[object]]]) -> list[object]:
     """Temporal's visibility store catches up with a start within moments."""
     for _ in range(50):
         found = stack.background.run(read())

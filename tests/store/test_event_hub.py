@@ -135,8 +135,8 @@ async def _store_with_a_running_turn(tmp_path: Path, url: str | None = None) -> 
 
 
 def _poll_every(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
-    monkeypatch.setattr(api.event_hub, "POLL_MIN_SECONDS", seconds)
-    monkeypatch.setattr(api.event_hub, "POLL_MAX_SECONDS", seconds)
+    monkeypatch.setattr(api.streams.event_hub, "POLL_MIN_SECONDS", seconds)
+    monkeypatch.setattr(api.streams.event_hub, "POLL_MAX_SECONDS", seconds)
 
 
 def _reads_of(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[float]:

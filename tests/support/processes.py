@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -22,7 +23,7 @@ from tests.support.stack import SCRIPTED_KEY, SCRIPTED_KEY_ENV, SCRIPTED_MODEL, 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _wait_until(check: callable, what: str, seconds: float = 60) -> None:  # type: ignore[valid-type]
+def _wait_until(check: Callable[[], object], what: str, seconds: float = 60) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:

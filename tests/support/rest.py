@@ -9,7 +9,7 @@ import httpx
 
 from tests.support.stack import SCRIPTED_MODEL
 
-BOILING_TOOL = {
+BOILING_TOOL: dict[str, Any] = {
     "name": "get_boiling_point",
     "description": "Boiling point of a liquid",
     "parameters": [{"name": "liquid_name", "parameter_type": "str", "description": "Liquid", "required": True}],

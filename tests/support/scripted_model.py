@@ -131,7 +131,7 @@ def _chunk(
     return f"data: {json.dumps(payload)}\n\n"
 
 
-async def _chunks(reply: Reply, number: int, model: str, usage: dict[str, int] | None):  # type: ignore[no-untyped-def]
+async def _chunks(reply: Reply, number: int, model: str, usage: dict[str, int] | None):
     yield _chunk(number, model, {"role": "assistant", "content": ""})
     for word in reply.text.split(" ") if reply.text else []:
         if reply.token_delay_seconds:
