@@ -20,7 +20,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from settings import ENV_PREFIX, FILE_KEYS, ModelSpec, Settings, ShieldSpec, env_name
+from configuration.settings import ENV_PREFIX, FILE_KEYS, ModelSpec, Settings, ShieldSpec, env_name
 
 ROOT = Path(__file__).resolve().parent.parent
 
