@@ -138,6 +138,18 @@ def test_each_python_quickstart_runs_as_written(stack: Stack, client: str) -> No
     assert "Tool get_weather returned:" in out
 
 
+@pytest.mark.responses_clients
+def test_the_llama_stack_client_quickstart_runs_on_the_current_client(stack: Stack, lsc_python: Path) -> None:
+    """The README says the same script runs on the current llama-stack-client (the Responses API underneath)
+    but for one line, which it names."""
+    block = next(block for block in readme_blocks("python") if "from llama_stack_client import" in block)
+    assert "    line.print()" in block and 'print(line, end="")' in README.read_text()
+    out = run_block(
+        block.replace("    line.print()", '    print(line, end="")'), [str(lsc_python), "-c"], stack.base_url
+    )
+    assert "Tool get_weather returned:" in out
+
+
 def test_the_curl_quickstart_runs_as_written(stack: Stack) -> None:
     if not (shutil.which("curl") and shutil.which("jq")):
         pytest.skip("curl and jq are needed to run the README's curl quickstart")
