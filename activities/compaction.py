@@ -6,6 +6,9 @@ first attempt wrote instead of asking the model again: one summary, one compacti
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,10 +18,10 @@ from temporalio.exceptions import ApplicationError
 from activities.conversation import conversation
 from activities.heartbeat import heartbeating
 from compaction.seal import CompactionSeal
-from compaction.summary import Summary, estimate_tokens, summarize
-from fault_points import AFTER_COMPACTION, crash_point
+from compaction.summary import CHARS_PER_TOKEN, MAX_SUMMARY_TOKENS, SUMMARY_INSTRUCTIONS, estimate_tokens, transcript
+from hosting.fault_points import AFTER_COMPACTION, crash_point
 from providers import openai_format
-from providers.base import ProviderRejected
+from providers.base import ChatModel, ChatRequest, FinishPart, ProviderRejected, TextPart
 from providers.registry import ModelRegistry
 from store.compactions import TURN_COMPACTION_KEY, CompactionStore
 from store.repository import Store
@@ -31,6 +34,40 @@ from workflows.compaction import (
     CompactTurnResult,
 )
 from workflows.contracts import PROVIDER_REJECTED, runtime_event
+
+
+def summary_request(model_name: str, messages: Sequence[dict[str, Any]]) -> ChatRequest:
+    return ChatRequest(
+        model=model_name,
+        messages=[
+            {"role": "system", "content": SUMMARY_INSTRUCTIONS},
+            {"role": "user", "content": transcript(messages)},
+        ],
+        max_tokens=MAX_SUMMARY_TOKENS,
+    )
+
+
+@dataclass(frozen=True)
+class Summary:
+    text: str
+    input_tokens: int
+    output_tokens: int
+
+
+async def summarize(model: ChatModel, model_name: str, messages: Sequence[dict[str, Any]]) -> Summary:
+    """The model's summary of `messages`; token counts as the provider reported them, else estimated."""
+    request = summary_request(model_name, messages)
+    parts: list[str] = []
+    reported: FinishPart | None = None
+    async for part in model.stream(request):
+        if isinstance(part, TextPart):
+            parts.append(part.text)
+        elif isinstance(part, FinishPart):
+            reported = part
+    text = "".join(parts).strip()
+    input_tokens = (reported.prompt_tokens if reported else None) or estimate_tokens(request.messages)
+    output_tokens = (reported.completion_tokens if reported else None) or math.ceil(len(text) / CHARS_PER_TOKEN)
+    return Summary(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
 
 
 def _gone(what: str) -> ApplicationError:

@@ -14,7 +14,7 @@ from typing import Any
 
 from compaction.summary import summary_message
 from domain.agents import AgentConfig
-from domain.runtime import TurnSettings
+from domain.turn_settings import TurnSettings
 from providers import openai_format
 from store.compactions import CompactionStore
 from store.repository import Store
@@ -31,7 +31,7 @@ class Conversation:
 
 async def conversation(
     store: Store,
-    session_id: str,
+    session_id: str | None,
     turn_id: str,
     max_history_bytes: int,
     agent_config: AgentConfig | None = None,
@@ -40,7 +40,7 @@ async def conversation(
     """`agent_config`: the config a request from an earlier release carried; otherwise the stored one.
     `compaction`: sessions may have been compacted (DA_SESSION_COMPACT_THRESHOLD): the latest summary stands
     for the turns before the turn that made it."""
-    found = await store.conversation_window(session_id, turn_id, max_history_bytes)
+    found = await store.conversation_window(session_id, turn_id, max_history_bytes) if session_id else None
     if found is None:
         raise LookupError(f"Turn {turn_id} not found in the store (was its session deleted?)")
     current, history, stored_config = found
@@ -49,7 +49,7 @@ async def conversation(
         raise LookupError(f"Turn {turn_id}'s agent is not in the store (was it deleted?)")
     earlier: list[dict[str, Any]] = []
     compacted = None
-    if compaction:  # a query per model call, made only where sessions compact
+    if compaction and session_id:  # a query per model call, made only where sessions compact
         compacted = await CompactionStore(store.database).session_compaction(session_id, current.started_at)
     if compacted is not None:
         since = compacted.started_at

@@ -10,10 +10,11 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.heartbeat import heartbeating
-from fault_points import AFTER_ERASE_BATCH, crash_point
+from hosting.fault_points import AFTER_ERASE_BATCH, crash_point
 from observability.metrics import RETENTION_OLDEST_AGE, RETENTION_PRUNED
-from store.repository import Store, delete_turns
+from store.repository import Store
 from store.retention import KINDS, unfinished_turns_of
+from store.rows import delete_turns
 from store.tables import TurnRow
 from workflows.contracts import turn_workflow_id
 from workflows.retention import (

@@ -1,6 +1,6 @@
 """Store size under a long soak with retention on: rows and SQLite file size stay flat; prints JSON lines.
 
-    .venv/bin/python bench/retention_soak.py [--turns 2000] [--ttl-turns 100] [--sweep-every 50]
+    .venv/bin/python -m bench.retention_soak [--turns 2000] [--ttl-turns 100] [--sweep-every 50]
 
 An hourly-fed agent session and a Responses chain, each given `--turns` turns on a simulated clock (a minute
 apart), with retention's own prune functions (store/retention.py, the ones `RetentionSweep` runs) applied
@@ -24,7 +24,7 @@ from sqlalchemy import Connection, func, select
 from domain.agents import Agent, AgentConfig
 from domain.content import CompletionMessage, UserMessage
 from domain.events import KeyedEvent
-from domain.runtime import TurnSettings
+from domain.turn_settings import TurnSettings
 from domain.turns import InferenceStep, TurnStatus
 from store.database import Database, open_database
 from store.repository import Store

@@ -1,4 +1,5 @@
-"""Writing a summary: the request a model is sent, the token estimate that decides when, and the call.
+"""Writing a summary: what the model is sent, and the token estimate that decides when (the call itself is
+activities/compaction.py's).
 
 The model is given the conversation as a transcript (one line per message: `User: …`, `Assistant: …`,
 `Tool result: …`, `Summary: …` for an earlier summary), not as chat messages: a transcript needs no tool
@@ -10,11 +11,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from domain.runtime import SystemMessage
-from providers.base import ChatModel, ChatRequest, FinishPart, TextPart
+from domain.turn_settings import SystemMessage
 
 SUMMARY_INSTRUCTIONS = (
     "You compact conversations. Below is the transcript of a conversation between a user and an assistant. "
@@ -80,37 +79,3 @@ def _line(message: dict[str, Any]) -> str:
 
 def transcript(messages: Sequence[dict[str, Any]]) -> str:
     return "\n".join(_line(message) for message in messages)
-
-
-def summary_request(model_name: str, messages: Sequence[dict[str, Any]]) -> ChatRequest:
-    return ChatRequest(
-        model=model_name,
-        messages=[
-            {"role": "system", "content": SUMMARY_INSTRUCTIONS},
-            {"role": "user", "content": transcript(messages)},
-        ],
-        max_tokens=MAX_SUMMARY_TOKENS,
-    )
-
-
-@dataclass(frozen=True)
-class Summary:
-    text: str
-    input_tokens: int
-    output_tokens: int
-
-
-async def summarize(model: ChatModel, model_name: str, messages: Sequence[dict[str, Any]]) -> Summary:
-    """The model's summary of `messages`; token counts as the provider reported them, else estimated."""
-    request = summary_request(model_name, messages)
-    parts: list[str] = []
-    reported: FinishPart | None = None
-    async for part in model.stream(request):
-        if isinstance(part, TextPart):
-            parts.append(part.text)
-        elif isinstance(part, FinishPart):
-            reported = part
-    text = "".join(parts).strip()
-    input_tokens = (reported.prompt_tokens if reported else None) or estimate_tokens(request.messages)
-    output_tokens = (reported.completion_tokens if reported else None) or math.ceil(len(text) / CHARS_PER_TOKEN)
-    return Summary(text=text, input_tokens=input_tokens, output_tokens=output_tokens)

@@ -67,7 +67,7 @@ class OfflineModel:
         if messages and messages[0]["role"] == "system" and messages[0]["content"] == SUMMARY_INSTRUCTIONS:
             return _summary(_text(messages[-1]["content"])), None
         tool_names = [tool["function"]["name"] for tool in request.tools]
-        tool_results = []
+        tool_results: list[dict[str, Any]] = []
         for message in reversed(messages):
             if message["role"] != "tool":
                 break

@@ -19,7 +19,8 @@ from datetime import datetime
 
 from sqlalchemy import Connection, and_, delete, exists, func, or_, select
 
-from store.repository import FINAL_STATUSES, delete_turns
+from store.records import FINAL_STATUSES
+from store.rows import delete_turns
 from store.tables import (
     AgentRow,
     CompactionRow,

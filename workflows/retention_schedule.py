@@ -24,7 +24,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from settings import Settings
+from configuration.settings import Settings
 from workflows.retention import SCHEDULE_ID, SWEEP_WORKFLOW_ID, RetentionPolicy, RetentionSweep
 
 log = logging.getLogger(__name__)

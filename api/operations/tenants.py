@@ -19,7 +19,7 @@ from fastapi import APIRouter, Header, HTTPException, Path
 from fastapi.responses import JSONResponse
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
-from api.runtime import RuntimeDep
+from api.services import ServicesDep
 from workflows.retention import Erased, EraseRequest, TenantErasure, erasure_workflow_id
 
 router = APIRouter(tags=["operator"])
@@ -40,17 +40,17 @@ def _require_operator(expected: str | None, authorization: str | None) -> None:
 @router.delete("/operator/tenants/{tenant}")
 async def erase_tenant(
     tenant: Annotated[str, Path(pattern=r"^[A-Za-z0-9_.-]{1,64}$")],
-    runtime: RuntimeDep,
+    services: ServicesDep,
     authorization: Annotated[str | None, Header()] = None,
 ) -> Any:
     """Delete every agent, session, turn, response, conversation, toolgroup and compaction of the tenant.
     Revoke its API keys first: what it creates meanwhile may survive this erasure (erase it again)."""
-    _require_operator(runtime.settings.operator_key, authorization)
-    handle = await runtime.turns.client.start_workflow(
+    _require_operator(services.settings.operator_key, authorization)
+    handle = await services.turns.client.start_workflow(
         TenantErasure.run,
-        EraseRequest(tenant=tenant, limit=runtime.settings.retention_batch),
+        EraseRequest(tenant=tenant, limit=services.settings.retention_batch),
         id=erasure_workflow_id(tenant),
-        task_queue=runtime.settings.task_queue,
+        task_queue=services.settings.task_queue,
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         static_summary=f"erase tenant {tenant}",

@@ -20,17 +20,16 @@ from pydantic import Field
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from api.guards.tenancy import PrincipalDep
 from api.responses import ids
 from api.responses.compaction import NO_KEY, as_read, compaction_seal, open_compactions, user_messages
 from api.responses.context import resolve_references, to_messages
 from api.responses.create import chain_items, stored_input
 from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid
 from api.responses.request import InputItem, Lenient, MessageItem, parse_body
-from api.runtime import RuntimeDep
-from api.tenancy import PrincipalDep
+from api.services import ServicesDep
 from providers import openai_format
 from store.compactions import CompactionStore
-from store.responses import ResponseStore
 from workflows.compaction import CompactionDone, CompactionStart, CompactionWorkflow, compaction_workflow_id
 
 log = logging.getLogger(__name__)
@@ -59,13 +58,13 @@ def _failure(error: WorkflowFailureError) -> OpenAIError:
 @router.post("/responses/compact")
 async def compact_response(
     raw: Annotated[dict[str, Any], Body(description="The compact parameters of the OpenAI Responses API")],
-    runtime: RuntimeDep,
+    services: ServicesDep,
     principal: PrincipalDep,
 ) -> Any:
     """Compact a context: the answer's output is its user messages followed by one compaction item, to send
     as (the start of) a later request's input."""
     body = parse_body(CompactRequest, raw)
-    settings = runtime.settings
+    settings = services.settings
     if settings.model(body.model) is None:
         known = ", ".join(sorted(settings.models))
         raise invalid(
@@ -79,7 +78,7 @@ async def compact_response(
     tenant = principal.tenant
     prior: list[InputItem] = []
     if body.previous_response_id is not None:
-        prior = await chain_items(runtime, ResponseStore(runtime.store.database), tenant, body.previous_response_id)
+        prior = await chain_items(services, services.store.responses, tenant, body.previous_response_id)
     window = [*prior, *resolve_references(body.items(), prior)]
     if not window:
         raise invalid("Nothing to compact: send 'input', 'previous_response_id' or both.", "input")
@@ -88,11 +87,11 @@ async def compact_response(
     messages += openai_format.context_messages(to_messages(read))
 
     compaction_id = "cmpr_" + uuid.uuid4().hex
-    compactions = CompactionStore(runtime.store.database)
+    compactions = CompactionStore(services.store.database)
     created_at = datetime.now(UTC)
     await compactions.add(compaction_id, tenant, body.model, messages, created_at)
     try:
-        handle = await runtime.turns.client.start_workflow(
+        handle = await services.turns.client.start_workflow(
             CompactionWorkflow.run,
             CompactionStart(compaction_id=compaction_id),
             id=compaction_workflow_id(compaction_id),

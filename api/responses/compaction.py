@@ -24,11 +24,10 @@ from api.responses.request import (
     InputItem,
     MessageItem,
 )
-from api.runtime import Runtime
+from api.services import Services
 from compaction.seal import Compacted, CompactionSeal, SealBroken
 from compaction.summary import SUMMARY_PREFIX
-from settings import Settings
-from store.responses import ResponseStore
+from configuration.settings import Settings
 
 NO_KEY = (
     "This server cannot read or make compaction items: its operator has not set DA_CREDENTIALS_KEY "
@@ -56,16 +55,16 @@ def compact_threshold(settings: Settings, body: CreateResponse) -> int | None:
     return entries[0].compact_threshold or settings.compact_threshold or DEFAULT_COMPACT_THRESHOLD
 
 
-async def refuse_interleaving(runtime: Runtime, body: CreateResponse, threshold: int | None) -> None:
+async def refuse_interleaving(services: Services, body: CreateResponse, threshold: int | None) -> None:
     """A conversation compacts one response at a time: a create on a conversation where another response is
     still running is refused (409) when either compacts — a summary must cover everything before it."""
     if body.conversation_id is None:
         return
-    for record in await ResponseStore(runtime.store.database).of_conversation(body.conversation_id, True):
-        status = await runtime.store.turn_status(record.turn_id)
+    for record in await services.store.responses.of_conversation(body.conversation_id, True):
+        status = await services.store.turn_status(record.turn_id)
         if status is None or status.is_final:
             continue
-        if threshold is not None or record.request.get("context_management") or runtime.settings.compact_threshold:
+        if threshold is not None or record.request.get("context_management") or services.settings.compact_threshold:
             raise OpenAIError(
                 409,
                 f"Conversation {body.conversation_id} has a response still running ({record.response_id}) and "

@@ -1,0 +1,157 @@
+"""Retention with short TTLs and a short schedule period against the real stack: expired responses,
+conversations, sessions and turns disappear within a period while a paused turn survives; an operator erases
+a tenant in one call; the metrics count what was pruned."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+from openai import OpenAI
+
+from api.guards.auth import OPERATOR_PREFIX
+from configuration.settings import RETENTION_KINDS, Settings
+from store.retention import KINDS
+from tests.support.rest import create_agent, create_session, final_turn
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import SCRIPTED_MODEL, Stack
+from workflows.retention import SCHEDULE_ID
+from workflows.retention_schedule import ensure_retention_schedule
+
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+OPERATOR_KEY = "operator-key-0123456789"
+OPERATOR_ROUTES = {("delete", "/v1/operator/tenants/{tenant}")}
+"""An operator's, not a tenant's (tests/test_tenancy.py counts them as walked): proven here to refuse API keys."""
+
+
+@pytest.fixture
+def client(stack: Stack) -> Iterator[OpenAI]:
+    with OpenAI(base_url=f"{stack.base_url}/v1", api_key="unused", max_retries=0, timeout=60) as made:
+        yield made
+
+
+@pytest.fixture
+def retention(stack: Stack) -> Iterator[Any]:
+    """Puts the retention schedule in place with the given TTLs (seconds) and period; removed afterwards, so
+    the rest of the suite on this stack keeps its rows."""
+
+    def start(ttls: dict[str, float], period: float) -> Settings:
+        settings = stack.settings.model_copy(
+            update={"retention": {k: timedelta(seconds=v) for k, v in ttls.items()}, "retention_period": period}
+        )
+        stack.background.run(ensure_retention_schedule(stack.client, settings))
+        return settings
+
+    yield start
+    stack.background.run(ensure_retention_schedule(stack.client, stack.settings))
+
+
+def test_every_kind_with_a_ttl_is_registered() -> None:
+    assert {name for name, kind in KINDS.items() if kind.prune is not None} == set(RETENTION_KINDS)
+
+
+def test_expired_rows_go_within_a_period_and_a_paused_turn_stays(
+    stack: Stack, client: OpenAI, model: ScriptedModel, retention: Any
+) -> None:
+    model.script(tool_call("get_weather", {"city": "Paris"}), text("stored answer"), text("chained"), text("later"))
+    paused = client.responses.create(model=SCRIPTED_MODEL, input="weather?", tools=[WEATHER])
+    assert paused.output[0].type == "function_call"
+    stored = client.responses.create(model=SCRIPTED_MODEL, input="keep me a while")
+    chained = client.responses.create(model=SCRIPTED_MODEL, input="and me", previous_response_id=stored.id)
+    conversation = client.conversations.create(items=[{"role": "user", "content": "old conversation"}])
+    compacted = client.responses.compact(model=SCRIPTED_MODEL, input="compact me")
+    assert compacted.output[-1].type == "compaction"
+    with httpx.Client(base_url=stack.base_url, timeout=60) as http:
+        agent_id = create_agent(http, client_tools=[])
+        session_id = create_session(http, agent_id)
+        turn = final_turn(
+            http.post(
+                f"/v1/agents/{agent_id}/session/{session_id}/turn",
+                json={"messages": [{"role": "user", "content": "hi"}], "stream": True},
+            )
+        )
+        assert turn["status"] == "completed"
+
+        time.sleep(2)  # everything above is now older than its TTL
+        recent = client.responses.create(model=SCRIPTED_MODEL, input="too young to go")
+        retention({kind: 1.5 for kind in RETENTION_KINDS}, period=1)
+
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if http.get(f"/v1/responses/{stored.id}").status_code == 404 and (
+                http.get(f"/v1/conversations/{conversation.id}").status_code == 404
+            ):
+                break
+            time.sleep(0.5)
+        for gone in (f"/v1/responses/{stored.id}", f"/v1/responses/{chained.id}"):
+            assert http.get(gone).status_code == 404, gone
+        assert http.get(f"/v1/conversations/{conversation.id}").status_code == 404
+        assert http.get(f"/v1/agents/{agent_id}/session/{session_id}").status_code == 404
+        assert http.get(f"/v1/agents/{agent_id}/session/{session_id}/turn/{turn['turn_id']}").status_code == 404
+        assert http.get(f"/v1/responses/{recent.id}").status_code == 200  # its TTL has not passed
+        metrics = http.get("/metrics").text
+    assert 'durable_agents_retention_pruned_rows_total{kind="responses",reason="ttl"}' in metrics
+    assert 'durable_agents_retention_oldest_age_seconds{kind="responses"}' in metrics
+
+    # The paused turn is never pruned before its own expiry: it still answers its tool output.
+    kept = client.responses.retrieve(paused.id)
+    assert kept.status == "completed" and kept.output[0].type == "function_call"
+    output = {"type": "function_call_output", "call_id": kept.output[0].call_id, "output": "sunny"}
+    model.script(text("Sunny."))
+    resumed = client.responses.create(
+        model=SCRIPTED_MODEL, previous_response_id=paused.id, input=[output], tools=[WEATHER]
+    )
+    assert resumed.status == "completed" and resumed.output_text.strip() == "Sunny."
+
+
+async def test_the_schedule_follows_the_settings(stack: Stack, retention: Any) -> None:
+    retention({"responses": 60}, period=30)
+    retention({"responses": 60, "turns": 120}, period=45)  # a second start updates it
+    described = await stack.client.get_schedule_handle(SCHEDULE_ID).describe()
+    assert described.schedule.spec.intervals[0].every == timedelta(seconds=45)
+    await ensure_retention_schedule(stack.client, stack.settings)  # no TTL: the schedule goes
+    with pytest.raises(Exception, match="not found"):
+        await stack.client.get_schedule_handle(SCHEDULE_ID).describe()
+
+
+def test_an_operator_erases_one_tenant_in_one_call(stack: Stack, model: ScriptedModel) -> None:
+    keys = ("alice:key-alice-0123", "bob:key-bob-4567")
+    settings = stack.settings.model_copy(update={"api_keys": keys, "operator_key": OPERATOR_KEY})
+    model.script(tool_call("get_weather", {"city": "Oslo"}))
+    with stack.other_api(settings) as url:
+        alice = httpx.Client(base_url=url, headers={"Authorization": "Bearer key-alice-0123"}, timeout=60)
+        bob = httpx.Client(base_url=url, headers={"Authorization": "Bearer key-bob-4567"}, timeout=60)
+        operator = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {OPERATOR_KEY}"}, timeout=60)
+        paused = alice.post("/v1/responses", json={"model": SCRIPTED_MODEL, "input": "w?", "tools": [WEATHER]}).json()
+        answered = alice.post("/v1/responses", json={"model": SCRIPTED_MODEL, "input": "hello"}).json()
+        conversation = alice.post("/v1/conversations", json={"items": [{"role": "user", "content": "x"}]}).json()
+        agent_id = create_agent(alice, client_tools=[])
+        session_id = create_session(alice, agent_id)
+        bobs = bob.post("/v1/responses", json={"model": SCRIPTED_MODEL, "input": "bob's"}).json()
+
+        assert alice.delete(f"{OPERATOR_PREFIX}tenants/alice").status_code == 401  # an API key is no operator
+        erased = operator.delete(f"{OPERATOR_PREFIX}tenants/alice")
+        assert erased.status_code == 200, erased.text
+        body = erased.json()
+        assert body["status"] == "completed" and body["stopped_turns"] == 1
+        assert body["deleted"]["responses"] >= 1 and body["deleted"]["conversations"] == 1
+
+        for path in (f"/v1/responses/{paused['id']}", f"/v1/responses/{answered['id']}"):
+            assert alice.get(path).status_code == 404
+        assert alice.get(f"/v1/conversations/{conversation['id']}").status_code == 404
+        assert alice.get(f"/v1/agents/{agent_id}").status_code == 404
+        assert alice.get(f"/v1/agents/{agent_id}/session/{session_id}").status_code == 404
+        assert bob.get(f"/v1/responses/{bobs['id']}").status_code == 200  # another tenant's stays
+        again = operator.delete(f"{OPERATOR_PREFIX}tenants/alice").json()
+        assert again["status"] == "completed" and again["deleted"] == {}
+    with stack.other_api(stack.settings) as url:
+        off = httpx.delete(f"{url}{OPERATOR_PREFIX}tenants/alice", headers={"Authorization": "Bearer x"})
+        assert off.status_code == 404 and "DA_OPERATOR_KEY" in off.json()["detail"]
