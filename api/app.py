@@ -17,6 +17,7 @@ from api.errors import install_error_handlers
 from api.event_hub import EventHub
 from api.host_check import HostOriginCheck
 from api.llama_stack import agents, sessions, shields, tools, turns
+from api.openai_platform import webhook_endpoints
 from api.openapi import install_openapi
 from api.operations import health, metrics
 from api.rate_limit import ProcessRateBuckets, RateLimit
@@ -32,6 +33,7 @@ from observability.api_tracing import fastapi_native_telemetry_off, instrument_a
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
 from observability.worker_metrics import sdk_metrics_runtime
+from outbound.http import outbound_from
 from settings import Settings, SettingsError, get_settings
 from store.database import open_database
 from store.pg_wake import PostgresWakeReceiver
@@ -39,8 +41,10 @@ from store.rate_buckets import StoreRateBuckets
 from store.repository import Store
 from store.upgrade import upgrade_store
 from store.wake import WakeReceiver, WakeSender, wake_dir
+from store.webhooks import WebhookStore
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
+from webhooks import dispatch
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +108,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             streams,
             settle_conversation=settle_conversation,
         )
-        background = [poller]
+        webhook_store = WebhookStore(database)
+        starter = dispatch.DeliveryStarter(client, config.task_queue, webhook_store)
+        app.state.webhooks = webhook_endpoints.Webhooks(config, webhook_store, starter, outbound_from(config))
+        background = [poller, asyncio.create_task(dispatch.sweep_forever(starter, config.webhook_sweep_interval))]
         if config.unstarted_turn_sweep is not None:
             background.append(asyncio.create_task(sweep_forever(runtime, config.unstarted_turn_sweep)))
         try:
@@ -151,6 +158,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router, prefix="/v1")
     install_openapi(app, routers, prefix="/v1")
     app.include_router(responses.router, prefix="/v1")
+    app.include_router(webhook_endpoints.router, prefix="/v1")
     app.include_router(health.readiness_router)
     app.include_router(metrics.router)
     instrument_api(app, lambda turn_id: app.state.runtime.turns.trace_carrier(turn_id))

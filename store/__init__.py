@@ -3,3 +3,5 @@
 Temporal forgets closed workflows after the namespace retention; this store does not.
 SQLite by default, PostgreSQL by URL — the same SQLAlchemy 2 async code.
 """
+
+from store import webhook_tables as webhook_tables  # its tables join the metadata that migrations compare
