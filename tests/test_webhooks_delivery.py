@@ -14,11 +14,13 @@ import httpx
 import openai
 import pytest
 from openai import OpenAI
+from temporalio.client import WorkflowExecutionStatus
 
 from tests.rest import create_agent, create_session, final_turn
 from tests.scripted_model import ScriptedModel, text, tool_call
 from tests.stack import SCRIPTED_MODEL, Stack
 from tests.webhook_receiver import Receiver
+from workflows.webhook_delivery import delivery_workflow_id
 
 WEATHER = {
     "type": "function",
@@ -112,7 +114,7 @@ def test_an_endpoint_shows_its_secret_once_and_a_test_delivery_verifies(
 
 
 def test_a_background_response_that_completes_is_delivered_once(
-    client: OpenAI, model: ScriptedModel, receiver: Receiver, endpoint: Any, http: httpx.Client
+    client: OpenAI, model: ScriptedModel, receiver: Receiver, endpoint: Any, http: httpx.Client, stack: Stack
 ) -> None:
     model.script(text("done"))
     created = client.responses.create(model=SCRIPTED_MODEL, input="go", background=True)
@@ -127,6 +129,23 @@ def test_a_background_response_that_completes_is_delivered_once(
     assert [attempt["status_code"] for attempt in log["attempts"]] == [200]
     time.sleep(1.5)  # a sweep runs meanwhile: it starts nothing again
     assert len(receiver.deliveries) == 1
+
+    # An operator finds the delivery in Temporal by endpoint and event; the secret is in no history nor row.
+    handle = stack.client.get_workflow_handle(delivery_workflow_id(endpoint.id, event.id, 0))
+    described = stack.background.run(handle.describe())
+    assert described.status == WorkflowExecutionStatus.COMPLETED
+    assert stack.background.run(described.memo()) == {
+        "delivery_id": log["id"],
+        "endpoint_id": endpoint.id,
+        "event_id": event.id,
+        "event_type": "response.completed",
+    }
+    history = stack.background.run(handle.fetch_history()).to_json()
+    secret_key = endpoint.signing_secret.removeprefix("whsec_")
+    assert secret_key not in history and secret_key not in stack.store_text()
+    metrics = http.get("/metrics").text
+    assert 'durable_agents_webhook_deliveries_sent_total{event_type="response.completed"}' in metrics
+    assert "durable_agents_webhook_oldest_pending_seconds" in metrics
 
 
 def test_a_cancelled_background_response_is_delivered(
@@ -243,7 +262,7 @@ def test_deleting_an_endpoint_stops_its_pending_deliveries(
     receiver.answer(*[500] * 20)
     model.script(text("done"))
     client.responses.create(model=SCRIPTED_MODEL, input="go", background=True)
-    receiver.wait_for(1)
+    first = receiver.wait_for(1)[0]
 
     deleted = client.webhooks.delete(endpoint.id)
 
@@ -251,6 +270,8 @@ def test_deleting_an_endpoint_stops_its_pending_deliveries(
     seen = len(receiver.deliveries)
     time.sleep(4)  # longer than the rest of the test schedule
     assert len(receiver.deliveries) <= seen + 1  # at most an attempt already under way
+    handle = stack.client.get_workflow_handle(delivery_workflow_id(endpoint.id, first.headers["webhook-id"], 0))
+    assert stack.background.run(handle.describe()).status == WorkflowExecutionStatus.CANCELED
     with pytest.raises(openai.NotFoundError):
         client.webhooks.retrieve(endpoint.id)
 
