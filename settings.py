@@ -368,6 +368,8 @@ class Settings(BaseSettings):
     """Webhook endpoints one tenant may have."""
     webhook_sweep_interval: PositiveSeconds = 30.0
     """How often each API process starts delivery workflows that a crash left unstarted (and once at start)."""
+    webhook_log_retention: PositiveSeconds = 30 * 24 * 3600.0
+    """Seconds webhook events, their deliveries and attempts are kept (the delivery log) once none is pending."""
 
     @classmethod
     def settings_customise_sources(

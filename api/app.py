@@ -111,7 +111,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         webhook_store = WebhookStore(database)
         starter = dispatch.DeliveryStarter(client, config.task_queue, webhook_store)
         app.state.webhooks = webhook_endpoints.Webhooks(config, webhook_store, starter, outbound_from(config))
-        background = [poller, asyncio.create_task(dispatch.sweep_forever(starter, config.webhook_sweep_interval))]
+        outbox = dispatch.sweep_forever(
+            starter, webhook_store, config.webhook_sweep_interval, config.webhook_log_retention
+        )
+        background = [poller, asyncio.create_task(outbox)]
         if config.unstarted_turn_sweep is not None:
             background.append(asyncio.create_task(sweep_forever(runtime, config.unstarted_turn_sweep)))
         try:

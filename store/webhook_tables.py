@@ -41,6 +41,7 @@ class WebhookEventRow(Base):
     __table_args__ = (
         UniqueConstraint("tenant_id", "cause", name="uq_webhook_events_cause"),
         Index("ix_webhook_events_turn", "turn_id"),
+        Index("ix_webhook_events_created", "created_at"),  # the pruning of old events
     )
 
     event_id: Mapped[str] = mapped_column(String(64), primary_key=True)

@@ -493,6 +493,30 @@ class WebhookStore:
 
         await self.database.write(run)
 
+    async def prune(self, recorded_before: datetime, limit: int = 1000) -> int:
+        """Delete up to `limit` events recorded before then, with their deliveries and attempts, unless a
+        delivery of theirs is still pending; how many events went."""
+
+        def run(tx: Connection) -> int:
+            pending = select(WebhookDeliveryRow.event_id).where(
+                WebhookDeliveryRow.event_id == WebhookEventRow.event_id, WebhookDeliveryRow.status == PENDING
+            )
+            old = list(
+                tx.scalars(
+                    select(WebhookEventRow.event_id)
+                    .where(WebhookEventRow.created_at < recorded_before, ~pending.exists())
+                    .limit(limit)
+                )
+            )
+            if old:
+                deliveries = select(WebhookDeliveryRow.delivery_id).where(WebhookDeliveryRow.event_id.in_(old))
+                tx.execute(delete(WebhookAttemptRow).where(WebhookAttemptRow.delivery_id.in_(deliveries)))
+                tx.execute(delete(WebhookDeliveryRow).where(WebhookDeliveryRow.event_id.in_(old)))
+                tx.execute(delete(WebhookEventRow).where(WebhookEventRow.event_id.in_(old)))
+            return len(old)
+
+        return await self.database.write(run)
+
     async def oldest_pending(self) -> datetime | None:
         query = select(func.min(WebhookDeliveryRow.pending_since)).where(WebhookDeliveryRow.status == PENDING)
         return await self.database.read(lambda tx: tx.scalar(query))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -16,6 +17,7 @@ import pytest
 from openai import OpenAI
 from temporalio.client import WorkflowExecutionStatus
 
+from store.webhooks import WebhookStore
 from tests.rest import create_agent, create_session, final_turn
 from tests.scripted_model import ScriptedModel, text, tool_call
 from tests.stack import SCRIPTED_MODEL, Stack
@@ -111,6 +113,11 @@ def test_an_endpoint_shows_its_secret_once_and_a_test_delivery_verifies(
         delivered.event("whsec_" + "A" * 43 + "=")
     receiver.answer(503)
     assert client.webhooks.test(endpoint.id, event_type="turn.awaiting_input").status_code == 503
+
+    updated = client.webhooks.update(endpoint.id, name="renamed", event_types=["turn.completed", "turn.completed"])
+    assert (updated.name, updated.event_types, updated.url) == ("renamed", ["turn.completed"], receiver.url)
+    assert updated.updated_at is not None and updated.created_at <= updated.updated_at
+    assert client.webhooks.retrieve(endpoint.id).name == "renamed"
 
 
 def test_a_background_response_that_completes_is_delivered_once(
@@ -213,7 +220,7 @@ def test_a_llama_stack_turn_awaiting_input_names_its_session_turn_and_calls(
 
 
 def test_a_receiver_that_fails_twice_gets_the_same_event_a_third_time(
-    client: OpenAI, model: ScriptedModel, receiver: Receiver, endpoint: Any, http: httpx.Client
+    client: OpenAI, model: ScriptedModel, receiver: Receiver, endpoint: Any, http: httpx.Client, stack: Stack
 ) -> None:
     receiver.answer(500, 502)
     model.script(text("done"))
@@ -235,6 +242,17 @@ def test_a_receiver_that_fails_twice_gets_the_same_event_a_third_time(
     assert redelivered.status_code == 200 and redelivered.json()["redeliveries"] == 1
     fourth = receiver.wait_for(4)[3]
     assert fourth.headers["webhook-id"] == first.headers["webhook-id"] and fourth.status == 200
+    assert wait_for_log(http, endpoint.id, "delivered")["attempts"][-1]["status_code"] == 200
+
+    # The log is kept for DA_WEBHOOK_LOG_RETENTION; then the ended delivery goes, a pending one stays.
+    receiver.answer(*[500] * 20)
+    client.webhooks.test(endpoint.id, event_type="response.completed")  # not logged: sent at once
+    model.script(text("again"))
+    client.responses.create(model=SCRIPTED_MODEL, input="go", background=True)
+    wait_for_log(http, endpoint.id, "pending")
+    webhook_store = WebhookStore(stack.store.database)
+    stack.background.run(webhook_store.prune(datetime.now(UTC) + timedelta(days=1)))
+    assert [delivery["status"] for delivery in deliveries_of(http, endpoint.id)] == ["pending"]
 
 
 def test_a_rotation_that_keeps_the_old_secret_signs_with_both(

@@ -48,6 +48,7 @@ def upgrade() -> None:
         sa.UniqueConstraint("tenant_id", "cause", name="uq_webhook_events_cause"),
     )
     with op.batch_alter_table("webhook_events", schema=None) as batch_op:
+        batch_op.create_index("ix_webhook_events_created", ["created_at"], unique=False)
         batch_op.create_index("ix_webhook_events_turn", ["turn_id"], unique=False)
 
     op.create_table(
@@ -103,6 +104,7 @@ def downgrade() -> None:
     op.drop_table("webhook_deliveries")
     with op.batch_alter_table("webhook_events", schema=None) as batch_op:
         batch_op.drop_index("ix_webhook_events_turn")
+        batch_op.drop_index("ix_webhook_events_created")
 
     op.drop_table("webhook_events")
     with op.batch_alter_table("webhook_endpoints", schema=None) as batch_op:
