@@ -16,10 +16,10 @@ from typing import Any
 from sqlalchemy import Connection, Row, delete, func, insert, select, update
 
 from domain.turns import TurnStatus
+from domain.webhook_events import event_body, response_event_type, turn_event_type
 from store.database import Database
 from store.tables import AgentRow, ResponseRow, TurnRow
 from store.webhook_tables import WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow
-from webhooks.catalogue import event_body, response_event_type, turn_event_type
 
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
 

@@ -19,7 +19,7 @@ from temporalio.client import WorkflowExecutionStatus
 
 from store.webhooks import WebhookStore
 from tests.rest import create_agent, create_session, final_turn
-from tests.scripted_model import ScriptedModel, text, tool_call
+from tests.scripted_model import ScriptedModel, failure, text, tool_call
 from tests.stack import SCRIPTED_MODEL, Stack
 from tests.webhook_receiver import Receiver
 from workflows.webhook_delivery import delivery_workflow_id
@@ -169,6 +169,22 @@ def test_a_cancelled_background_response_is_delivered(
     assert event.type == "response.cancelled" and event.data.id == created.id
 
 
+def test_a_response_cut_short_is_incomplete_and_a_failed_one_failed(
+    client: OpenAI, model: ScriptedModel, receiver: Receiver, endpoint: Any
+) -> None:
+    model.script(text("cut off mid", finish_reason="length"), failure(400))
+    cut = client.responses.create(model=SCRIPTED_MODEL, input="x", max_output_tokens=16, background=True)
+    until_status(client, cut.id, "incomplete")
+    failed = client.responses.create(model=SCRIPTED_MODEL, input="x", background=True)
+    until_status(client, failed.id, "failed")
+
+    events = [delivery.event(endpoint.signing_secret) for delivery in receiver.wait_for(2)]
+
+    assert sorted((event.type, event.data.id) for event in events) == sorted(
+        [("response.incomplete", cut.id), ("response.failed", failed.id)]
+    )
+
+
 def test_a_response_paused_on_a_function_call_is_completed_for_its_caller(
     client: OpenAI, model: ScriptedModel, receiver: Receiver, endpoint: Any
 ) -> None:
@@ -301,7 +317,7 @@ def test_bad_input_is_refused_with_a_reason(client: OpenAI, receiver: Receiver, 
         ("https://169.254.169.254/latest", ["response.completed"], "metadata"),
         ("http://example.com/hook", ["response.completed"], "https://"),
         (receiver.url, ["response.exploded"], "response.exploded"),
-        (receiver.url, [], "at least one"),
+        (receiver.url, [], "at least 1"),
     ]
     for url, types, reason in cases:
         with pytest.raises(openai.BadRequestError) as refused:
@@ -323,6 +339,43 @@ def test_bad_input_is_refused_with_a_reason(client: OpenAI, receiver: Receiver, 
     assert client.webhooks.retrieve(endpoint.id).url == receiver.url
 
 
+WEBHOOK_ROUTES = {
+    ("get", "/v1/webhook_event_types"),  # the same for every tenant
+    ("post", "/v1/webhook_endpoints"),
+    ("get", "/v1/webhook_endpoints"),
+    ("get", "/v1/webhook_endpoints/{endpoint_id}"),
+    ("post", "/v1/webhook_endpoints/{endpoint_id}"),
+    ("delete", "/v1/webhook_endpoints/{endpoint_id}"),
+    ("post", "/v1/webhook_endpoints/{endpoint_id}/rotate_secret"),
+    ("post", "/v1/webhook_endpoints/{endpoint_id}/test"),
+    ("get", "/v1/webhook_endpoints/{endpoint_id}/deliveries"),
+    ("post", "/v1/webhook_endpoints/{endpoint_id}/deliveries/{delivery_id}/redeliver"),
+}
+"""Walked by the tenancy test here (tests/test_tenancy.py counts them as walked)."""
+
+
+def _foreign_requests(endpoint_id: str) -> list[tuple[str, str, dict[str, Any] | None]]:
+    path = f"/v1/webhook_endpoints/{endpoint_id}"
+    return [
+        ("get", path, None),
+        ("post", path, {"name": "taken"}),
+        ("post", f"{path}/rotate_secret", {}),
+        ("post", f"{path}/test", {"event_type": "response.completed"}),
+        ("get", f"{path}/deliveries", None),
+        ("post", f"{path}/deliveries/whd_x/redeliver", None),
+        ("delete", path, None),
+    ]
+
+
+def test_the_tenancy_walk_covers_every_webhook_route() -> None:
+    walked = {
+        (method, path.replace("we_x", "{endpoint_id}").replace("whd_x", "{delivery_id}"))
+        for method, path, _ in _foreign_requests("we_x")
+    }
+    listing = {("get", "/v1/webhook_event_types"), ("post", "/v1/webhook_endpoints"), ("get", "/v1/webhook_endpoints")}
+    assert walked | listing == WEBHOOK_ROUTES
+
+
 def test_a_tenant_receives_only_its_own_events(stack: Stack, model: ScriptedModel) -> None:
     entries = ("alpha:alpha-key-0123456789", "beta:beta-key-0123456789")
     alpha_receiver, beta_receiver = Receiver().start(), Receiver().start()
@@ -333,9 +386,16 @@ def test_a_tenant_receives_only_its_own_events(stack: Stack, model: ScriptedMode
             mine = alpha.webhooks.create(name="a", url=alpha_receiver.url, event_types=["response.completed"])
             theirs = beta.webhooks.create(name="b", url=beta_receiver.url, event_types=["response.completed"])
             assert [made.id for made in beta.webhooks.list()] == [theirs.id]
-            for call in (lambda: beta.webhooks.retrieve(mine.id), lambda: beta.webhooks.delete(mine.id)):
-                with pytest.raises(openai.NotFoundError):
-                    call()
+            more = [
+                beta.webhooks.create(name=f"b{n}", url=beta_receiver.url, event_types=["turn.failed"]) for n in (1, 2)
+            ]
+            paged = [made.id for made in beta.webhooks.list(limit=2)]  # the SDK pages on with `after`
+            assert paged == [more[1].id, more[0].id, theirs.id]
+            for made in more:
+                beta.webhooks.delete(made.id)
+            with httpx.Client(base_url=url, headers={"Authorization": "Bearer beta-key-0123456789"}) as http:
+                for method, path, body in _foreign_requests(mine.id):
+                    assert http.request(method, path, json=body).status_code == 404, (method, path)
 
             model.script(text("alpha's"))
             created = alpha.responses.create(model=SCRIPTED_MODEL, input="go", background=True)

@@ -12,10 +12,11 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
 from api.tenancy import TenantDep
+from domain.webhook_events import EVENT_TYPES, event_body, sample_data
 from outbound.http import Outbound
 from settings import Settings
 from store.webhooks import (
@@ -26,9 +27,8 @@ from store.webhooks import (
     StillDelivering,
     WebhookStore,
 )
-from webhooks.catalogue import EVENT_TYPES, event_body, sample_data
 from webhooks.dispatch import DeliveryStarter
-from webhooks.secrets import NO_KEY, SecretSeal
+from webhooks.secrets import NO_KEY, SecretSeal, SecretUnreadable
 from webhooks.sender import EndpointUrlRefused, check_endpoint_url, send
 from webhooks.signing import new_secret, secret_hint, signed_headers
 
@@ -57,16 +57,20 @@ async def _webhooks(request: Request) -> Webhooks:
 WebhooksDep = Annotated[Webhooks, Depends(_webhooks)]
 
 
+EventType = Annotated[str, WithJsonSchema({"type": "string", "enum": list(EVENT_TYPES)})]
+"""A str to the model, so that an unknown type gets this server's own message; an enum in the schema."""
+
+
 class CreateEndpoint(BaseModel):
     name: str = Field(min_length=1, max_length=256)
-    url: str
-    event_types: list[str]
+    url: str = Field(max_length=2048, description="https:// (http:// only to hosts the operator allows)")
+    event_types: list[EventType] = Field(min_length=1)
 
 
 class UpdateEndpoint(BaseModel):
     name: str | None = Field(default=None, min_length=1, max_length=256)
-    url: str | None = None
-    event_types: list[str] | None = None
+    url: str | None = Field(default=None, max_length=2048)
+    event_types: list[EventType] | None = Field(default=None, min_length=1)
 
 
 class RotateSecret(BaseModel):
@@ -74,7 +78,7 @@ class RotateSecret(BaseModel):
 
 
 class TestDelivery(BaseModel):
-    event_type: str
+    event_type: EventType
 
 
 def _epoch(moment: datetime) -> int:
@@ -186,7 +190,9 @@ async def list_endpoints(
     try:
         records, has_more = await webhooks.store.endpoints(tenant, after or None, limit)
     except LookupError:
-        raise invalid(f"No webhook endpoint '{after}'; `after` takes the id of a listed endpoint.", "after") from None
+        raise OpenAIError(
+            404, f"Webhook endpoint with id '{after}' not found; `after` takes a listed one's id.", "after"
+        ) from None
     return _page([_endpoint(record) for record in records], has_more)
 
 
@@ -249,7 +255,10 @@ async def test_endpoint(
     if target is None:
         raise not_found("Webhook endpoint", endpoint_id)
     seal = webhooks.seal()
-    secrets = [seal.open(sealed) for sealed in target]
+    try:
+        secrets = [seal.open(sealed) for sealed in target]
+    except SecretUnreadable as unreadable:
+        raise OpenAIError(503, str(unreadable), code="webhook_secret_unreadable") from None
     event_id = f"evt_test_{uuid.uuid4().hex}"
     event = event_body(event_id, body.event_type, int(time.time()), sample_data(body.event_type))
     payload = json.dumps(event, separators=(",", ":")).encode()

@@ -1,4 +1,4 @@
-"""The events a webhook endpoint can subscribe to, and the JSON each is sent as.
+"""The webhook event catalogue: the events an endpoint can subscribe to, and the JSON each is sent as.
 
 Responses events have the `openai` SDK's shape (`client.webhooks.unwrap` parses them). Turn events are
 ours, for the llama-stack dialect, in the same envelope: `id`, `type`, `created_at`, `object: "event"`
