@@ -362,7 +362,7 @@ class Settings(BaseSettings):
     webhook_retry_delays: Annotated[tuple[float, ...], NoDecode, BeforeValidator(_seconds_list)] = WEBHOOK_RETRY_DELAYS
     """Seconds to wait before each retry of a webhook delivery the receiver did not accept, comma-separated;
     after the last, the delivery has failed. The default reaches about 72 hours."""
-    webhook_timeout: PositiveSeconds = 10.0
+    webhook_timeout: PositiveSeconds = Field(default=10.0, le=300)
     """Seconds one webhook attempt may take, connecting included, before it counts as failed."""
     max_webhook_endpoints_per_tenant: PositiveInt = 20
     """Webhook endpoints one tenant may have."""

@@ -30,6 +30,13 @@ WEATHER = {
     "description": "The weather in a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 }
+
+
+def turn(what: str) -> Any:
+    """A turn event type, typed `Any`: the SDK's parameter types list OpenAI's event types, not ours."""
+    return f"turn.{what}"
+
+
 RESPONSE_EVENTS = ["response.completed", "response.failed", "response.cancelled", "response.incomplete"]
 
 
@@ -112,9 +119,9 @@ def test_an_endpoint_shows_its_secret_once_and_a_test_delivery_verifies(
     with pytest.raises(openai.InvalidWebhookSignatureError):
         delivered.event("whsec_" + "A" * 43 + "=")
     receiver.answer(503)
-    assert client.webhooks.test(endpoint.id, event_type="turn.awaiting_input").status_code == 503
+    assert client.webhooks.test(endpoint.id, event_type=turn("awaiting_input")).status_code == 503
 
-    updated = client.webhooks.update(endpoint.id, name="renamed", event_types=["turn.completed", "turn.completed"])
+    updated = client.webhooks.update(endpoint.id, name="renamed", event_types=[turn("completed"), turn("completed")])
     assert (updated.name, updated.event_types, updated.url) == ("renamed", ["turn.completed"], receiver.url)
     assert updated.updated_at is not None and updated.created_at <= updated.updated_at
     assert client.webhooks.retrieve(endpoint.id).name == "renamed"
@@ -339,6 +346,13 @@ def test_bad_input_is_refused_with_a_reason(client: OpenAI, receiver: Receiver, 
     assert client.webhooks.retrieve(endpoint.id).url == receiver.url
 
 
+def test_a_server_without_a_credentials_key_keeps_no_secrets(stack: Stack, receiver: Receiver) -> None:
+    with stack.other_api(stack.settings.model_copy(update={"credentials_key": None})) as url:
+        keyless = OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        with pytest.raises(openai.BadRequestError, match="DA_CREDENTIALS_KEY"):
+            keyless.webhooks.create(name="x", url=receiver.url, event_types=["response.completed"])
+
+
 WEBHOOK_ROUTES = {
     ("get", "/v1/webhook_event_types"),  # the same for every tenant
     ("post", "/v1/webhook_endpoints"),
@@ -387,7 +401,7 @@ def test_a_tenant_receives_only_its_own_events(stack: Stack, model: ScriptedMode
             theirs = beta.webhooks.create(name="b", url=beta_receiver.url, event_types=["response.completed"])
             assert [made.id for made in beta.webhooks.list()] == [theirs.id]
             more = [
-                beta.webhooks.create(name=f"b{n}", url=beta_receiver.url, event_types=["turn.failed"]) for n in (1, 2)
+                beta.webhooks.create(name=f"b{n}", url=beta_receiver.url, event_types=[turn("failed")]) for n in (1, 2)
             ]
             paged = [made.id for made in beta.webhooks.list(limit=2)]  # the SDK pages on with `after`
             assert paged == [more[1].id, more[0].id, theirs.id]

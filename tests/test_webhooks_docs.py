@@ -15,6 +15,8 @@ from openai import OpenAI
 from tests.scripted_model import ThreadedServer
 from tests.stack import Stack, free_port
 
+TURN_AWAITING_INPUT: Any = "turn.awaiting_input"
+"""Typed `Any`: the SDK's parameter types list OpenAI's event types, not this server's turn events."""
 DOC = Path(__file__).resolve().parent.parent / "docs" / "webhooks.md"
 
 
@@ -34,13 +36,12 @@ def client(stack: Stack) -> Iterator[OpenAI]:
 
 def test_the_documented_receiver_verifies_deliveries(client: OpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
     port = free_port()
-    endpoint = client.webhooks.create(
-        name="docs", url=f"http://localhost:{port}/durable-agents", event_types=["turn.awaiting_input"]
-    )
+    url = f"http://localhost:{port}/durable-agents"
+    endpoint = client.webhooks.create(name="docs", url=url, event_types=[TURN_AWAITING_INPUT])
     monkeypatch.setitem(os.environ, "DURABLE_AGENTS_WEBHOOK_SECRET", endpoint.signing_secret)
     server = ThreadedServer(receiver_app(), port).start()
     try:
-        assert client.webhooks.test(endpoint.id, event_type="turn.awaiting_input").status_code == 200
+        assert client.webhooks.test(endpoint.id, event_type=TURN_AWAITING_INPUT).status_code == 200
         forged = httpx.post(
             f"{server.url}/durable-agents",
             content=b'{"id": "evt_x", "type": "turn.awaiting_input"}',

@@ -61,7 +61,7 @@ class WebhookDeliveryWorkflow:
                 WEBHOOK_ATTEMPT_ACTIVITY,
                 AttemptRequest(delivery_id=start.delivery_id, round=start.round, attempt=attempt),
                 result_type=AttemptOutcome,
-                start_to_close_timeout=timedelta(minutes=2),
+                start_to_close_timeout=timedelta(minutes=6),  # DA_WEBHOOK_TIMEOUT is at most 5
                 retry_policy=_STORE_TROUBLE,
                 summary=f"attempt {attempt}",
             )
