@@ -353,6 +353,17 @@ def test_a_server_without_a_credentials_key_keeps_no_secrets(stack: Stack, recei
             keyless.webhooks.create(name="x", url=receiver.url, event_types=["response.completed"])
 
 
+def test_a_tenant_has_at_most_the_configured_number_of_endpoints(stack: Stack, receiver: Receiver) -> None:
+    settings = stack.settings.model_copy(update={"api_keys": ("few:few-key-0123456789",)})
+    with stack.other_api(settings.model_copy(update={"max_webhook_endpoints_per_tenant": 1})) as url:
+        few = OpenAI(base_url=f"{url}/v1", api_key="few-key-0123456789", max_retries=0)
+        first = few.webhooks.create(name="one", url=receiver.url, event_types=["response.completed"])
+        with pytest.raises(openai.ConflictError, match="DA_MAX_WEBHOOK_ENDPOINTS_PER_TENANT"):
+            few.webhooks.create(name="two", url=receiver.url, event_types=["response.completed"])
+        few.webhooks.delete(first.id)
+        few.webhooks.delete(few.webhooks.create(name="two", url=receiver.url, event_types=["response.failed"]).id)
+
+
 WEBHOOK_ROUTES = {
     ("get", "/v1/webhook_event_types"),  # the same for every tenant
     ("post", "/v1/webhook_endpoints"),
