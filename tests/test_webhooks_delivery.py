@@ -80,6 +80,18 @@ def wait_for_log(http: httpx.Client, endpoint_id: str, status: str, seconds: flo
         time.sleep(0.1)
 
 
+def listed(stack: Stack, query: str) -> list[str]:
+    """The ids of the workflows a Temporal UI query finds (its visibility store catches up within moments)."""
+
+    async def ids() -> list[str]:
+        return [execution.id async for execution in stack.client.list_workflows(query)]
+
+    deadline = time.monotonic() + 10
+    while not (found := stack.background.run(ids())) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return found
+
+
 def until_status(client: OpenAI, response_id: str, *statuses: str) -> Any:
     deadline = time.monotonic() + 60
     while (found := client.responses.retrieve(response_id)).status not in statuses:
@@ -154,6 +166,8 @@ def test_a_background_response_that_completes_is_delivered_once(
         "event_id": event.id,
         "event_type": "response.completed",
     }
+    query = f'WorkflowType = "WebhookDelivery" AND WorkflowId STARTS_WITH "webhook-{endpoint.id}"'
+    assert listed(stack, query) == [handle.id]
     history = stack.background.run(handle.fetch_history()).to_json()
     secret_key = endpoint.signing_secret.removeprefix("whsec_")
     assert secret_key not in history and secret_key not in stack.store_text()
