@@ -2,6 +2,8 @@
 
 Temporal forgets closed workflows after the namespace retention; this store does not.
 SQLite by default, PostgreSQL by URL — the same SQLAlchemy 2 async code.
+
+May import configuration and domain only.
 """
 
 from store import webhook_tables as webhook_tables  # its tables join the metadata that migrations compare

@@ -14,11 +14,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field, WithJsonSchema
 
+from api.guards.tenancy import TenantDep
 from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
-from api.tenancy import TenantDep
+from configuration.settings import Settings
 from domain.webhook_events import EVENT_TYPES, event_body, sample_data
 from outbound.http import Outbound
-from settings import Settings
 from store.webhooks import (
     KEEP_OLD_SECRET,
     DeliveryRecord,

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Gauge, generate_latest
 
-from api.runtime import RuntimeDep
+from api.services import ServicesDep
 from domain.turns import TurnStatus
 from store.webhooks import WebhookStore
 from webhooks.metrics import oldest_pending_exposition
@@ -35,14 +35,14 @@ def _awaiting_input(count: int) -> bytes:
 
 
 @router.get("/metrics", include_in_schema=False)
-async def metrics(runtime: RuntimeDep) -> Response:
+async def metrics(services: ServicesDep) -> Response:
     body = generate_latest(REGISTRY)
     try:
-        body += _awaiting_input(await runtime.store.count_turns(TurnStatus.AWAITING_INPUT))
+        body += _awaiting_input(await services.store.count_turns(TurnStatus.AWAITING_INPUT))
     except Exception:  # the scrape still reports the rest; the gauge's absence says the store did not answer
         log.exception("metrics: the store did not answer the count of paused turns")
     try:
-        oldest = await WebhookStore(runtime.store.database).oldest_pending()
+        oldest = await WebhookStore(services.store.database).oldest_pending()
         body += oldest_pending_exposition((datetime.now(UTC) - oldest).total_seconds() if oldest else 0.0)
     except Exception:
         log.exception("metrics: the store did not answer the age of the oldest pending webhook delivery")
