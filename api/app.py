@@ -11,12 +11,16 @@ from fastapi import FastAPI
 from sqlalchemy.engine import make_url
 
 import startup_heap
+from api import models
 from api.auth import BearerAuth
 from api.body_limit import BodySizeLimit
 from api.errors import install_error_handlers
 from api.event_hub import EventHub
 from api.host_check import HostOriginCheck
+from api.knowledge import Knowledge
 from api.llama_stack import agents, sessions, shields, tools, turns
+from api.llama_stack import embeddings as llama_stack_embeddings
+from api.openai_platform import embeddings
 from api.openapi import install_openapi
 from api.operations import health, metrics
 from api.rate_limit import ProcessRateBuckets, RateLimit
@@ -28,6 +32,7 @@ from api.stream_slots import StreamSlots
 from api.tenancy import DEFAULT_TENANT, principals
 from api.turn_gateway import TurnGateway
 from api.turn_sweep import sweep_forever
+from knowledge.embeddings import EmbeddingCatalog
 from observability.api_tracing import fastapi_native_telemetry_off, instrument_api
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
@@ -104,6 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             streams,
             settle_conversation=settle_conversation,
         )
+        app.state.knowledge = Knowledge(config, EmbeddingCatalog(config))
         background = [poller]
         if config.unstarted_turn_sweep is not None:
             background.append(asyncio.create_task(sweep_forever(runtime, config.unstarted_turn_sweep)))
@@ -151,6 +157,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router, prefix="/v1")
     install_openapi(app, routers, prefix="/v1")
     app.include_router(responses.router, prefix="/v1")
+    for router in (models.router, embeddings.router, llama_stack_embeddings.router):  # knowledge (docs/knowledge.md)
+        app.include_router(router, prefix="/v1")
     app.include_router(health.readiness_router)
     app.include_router(metrics.router)
     instrument_api(app, lambda turn_id: app.state.runtime.turns.trace_carrier(turn_id))
