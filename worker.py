@@ -21,9 +21,13 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 import startup_heap
 from activities.documents import DocumentActivities
 from activities.inference import InferenceActivities
+from activities.ingestion import IngestionActivities
 from activities.shields import ShieldActivities
 from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
+from knowledge.blobs import blob_store
+from knowledge.embeddings import EmbeddingCatalog
+from knowledge.engines import vector_index
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
 from observability.worker_metrics import serve_worker_metrics
@@ -33,10 +37,12 @@ from settings import Settings, get_settings
 from store.database import open_database
 from store.repository import Store
 from store.upgrade import StoreNotUpgradable, upgrade_store
+from store.vector_stores import VectorStores
 from store.wake import WakeSender, wake_dir
 from temporal_connection import connect_temporal, require_search_attributes
 from tool_runtime.catalog import ToolCatalog
 from tool_runtime.turn_credentials import CredentialSeal
+from workflows.ingestion import IngestFileWorkflow
 from workflows.turn import TurnWorkflow
 
 
@@ -60,10 +66,16 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     seal = CredentialSeal(settings.credentials_key) if settings.credentials_key else None
     tools = ToolActivities(store, ToolCatalog.from_settings(store, settings), settings.max_tool_output_chars, seal)
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
+    ingestion = IngestionActivities(
+        VectorStores(store.database, vector_index(settings.store_url)),
+        blob_store(settings.store_url, store.database, settings.blob_dir),
+        EmbeddingCatalog(settings),
+        settings,
+    )
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[TurnWorkflow],
+        workflows=[TurnWorkflow, IngestFileWorkflow],
         activities=[
             inference.infer,
             progress.save_turn_progress,
@@ -73,6 +85,9 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
             tools.list_mcp_server,
             tools.run_tool,
             shields.run_shields,
+            ingestion.chunk_file,
+            ingestion.embed_chunks,
+            ingestion.finish_file,
         ],
         # Cancellation reaches a model call through its heartbeat: send one at least every second.
         max_heartbeat_throttle_interval=timedelta(seconds=1),

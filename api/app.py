@@ -17,10 +17,10 @@ from api.body_limit import BodySizeLimit
 from api.errors import install_error_handlers
 from api.event_hub import EventHub
 from api.host_check import HostOriginCheck
-from api.knowledge import Knowledge
+from api.knowledge import knowledge_for
 from api.llama_stack import agents, sessions, shields, tools, turns
 from api.llama_stack import embeddings as llama_stack_embeddings
-from api.openai_platform import embeddings
+from api.openai_platform import embeddings, files, vector_store_files, vector_stores
 from api.openapi import install_openapi
 from api.operations import health, metrics
 from api.rate_limit import ProcessRateBuckets, RateLimit
@@ -32,7 +32,6 @@ from api.stream_slots import StreamSlots
 from api.tenancy import DEFAULT_TENANT, principals
 from api.turn_gateway import TurnGateway
 from api.turn_sweep import sweep_forever
-from knowledge.embeddings import EmbeddingCatalog
 from observability.api_tracing import fastapi_native_telemetry_off, instrument_api
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
@@ -109,7 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             streams,
             settle_conversation=settle_conversation,
         )
-        app.state.knowledge = Knowledge(config, EmbeddingCatalog(config))
+        app.state.knowledge = knowledge_for(config, database, client)
         background = [poller]
         if config.unstarted_turn_sweep is not None:
             background.append(asyncio.create_task(sweep_forever(runtime, config.unstarted_turn_sweep)))
@@ -157,7 +156,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router, prefix="/v1")
     install_openapi(app, routers, prefix="/v1")
     app.include_router(responses.router, prefix="/v1")
-    for router in (models.router, embeddings.router, llama_stack_embeddings.router):  # knowledge (docs/knowledge.md)
+    knowledge_routers = (
+        models.router,
+        embeddings.router,
+        files.router,
+        vector_stores.router,
+        vector_store_files.router,
+    )
+    for router in (*knowledge_routers, llama_stack_embeddings.router):  # docs/knowledge.md
         app.include_router(router, prefix="/v1")
     app.include_router(health.readiness_router)
     app.include_router(metrics.router)

@@ -7,16 +7,38 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
+from temporalio.client import Client
 
 from api.responses.errors import OpenAIError
+from knowledge.blobs import BlobStore, blob_store
 from knowledge.embeddings import EmbeddingCatalog, EmbeddingModel, UnknownEmbeddingModel
+from knowledge.engines import vector_index
+from knowledge.ingestion_starter import IngestionStarter
 from settings import Settings
+from store.database import Database
+from store.files import FileStore
+from store.vector_stores import VectorStores
 
 
 @dataclass(frozen=True)
 class Knowledge:
     settings: Settings
     embeddings: EmbeddingCatalog
+    files: FileStore
+    blobs: BlobStore
+    stores: VectorStores
+    ingestion: IngestionStarter
+
+
+def knowledge_for(settings: Settings, database: Database, client: Client) -> Knowledge:
+    return Knowledge(
+        settings,
+        EmbeddingCatalog(settings),
+        FileStore(database),
+        blob_store(settings.store_url, database, settings.blob_dir),
+        VectorStores(database, vector_index(settings.store_url)),
+        IngestionStarter(client, settings.task_queue),
+    )
 
 
 async def get_knowledge(request: Request) -> Knowledge:

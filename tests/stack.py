@@ -191,7 +191,13 @@ class Stack:
         """Every row of every table of the SQLite store, and its files as bytes: where a secret must not be."""
         path = Path(self.settings.store_url.removeprefix("sqlite+aiosqlite:///"))
         with sqlite3.connect(path) as db:
-            tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            # Not the knowledge index's virtual tables (their module is not in this SQLite); their shadow tables are.
+            tables = [
+                row[0]
+                for row in db.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'"
+                )
+            ]
             rows = [repr(db.execute(f'SELECT * FROM "{table}"').fetchall()) for table in tables]
         files = [file.read_bytes().decode("latin-1") for file in path.parent.glob(path.name + "*")]
         return "\n".join(rows + files)

@@ -21,6 +21,7 @@ from sqlalchemy import Connection, MetaData, pool, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from store import knowledge_tables  # noqa: F401  (its tables join Base.metadata)
 from store.tables import Base
 from store.upgrade import BASELINE, StoreNotUpgradable, head_revision, migrations_config, upgrade_store
 from tests.databases import postgres_database, store_url
