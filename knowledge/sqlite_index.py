@@ -3,9 +3,9 @@
 Vectors live in one `vec0` table per dimension (`knowledge_vec_<n>`), partitioned by vector store so a search
 scans only its store's vectors, with the file id as a metadata column for filters; the distance is cosine.
 Keywords live in one FTS5 table (`knowledge_fts`) ranked by BM25. Both are keyed by the chunk's id, so
-removing a chunk is removing its rowid, and both are made on first use rather than by a migration: `vec0` is
-a module of the sqlite-vec extension, which the migration's connection (the standard library's sqlite3)
-cannot load, and its width is the dimension of the first vector store of each embedding size.
+removing a chunk is removing its rowid, and both are made on first use rather than by a migration: a `vec0`
+table's width is fixed when it is made, and the dimensions in use are those of the embedding models vector
+stores are created with (configuration, not schema).
 """
 
 from __future__ import annotations

@@ -174,7 +174,7 @@ class VectorStores:
             "vector_store_id": store.vector_store_id,
             "tenant_id": tenant,
             "name": store.name,
-            "metadata_": store.metadata,
+            "metadata": store.metadata,
             "embedding_model": store.embedding_model,
             "embedding_dimension": store.embedding_dimension,
             "expires_after": store.expires_after,
@@ -514,7 +514,7 @@ class VectorStores:
                     "text": text,
                     "tokens": tokens,
                     "embedded": False,
-                    "metadata_": None,
+                    "metadata": None,
                 }
                 for seq, (text, tokens) in enumerate(chunks)
             ]

@@ -179,7 +179,7 @@ async def update_vector_store(
     if "name" in given:
         changes["name"] = body.name
     if "metadata" in given:
-        changes["metadata_"] = body.metadata or {}
+        changes["metadata"] = body.metadata or {}
     if "expires_after" in given:
         changes["expires_after"] = body.expires_after.model_dump() if body.expires_after else None
     changes["last_active_at"] = datetime.now(UTC)
