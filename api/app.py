@@ -18,7 +18,7 @@ from api.errors import install_error_handlers
 from api.event_hub import EventHub
 from api.host_check import HostOriginCheck
 from api.knowledge import knowledge_for
-from api.llama_stack import agents, sessions, shields, tools, turns
+from api.llama_stack import agents, rag_tool, sessions, shields, tools, turns, vector_dbs, vector_io
 from api.llama_stack import embeddings as llama_stack_embeddings
 from api.openai_platform import embeddings, files, vector_store_files, vector_stores
 from api.openapi import install_openapi
@@ -163,7 +163,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         vector_stores.router,
         vector_store_files.router,
     )
-    for router in (*knowledge_routers, llama_stack_embeddings.router):  # docs/knowledge.md
+    knowledge_routers += (llama_stack_embeddings.router, vector_dbs.router, vector_io.router, rag_tool.router)
+    for router in knowledge_routers:  # docs/knowledge.md
         app.include_router(router, prefix="/v1")
     app.include_router(health.readiness_router)
     app.include_router(metrics.router)

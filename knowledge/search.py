@@ -49,6 +49,8 @@ class UnknownFilterKey(ValueError):
 def _fused(vector: list[Hit], keyword: list[Hit], hybrid: Hybrid) -> list[Hit]:
     scores: dict[int, float] = {}
     for weight, hits in ((hybrid.embedding_weight, vector), (hybrid.text_weight, keyword)):
+        if not weight:
+            continue  # a list of weight 0 (keyword-only search) adds nothing, not even zero scores
         for rank, hit in enumerate(hits, start=1):
             scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + weight / (RRF_K + rank)
     best = (hybrid.embedding_weight + hybrid.text_weight) / (RRF_K + 1) or 1.0

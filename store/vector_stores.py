@@ -591,6 +591,77 @@ class VectorStores:
 
         await self.database.write(write)
 
+    async def insert_chunks(
+        self,
+        tenant: str,
+        vector_store_id: str,
+        document_id: str,
+        chunks: Sequence[tuple[str, int, dict[str, Any], Any]],
+        created_at: datetime,
+        max_chunks: int,
+    ) -> bool:
+        """Chunks given whole with their vectors (text, tokens, metadata, vector) — the llama-stack dialect's
+        `vector-io/insert` — added to the document's attachment, which is made `completed` if new. One
+        transaction; False if the tenant has no such vector store."""
+
+        def write(tx: Connection) -> bool:
+            store = tx.execute(_owned(tenant, vector_store_id)).first()
+            if store is None:
+                return False
+            total = tx.execute(select(func.count()).where(ChunkRow.vector_store_id == vector_store_id)).scalar_one()
+            if total + len(chunks) > max_chunks:
+                raise LimitReached(
+                    f"Vector DB {vector_store_id} holds {total} chunks; {len(chunks)} more would pass this server's "
+                    f"limit of {max_chunks} (DA_MAX_CHUNKS_PER_VECTOR_STORE)."
+                )
+            where = (VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.file_id == document_id)
+            if tx.execute(select(VectorStoreFileRow.status).where(*where)).first() is None:
+                tx.execute(
+                    insert(VectorStoreFileRow),
+                    {
+                        "vector_store_id": vector_store_id,
+                        "file_id": document_id,
+                        "status": "completed",
+                        "attributes": {"document_id": document_id},
+                        "chunking_strategy": {"type": "other"},
+                        "last_error": None,
+                        "usage_bytes": 0,
+                        "chunk_count": 0,
+                        "created_at": created_at,
+                    },
+                )
+            mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == document_id)
+            first = tx.execute(select(func.coalesce(func.max(ChunkRow.seq) + 1, 0)).where(*mine)).scalar_one()
+            rows = [
+                {
+                    "vector_store_id": vector_store_id,
+                    "file_id": document_id,
+                    "seq": first + offset,
+                    "text": text,
+                    "tokens": tokens,
+                    "embedded": True,
+                    "metadata": metadata,
+                }
+                for offset, (text, tokens, metadata, _) in enumerate(chunks)
+            ]
+            ids = tx.execute(insert(ChunkRow).returning(ChunkRow.chunk_id, sort_by_parameter_order=True), rows)
+            indexed = [
+                IndexedChunk(chunk_id, document_id, text, vector)
+                for chunk_id, (text, _, _, vector) in zip(ids.scalars(), chunks, strict=True)
+            ]
+            self.index.add(tx, vector_store_id, store.embedding_dimension, indexed)
+            count, text_bytes = tx.execute(
+                select(func.count(), func.coalesce(func.sum(func.length(ChunkRow.text)), 0)).where(*mine)
+            ).one()
+            tx.execute(
+                update(VectorStoreFileRow)
+                .where(*where)
+                .values(chunk_count=count, usage_bytes=int(text_bytes) + count * store.embedding_dimension * 4)
+            )
+            return True
+
+        return await self.database.write(write)
+
     # Search's reads.
 
     async def searchable_files(self, tenant: str, vector_store_id: str) -> dict[str, tuple[str, dict[str, Any]]] | None:
