@@ -61,10 +61,11 @@ def _index_rows(data_dir: Path, vector_store_id: str) -> tuple[int, int, int, in
         return chunks, embedded, vectors.fetchone()[0], keywords.fetchone()[0]
 
 
+@pytest.mark.timeout(900)
 def test_worker_killed_mid_ingestion_completes_once(processes: ProcessStack, tmp_path: Path) -> None:
     client = openai.OpenAI(base_url=f"{processes.url}/v1", api_key="unused", max_retries=0, timeout=60)
     data_dir = Path(processes.env["DA_DATA_DIR"])
-    file = client.files.create(file=("corpus.txt", _document(3)), purpose="assistants")
+    file = client.files.create(file=("corpus.txt", _document(2)), purpose="assistants")
 
     calm = client.vector_stores.create(name="uninterrupted", file_ids=[file.id])
     assert wait_for_file(client, calm.id, file.id, seconds=300).status == "completed"

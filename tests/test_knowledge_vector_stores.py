@@ -212,3 +212,15 @@ def test_static_chunking_cuts_by_tokens_with_overlap(oai: openai.OpenAI) -> None
     parts = [part.text or "" for part in oai.vector_stores.files.content(file.id, vector_store_id=store.id)]
     assert len(parts) > 10
     assert parts[0][len(parts[0]) // 2 + 20 :][:30] in parts[1]  # the second half of one chunk opens the next
+
+
+def test_cancelling_a_batch_stops_its_files_and_keeps_no_chunks(oai: openai.OpenAI, stack: Stack) -> None:
+    big = " ".join(f"word{index % 5000} tide harbour" for index in range(400_000)).encode()  # ~7 MB
+    file = oai.files.create(file=("big.txt", big), purpose="assistants")
+    store = oai.vector_stores.create(name="cancel")
+    batch = oai.vector_stores.file_batches.create(store.id, file_ids=[file.id])
+    cancelled = oai.vector_stores.file_batches.cancel(batch.id, vector_store_id=store.id)
+    assert cancelled.status in ("in_progress", "cancelled")
+    assert wait_for_file(oai, store.id, file.id).status == "cancelled"
+    assert oai.vector_stores.file_batches.retrieve(batch.id, vector_store_id=store.id).status == "cancelled"
+    assert chunk_rows(stack, store.id) == 0

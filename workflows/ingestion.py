@@ -22,7 +22,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 CHUNK_FILE_ACTIVITY = "chunk_file"
 EMBED_CHUNKS_ACTIVITY = "embed_chunks"
@@ -103,12 +103,18 @@ class IngestFileWorkflow:
             ):
                 pass
         except ActivityError as failure:
+            if is_cancelled_exception(failure):
+                outcome = FileOutcome(file.vector_store_id, file.file_id, "cancelled")
+                return await self._finish(outcome)
             last_error = _last_error(failure)
             if last_error is None:
                 return "detached"
             outcome = FileOutcome(file.vector_store_id, file.file_id, "failed", last_error)
         except asyncio.CancelledError:
             outcome = FileOutcome(file.vector_store_id, file.file_id, "cancelled")
+        return await self._finish(outcome)
+
+    async def _finish(self, outcome: FileOutcome) -> str:
         await workflow.execute_activity(
             FINISH_FILE_ACTIVITY,
             outcome,
