@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from api.knowledge import Knowledge, KnowledgeDep
 from api.openai_platform.uploads import receive_upload
-from api.responses.errors import ERROR_RESPONSES, invalid, not_found
+from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
 from api.tenancy import TenantDep
 from store.files import StoredFile, UnknownCursor
 
@@ -109,7 +109,7 @@ async def upload_file(request: Request, tenant: TenantDep, knowledge: KnowledgeD
 async def list_files(
     tenant: TenantDep,
     knowledge: KnowledgeDep,
-    after: str | None = None,
+    after: Annotated[str | None, Query(min_length=1)] = None,
     limit: Annotated[int, Query(ge=1, le=10000)] = 10000,
     order: Literal["asc", "desc"] = "desc",
     purpose: str | None = None,
@@ -117,7 +117,7 @@ async def list_files(
     try:
         files, has_more = await knowledge.files.list(tenant, purpose, order, after, limit)
     except UnknownCursor:
-        raise invalid(f"'after' names no file of yours: {after!r}.", "after") from None
+        raise OpenAIError(404, f"'after' names no file of yours: {after!r}.", "after") from None
     data = [file_object(file) for file in files]
     return FileList(
         data=data,

@@ -21,7 +21,7 @@ from api.openai_platform.vector_store_shapes import (
     file_object,
 )
 from api.openai_platform.vector_stores import attach_files
-from api.responses.errors import ERROR_RESPONSES, invalid, not_found
+from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
 from api.tenancy import TenantDep
 from store.files import UnknownCursor
 from store.vector_stores import Attachment
@@ -84,7 +84,7 @@ async def list_files(
     vector_store_id: str,
     tenant: TenantDep,
     knowledge: KnowledgeDep,
-    after: str | None = None,
+    after: Annotated[str | None, Query(min_length=1)] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     order: Literal["asc", "desc"] = "desc",
     filter: Status | None = None,
@@ -92,7 +92,7 @@ async def list_files(
     try:
         page = await knowledge.stores.list_files(tenant, vector_store_id, filter, order, after, limit)
     except UnknownCursor:
-        raise invalid(f"'after' names no file of this vector store: {after!r}.", "after") from None
+        raise OpenAIError(404, f"'after' names no file of this vector store: {after!r}.", "after") from None
     if page is None:
         raise not_found("Vector store", vector_store_id)
     files, has_more = page
@@ -198,7 +198,7 @@ async def list_batch_files(
     batch_id: str,
     tenant: TenantDep,
     knowledge: KnowledgeDep,
-    after: str | None = None,
+    after: Annotated[str | None, Query(min_length=1)] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     order: Literal["asc", "desc"] = "desc",
     filter: Status | None = None,
@@ -208,7 +208,7 @@ async def list_batch_files(
     try:
         page = await knowledge.stores.list_files(tenant, vector_store_id, filter, order, after, limit, batch_id)
     except UnknownCursor:
-        raise invalid(f"'after' names no file of this batch: {after!r}.", "after") from None
+        raise OpenAIError(404, f"'after' names no file of this batch: {after!r}.", "after") from None
     assert page is not None
     files, has_more = page
     return cursor_list([file_object(file) for file in files], has_more)

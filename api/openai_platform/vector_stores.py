@@ -154,14 +154,14 @@ async def create_vector_store(body: CreateVectorStore, tenant: TenantDep, knowle
 async def list_vector_stores(
     tenant: TenantDep,
     knowledge: KnowledgeDep,
-    after: str | None = None,
+    after: Annotated[str | None, Query(min_length=1)] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     order: Literal["asc", "desc"] = "desc",
 ) -> CursorList:
     try:
         stores, has_more = await knowledge.stores.list(tenant, order, after, limit)
     except UnknownCursor:
-        raise invalid(f"'after' names no vector store of yours: {after!r}.", "after") from None
+        raise OpenAIError(404, f"'after' names no vector store of yours: {after!r}.", "after") from None
     return cursor_list([store_object(store) for store in stores], has_more)
 
 
