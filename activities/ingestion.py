@@ -5,8 +5,10 @@ so the workflow passes ids only."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TypeVar
 
 from temporalio import activity
@@ -14,11 +16,11 @@ from temporalio.exceptions import ApplicationError
 
 from knowledge.blobs import BlobStore
 from knowledge.chunking import StaticChunking, chunks
-from knowledge.embeddings import EmbeddingCatalog, EmbeddingUnavailable
+from knowledge.embeddings import EmbeddingCatalog, EmbeddingUnavailable, WordLlamaEmbeddings
 from knowledge.extraction import Unreadable, extract_text
-from knowledge.index import IndexedChunk
 from settings import Settings
-from store.vector_stores import LimitReached, VectorStores
+from store.vector_index import IndexedChunk
+from store.vector_stores import IngestionTarget, LimitReached, VectorStores
 from workflows.ingestion import (
     CHUNK_FILE_ACTIVITY,
     EMBED_CHUNKS_ACTIVITY,
@@ -34,10 +36,12 @@ EMBED_CALL_SECONDS = 30.0
 """An `embed_chunks` call returns after about this long, so a long file is many short activities in the
 workflow's history, each resumable, rather than one that runs for an hour."""
 _BEAT_SECONDS = 5.0
+CPU_JOBS = max(1, (os.cpu_count() or 2) // 2)
 
 
 async def _beating(work: Awaitable[T]) -> T:
-    """Await `work` (a thread's), heartbeating meanwhile so Temporal knows this worker is alive."""
+    """Await `work` (a thread's, or the wait for one), heartbeating meanwhile so Temporal knows this worker is
+    alive."""
     task = asyncio.ensure_future(work)
     while True:
         done, _ = await asyncio.wait({task}, timeout=_BEAT_SECONDS)
@@ -58,8 +62,20 @@ class IngestionActivities:
         self._blobs = blobs
         self._embeddings = embeddings
         self._settings = settings
+        self._cpu = asyncio.Semaphore(CPU_JOBS)
+        """Extraction, chunking and the built-in model's embedding are CPU work on threads: more of them at once
+        than a process has cores would only starve its event loop (heartbeats missed, workflow tasks late)."""
 
-    async def _target(self, file: IngestFile):  # type: ignore[no-untyped-def]
+    async def _on_cpu(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run `work` when a CPU slot is free, heartbeating all the while."""
+
+        async def held() -> T:
+            async with self._cpu:
+                return await work()
+
+        return await _beating(held())
+
+    async def _target(self, file: IngestFile) -> IngestionTarget:
         target = await self._stores.ingestion_target(file.vector_store_id, file.file_id)
         if target is None or target.status != "in_progress":
             raise ApplicationError("The file is no longer attached to the vector store", type=FILE_DETACHED)
@@ -71,7 +87,7 @@ class IngestionActivities:
         strategy = StaticChunking(**(target.chunking_strategy.get("static") or {}))
         try:
             async with self._blobs.local_copy(file.file_id) as path:
-                text = await _beating(asyncio.to_thread(extract_text, path, target.filename))
+                text = await self._on_cpu(partial(asyncio.to_thread, extract_text, path, target.filename))
         except FileNotFoundError:
             raise ApplicationError(
                 f"The bytes of {target.filename} are missing from the file store; upload the file again.",
@@ -79,7 +95,7 @@ class IngestionActivities:
             ) from None
         except Unreadable as unreadable:
             raise ApplicationError(unreadable.message, type=unreadable.code) from None
-        pieces = await _beating(asyncio.to_thread(_chunked, text, strategy))
+        pieces = await self._on_cpu(partial(asyncio.to_thread, _chunked, text, strategy))
         del text
         try:
             return await self._stores.write_chunks(
@@ -103,7 +119,10 @@ class IngestionActivities:
             if not batch:
                 break
             try:
-                embedded = await model.embed([chunk.text for chunk in batch])
+                embedding = partial(model.embed, [chunk.text for chunk in batch])
+                # The built-in model computes in this process; a remote one only waits, and needs no CPU slot.
+                local = isinstance(model, WordLlamaEmbeddings)
+                embedded = await (self._on_cpu(embedding) if local else embedding())
             except EmbeddingUnavailable as unavailable:
                 raise ApplicationError(str(unavailable), type="embedding_unavailable") from None
             indexed = [

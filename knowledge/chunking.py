@@ -14,8 +14,9 @@ from typing import Any
 
 DEFAULT_MAX_TOKENS = 800
 DEFAULT_OVERLAP_TOKENS = 400
-_SEGMENT_CHARS = 1_000_000
-"""Text tokenized at a time: a 100 MB document never becomes one list of millions of token offsets."""
+_SEGMENT_CHARS = 64_000
+"""Text tokenized at a time: a 100 MB document never becomes one list of millions of token offsets, and the
+thread that chunks lets go of the GIL often enough for its process's event loop (heartbeats, workflow tasks)."""
 
 
 @dataclass(frozen=True)

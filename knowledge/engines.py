@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy.engine import make_url
 
-from knowledge.index import VectorIndex
+from store.vector_index import VectorIndex
 
 
 def vector_index(store_url: str) -> VectorIndex:

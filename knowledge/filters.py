@@ -8,11 +8,13 @@ the keys there are (`unknown_keys`).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from typing import Any
 
 COMPARISONS = frozenset({"eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"})
 COMPOUNDS = frozenset({"and", "or"})
+_ORDERS = {"gt": operator.gt, "gte": operator.ge, "lt": operator.lt, "lte": operator.le}
 MAX_DEPTH = 8
 
 
@@ -63,12 +65,10 @@ def _compare(kind: str, have: Any, want: Any) -> bool:
         return have in want
     if kind == "nin":
         return have not in want
-    numbers = (int, float)
-    if not (isinstance(have, numbers) and isinstance(want, numbers)) and not (
-        isinstance(have, str) and isinstance(want, str)
-    ):
-        return False
-    return {"gt": have > want, "gte": have >= want, "lt": have < want, "lte": have <= want}[kind]
+    numbers = isinstance(have, int | float) and isinstance(want, int | float)
+    if not numbers and not (isinstance(have, str) and isinstance(want, str)):
+        return False  # an order between a number and a text is no match, not an error
+    return bool(_ORDERS[kind](have, want))
 
 
 def matches(node: dict[str, Any], attributes: dict[str, Any]) -> bool:

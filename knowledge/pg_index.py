@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from sqlalchemy import ARRAY, BigInteger, Connection, Text, bindparam, text
 
-from knowledge.index import Hit, IndexedChunk, query_words
+from store.vector_index import Hit, IndexedChunk, query_words
 
 _FTS = "knowledge_fts"
 

@@ -17,7 +17,7 @@ from sqlalchemy import Connection
 
 from knowledge import filters as attribute_filters
 from knowledge.embeddings import EmbeddingModel
-from knowledge.index import Hit
+from store.vector_index import Hit
 from store.vector_stores import VectorStore, VectorStores
 
 RRF_K = 60
@@ -84,15 +84,22 @@ async def search(
     ]
     if not allowed or not queries:
         return []
+    counts = store.file_counts
+    if filters is None and counts.completed == counts.total:
+        allowed_ids: list[str] | None = None  # every file is searchable: no file list in the index's query
+    else:
+        allowed_ids = allowed
     embedded = await model.embed(list(queries))
     wanted = max_results * CANDIDATES if hybrid else max_results
 
     def ranked(tx: Connection) -> list[Hit]:
         best: dict[int, float] = {}
         for query, vector in zip(queries, embedded.vectors, strict=True):
-            hits = stores.index.nearest(tx, store.vector_store_id, store.embedding_dimension, vector, wanted, allowed)
+            hits = stores.index.nearest(
+                tx, store.vector_store_id, store.embedding_dimension, vector, wanted, allowed_ids
+            )
             if hybrid is not None:
-                keyword = stores.index.keyword(tx, store.vector_store_id, query, wanted, allowed)
+                keyword = stores.index.keyword(tx, store.vector_store_id, query, wanted, allowed_ids)
                 hits = _fused(hits, keyword, hybrid)
             for hit in hits:
                 best[hit.chunk_id] = max(best.get(hit.chunk_id, 0.0), hit.score)

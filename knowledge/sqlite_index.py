@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 from sqlalchemy import Connection
 
-from knowledge.index import Hit, IndexedChunk, query_words
+from store.vector_index import Hit, IndexedChunk, query_words
 
 MAX_K = 4096
 """sqlite-vec's largest k."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from sqlalchemy import Connection, delete, insert, select, tuple_
 
@@ -28,14 +28,14 @@ class UnknownCursor(LookupError):
     """The `after` id of a listing is not one of the caller's objects."""
 
 
-def _file(row: FileRow | object) -> StoredFile:
+def _file(row: Any) -> StoredFile:
     return StoredFile(
-        file_id=row.file_id,  # type: ignore[attr-defined]
-        filename=row.filename,  # type: ignore[attr-defined]
-        purpose=row.purpose,  # type: ignore[attr-defined]
-        bytes=row.bytes,  # type: ignore[attr-defined]
-        created_at=row.created_at,  # type: ignore[attr-defined]
-        expires_at=row.expires_at,  # type: ignore[attr-defined]
+        file_id=row.file_id,
+        filename=row.filename,
+        purpose=row.purpose,
+        bytes=row.bytes,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
     )
 
 
@@ -57,7 +57,7 @@ class FileStore:
 
         return await self.database.read(read)
 
-    async def list(
+    async def page(
         self, tenant: str, purpose: str | None, order: Order, after: str | None, limit: int
     ) -> tuple[list[StoredFile], bool]:
         def read(tx: Connection) -> tuple[list[StoredFile], bool]:

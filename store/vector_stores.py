@@ -2,7 +2,7 @@
 
 Reads and writes the API makes are scoped to a tenant: another tenant's vector store is as absent as one that
 never existed. Ingestion's operations (`chunk_*`, `embed_*`, `finish_file`) take the ids its workflow was
-started with, which the API checked. The vector and keyword index (knowledge/index.py) is written and cleaned
+started with, which the API checked. The vector and keyword index (store/vector_index.py) is written and cleaned
 in the same transactions as the chunks, so a chunk is searchable exactly when its row says it is embedded.
 """
 
@@ -15,10 +15,10 @@ from typing import Any, Literal
 
 from sqlalchemy import Connection, delete, func, insert, select, tuple_, update
 
-from knowledge.index import IndexedChunk, VectorIndex
 from store.database import Database
 from store.files import UnknownCursor
 from store.knowledge_tables import ChunkRow, FileRow, VectorStoreFileBatchRow, VectorStoreFileRow, VectorStoreRow
+from store.vector_index import IndexedChunk, VectorIndex
 
 Order = Literal["asc", "desc"]
 FINAL = ("completed", "failed", "cancelled")
@@ -144,7 +144,19 @@ def _counts(tx: Connection, *where: Any) -> tuple[FileCounts, int]:
 
 def _store(tx: Connection, row: Any) -> VectorStore:
     counts, usage = _counts(tx, VectorStoreFileRow.vector_store_id == row[0])
-    return VectorStore(*row, file_counts=counts, usage_bytes=usage)
+    return VectorStore(
+        vector_store_id=row[0],
+        name=row[1],
+        metadata=row[2],
+        embedding_model=row[3],
+        embedding_dimension=row[4],
+        expires_after=row[5],
+        created_at=row[6],
+        last_active_at=row[7],
+        provider_vector_db_id=row[8],
+        file_counts=counts,
+        usage_bytes=usage,
+    )
 
 
 def _owned(tenant: str, vector_store_id: str) -> Any:
@@ -191,7 +203,7 @@ class VectorStores:
 
         return await self.database.read(read)
 
-    async def list(self, tenant: str, order: Order, after: str | None, limit: int) -> tuple[list[VectorStore], bool]:
+    async def page(self, tenant: str, order: Order, after: str | None, limit: int) -> tuple[list[VectorStore], bool]:
         def read(tx: Connection) -> tuple[list[VectorStore], bool]:
             rows_ = VectorStoreRow
             position = tuple_(rows_.created_at, rows_.vector_store_id)
@@ -291,7 +303,7 @@ class VectorStores:
                 )
             for file_id in existing:
                 self._detach(tx, store.embedding_dimension, vector_store_id, file_id)
-            rows = [
+            rows: list[dict[str, Any]] = [
                 {
                     "vector_store_id": vector_store_id,
                     "file_id": attachment.file_id,

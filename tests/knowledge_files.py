@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import openai
+from openai.types.vector_stores import VectorStoreFile
 
 
 def pdf_with_text(lines: list[str]) -> bytes:
@@ -34,7 +35,7 @@ def pdf_with_text(lines: list[str]) -> bytes:
     return bytes(out)
 
 
-def wait_for_file(client: openai.OpenAI, vector_store_id: str, file_id: str, seconds: float = 90) -> object:
+def wait_for_file(client: openai.OpenAI, vector_store_id: str, file_id: str, seconds: float = 90) -> VectorStoreFile:
     """The vector store file once it is no longer in progress."""
     deadline = time.monotonic() + seconds
     while True:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import httpx
 import numpy as np
@@ -49,9 +50,9 @@ def test_openai_lists_chat_and_embedding_models(oai: openai.OpenAI) -> None:
 
 def test_llama_stack_lists_models_with_their_type_and_dimension(llama: LlamaStackClient) -> None:
     models = {model.identifier: model for model in llama.models.list()}
-    assert models[SCRIPTED_MODEL].model_type == "llm"
+    assert models[SCRIPTED_MODEL].api_model_type == "llm"
     embedding = models[BUILTIN_EMBEDDING_MODEL_ID]
-    assert embedding.model_type == "embedding" and embedding.metadata["embedding_dimension"] == 256
+    assert embedding.api_model_type == "embedding" and embedding.metadata["embedding_dimension"] == 256
     assert llama.models.retrieve(BUILTIN_EMBEDDING_MODEL_ID).provider_id == "wordllama"
 
 
@@ -71,7 +72,7 @@ def test_openai_embeddings_float_and_base64_agree_and_rank_by_meaning(oai: opena
 
 
 def test_openai_embeddings_bad_requests_are_400s_that_say_why(oai: openai.OpenAI) -> None:
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"model": "nope", "input": "x"}, "not configured"),
         ({"model": BUILTIN_EMBEDDING_MODEL_ID, "input": ""}, "empty"),
         ({"model": BUILTIN_EMBEDDING_MODEL_ID, "input": [[1, 2, 3]]}, "Token arrays"),
@@ -80,7 +81,7 @@ def test_openai_embeddings_bad_requests_are_400s_that_say_why(oai: openai.OpenAI
     ]
     for arguments, message in cases:
         with pytest.raises(openai.BadRequestError) as refused:
-            oai.embeddings.create(**arguments)  # type: ignore[call-overload]
+            oai.embeddings.create(**arguments)
         assert message in refused.value.message, arguments
 
 

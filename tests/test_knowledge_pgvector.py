@@ -89,7 +89,7 @@ def test_rag_tool_on_pgvector(pg_stack: Stack) -> None:
         documents=[{"document_id": "drills", "content": "Lifeboat drills are on Tuesdays at noon.", "metadata": {}}],
     )
     result = llama.tool_runtime.rag_tool.query(vector_db_ids=["pg-rag"], content="lifeboat drills")
-    assert "Tuesdays at noon" in "".join(item.text for item in result.content)  # type: ignore[union-attr]
+    assert "Tuesdays at noon" in "".join(item.text for item in result.content)
     llama.vector_io.insert(
         vector_db_id="pg-rag",
         chunks=[{"content": "Otters sleep holding hands.", "metadata": {"document_id": "otters"}}],
@@ -102,4 +102,5 @@ def test_a_bad_file_fails_alone_on_pgvector(pg_stack: Stack) -> None:
     junk = client.files.create(file=("junk.bin", bytes(range(256)) * 32), purpose="assistants")
     store = client.vector_stores.create(name="pg-bad", file_ids=[junk.id])
     failed = wait_for_file(client, store.id, junk.id)
-    assert failed.status == "failed" and failed.last_error.code == "unsupported_file"  # type: ignore[attr-defined]
+    assert failed.status == "failed" and failed.last_error is not None
+    assert failed.last_error.code == "unsupported_file"

@@ -178,7 +178,7 @@ def test_unknown_ids_and_bad_searches_are_4xx(oai: openai.OpenAI) -> None:
         oai.vector_stores.search(store.id, query="x", filters={"type": "eq", "key": "topik", "value": "money"})
     assert "topik" in missing_key.value.message and "topic" in missing_key.value.message
     with pytest.raises(openai.BadRequestError) as bad_filter:
-        oai.vector_stores.search(store.id, query="x", filters={"type": "like", "key": "topic", "value": "m"})  # type: ignore[typeddict-item]
+        oai.vector_stores.search(store.id, query="x", filters={"type": "like", "key": "topic", "value": "m"})  # type: ignore[arg-type]
     assert "unknown filter type" in bad_filter.value.message
     with pytest.raises(openai.BadRequestError):
         oai.vector_stores.search(store.id, query="x", max_num_results=500)

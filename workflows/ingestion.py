@@ -31,7 +31,7 @@ UNREADABLE_FILE_ERRORS = ["invalid_file", "unsupported_file"]
 """ApplicationError types of a file that no retry can read: its `last_error.code` is this type."""
 FILE_DETACHED = "file_detached"
 """The file left the vector store (or the store was deleted) while it was being ingested: nothing to record."""
-HEARTBEAT = timedelta(seconds=20)
+HEARTBEAT = timedelta(seconds=30)
 """A worker killed mid-activity is noticed after this long, and the activity runs again elsewhere."""
 
 _NO_RETRY = [*UNREADABLE_FILE_ERRORS, FILE_DETACHED]

@@ -30,7 +30,7 @@ class EmbeddingsResponse(BaseModel):
     embeddings: list[list[float]]
 
 
-def _text(item: str | dict[str, Any], index: int) -> str:
+def _text(item: Any, index: int) -> str:
     if isinstance(item, str):
         return item
     if item.get("type") == "text" and isinstance(item.get("text"), str):

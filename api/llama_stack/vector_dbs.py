@@ -98,7 +98,7 @@ async def register_vector_db(body: RegisterVectorDb, tenant: TenantDep, knowledg
 
 @router.get("/vector-dbs", response_model=VectorDBList)
 async def list_vector_dbs(tenant: TenantDep, knowledge: KnowledgeDep) -> VectorDBList:
-    stores, _ = await knowledge.stores.list(tenant, "asc", None, knowledge.settings.page_limit_max)
+    stores, _ = await knowledge.stores.page(tenant, "asc", None, knowledge.settings.page_limit_max)
     return VectorDBList(data=[vector_db(knowledge, store) for store in stores])
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from fastapi import APIRouter
@@ -50,7 +50,7 @@ class EmbeddingList(BaseModel):
 
 
 def _texts(given: str | list[str] | list[int] | list[list[int]]) -> list[str]:
-    texts = [given] if isinstance(given, str) else given
+    texts: list[Any] = [given] if isinstance(given, str) else list(given)
     if not texts:
         raise invalid("'input' is empty: give a string or a list of strings.", "input")
     if not all(isinstance(text, str) for text in texts):
@@ -62,7 +62,7 @@ def _texts(given: str | list[str] | list[int] | list[list[int]]) -> list[str]:
             raise invalid(f"input[{index}] is an empty string; every input must have text.", "input")
         if len(text) > MAX_INPUT_CHARS:
             raise invalid(f"input[{index}] has {len(text)} characters; at most {MAX_INPUT_CHARS}.", "input")
-    return texts  # type: ignore[return-value]
+    return texts
 
 
 @router.post("/embeddings", response_model=EmbeddingList)

@@ -115,7 +115,7 @@ async def list_files(
     purpose: str | None = None,
 ) -> FileList:
     try:
-        files, has_more = await knowledge.files.list(tenant, purpose, order, after, limit)
+        files, has_more = await knowledge.files.page(tenant, purpose, order, after, limit)
     except UnknownCursor:
         raise OpenAIError(404, f"'after' names no file of yours: {after!r}.", "after") from None
     data = [file_object(file) for file in files]

@@ -129,7 +129,7 @@ def file_object(file: VectorStoreFile) -> VectorStoreFileObject:
         created_at=int(file.created_at.timestamp()),
         usage_bytes=file.usage_bytes,
         vector_store_id=file.vector_store_id,
-        status=file.status,  # type: ignore[arg-type]
+        status=file.status,
         last_error=LastError(**file.last_error) if file.last_error else None,
         attributes=file.attributes,
         chunking_strategy=file.chunking_strategy,

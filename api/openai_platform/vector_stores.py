@@ -159,7 +159,7 @@ async def list_vector_stores(
     order: Literal["asc", "desc"] = "desc",
 ) -> CursorList:
     try:
-        stores, has_more = await knowledge.stores.list(tenant, order, after, limit)
+        stores, has_more = await knowledge.stores.page(tenant, order, after, limit)
     except UnknownCursor:
         raise OpenAIError(404, f"'after' names no vector store of yours: {after!r}.", "after") from None
     return cursor_list([store_object(store) for store in stores], has_more)

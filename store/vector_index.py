@@ -1,7 +1,8 @@
-"""The one interface of the vector engines: each keeps a vector index and a keyword index of the store's chunks.
+"""The one interface of the vector engines (knowledge/sqlite_index.py, knowledge/pg_index.py): each keeps a vector
+index and a keyword index of the store's chunks.
 
 Every method is a plain function of a store connection, so that the caller runs it inside the store
-transaction that also writes or reads the chunks (knowledge/sqlite_index.py, knowledge/pg_index.py).
+transaction that also writes or reads the chunks (store/vector_stores.py).
 """
 
 from __future__ import annotations

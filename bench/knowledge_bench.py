@@ -1,6 +1,6 @@
 """Knowledge figures: ingestion throughput beside the embedding model's own, and search latency by store size.
 
-    .venv/bin/python bench/knowledge.py [--corpus-mb 10] [--sizes 1000,10000,100000] [--searches 200]
+    .venv/bin/python bench/knowledge_bench.py [--corpus-mb 10] [--sizes 1000,10000,100000] [--searches 200]
 
 Starts the whole service (`serve.py`: dev server, API with its worker) on a scratch data directory and prints
 one JSON line:
