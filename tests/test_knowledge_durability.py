@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import openai
@@ -61,31 +62,63 @@ def _index_rows(data_dir: Path, vector_store_id: str) -> tuple[int, int, int, in
         return chunks, embedded, vectors.fetchone()[0], keywords.fetchone()[0]
 
 
-@pytest.mark.timeout(900)
-def test_worker_killed_mid_ingestion_completes_once(processes: ProcessStack, tmp_path: Path) -> None:
-    client = openai.OpenAI(base_url=f"{processes.url}/v1", api_key="unused", max_retries=0, timeout=60)
-    data_dir = Path(processes.env["DA_DATA_DIR"])
+@pytest.fixture(scope="module")
+def corpus(processes: ProcessStack) -> tuple[str, int]:
+    """A multi-megabyte file, and the chunks an uninterrupted ingestion of it makes."""
+    client = _client(processes)
     file = client.files.create(file=("corpus.txt", _document(2)), purpose="assistants")
-
     calm = client.vector_stores.create(name="uninterrupted", file_ids=[file.id])
     assert wait_for_file(client, calm.id, file.id, seconds=300).status == "completed"
-    expected, *_ = _index_rows(data_dir, calm.id)
+    expected, *_ = _index_rows(_data_dir(processes), calm.id)
     assert expected > 500
+    return file.id, expected
 
-    stormy = client.vector_stores.create(name="interrupted", file_ids=[file.id])
+
+def _client(processes: ProcessStack) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{processes.url}/v1", api_key="unused", max_retries=2, timeout=60)
+
+
+def _data_dir(processes: ProcessStack) -> Path:
+    return Path(processes.env["DA_DATA_DIR"])
+
+
+def _interrupted(processes: ProcessStack, corpus: tuple[str, int], crash: Callable[[], None]) -> None:
+    """Attach the corpus to a new store, `crash` once a fifth of it is indexed, and check the outcome."""
+    file_id, expected = corpus
+    client = _client(processes)
+    stormy = client.vector_stores.create(name="interrupted", file_ids=[file_id])
     deadline = time.monotonic() + 120
-    while _index_rows(data_dir, stormy.id)[1] < expected // 5:
+    while _index_rows(_data_dir(processes), stormy.id)[1] < expected // 5:
         assert time.monotonic() < deadline, "ingestion did not get under way"
         time.sleep(0.1)
-    processes.kill(processes.worker)
-    halfway = _index_rows(data_dir, stormy.id)
+    crash()
+    halfway = _index_rows(_data_dir(processes), stormy.id)
     assert 0 < halfway[1] < expected, halfway  # killed mid-file
-    processes.start_worker()
 
-    done = wait_for_file(client, stormy.id, file.id, seconds=300)
+    client = _client(processes)
+    done = wait_for_file(client, stormy.id, file_id, seconds=300)
     assert done.status == "completed", done
-    assert _index_rows(data_dir, stormy.id) == (expected, expected, expected, expected)
+    assert _index_rows(_data_dir(processes), stormy.id) == (expected, expected, expected, expected)
     assert client.vector_stores.retrieve(stormy.id).file_counts.completed == 1
-    calm_hits = client.vector_stores.search(calm.id, query="lighthouse keeper ledger").data
-    stormy_hits = client.vector_stores.search(stormy.id, query="lighthouse keeper ledger").data
-    assert [hit.content[0].text for hit in calm_hits] == [hit.content[0].text for hit in stormy_hits]
+    assert client.vector_stores.search(stormy.id, query="lighthouse keeper ledger").data
+
+
+@pytest.mark.timeout(900)
+def test_worker_killed_mid_ingestion_completes_once(processes: ProcessStack, corpus: tuple[str, int]) -> None:
+    def crash() -> None:
+        processes.kill(processes.worker)
+        processes.start_worker()
+
+    _interrupted(processes, corpus, crash)
+
+
+@pytest.mark.timeout(900)
+def test_whole_stack_killed_mid_ingestion_completes_once(processes: ProcessStack, corpus: tuple[str, int]) -> None:
+    def crash() -> None:
+        for process in (processes.api, processes.worker, processes.temporal):
+            processes.kill(process)
+        processes.start_temporal()
+        processes.start_worker()
+        processes.start_api()
+
+    _interrupted(processes, corpus, crash)
