@@ -25,17 +25,21 @@ $(VENV)/.test-deps: pyproject.toml | $(BIN)/python
 run: $(VENV)/.run-deps
 	$(BIN)/python serve.py
 
+# ruff (style, errors), import-linter (the layers, no import circles, the shared API edge apart from the
+# dialects: [tool.importlinter] in pyproject.toml) and mypy (types: [tool.mypy]).
 lint: $(VENV)/.test-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 
-# First .venv-lsc, the current llama-stack-client, which needs Python >= 3.12 (tests/client_venvs.py says
+# First .venv-lsc, the current llama-stack-client, which needs Python >= 3.12 (tests/support/client_venvs.py says
 # why and how it finds one; without such a Python it prints one line and those tests skip). Then the suite
 # on TEST_WORKERS workers, a file per worker at a time, except the tests marked `processes` (services of
 # their own, killed on a timetable), which run afterwards alone, as they were tuned. Both parts always run;
 # either failing fails `make test`.
 test: lint
-	$(BIN)/python -m tests.client_venvs
+	$(BIN)/python -m tests.support.client_venvs
 	status=0; \
 	$(BIN)/pytest -m "not processes" -n $(TEST_WORKERS) --dist loadfile || status=$$?; \
 	$(BIN)/pytest -m processes || status=$$?; \

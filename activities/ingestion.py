@@ -14,11 +14,11 @@ from typing import TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from configuration.settings import Settings
 from knowledge.blobs import BlobStore
 from knowledge.chunking import StaticChunking, chunks
 from knowledge.embeddings import EmbeddingCatalog, EmbeddingUnavailable, WordLlamaEmbeddings
 from knowledge.extraction import Unreadable, extract_text
-from settings import Settings
 from store.vector_index import IndexedChunk
 from store.vector_stores import IngestionTarget, LimitReached, VectorStores
 from workflows.ingestion import (

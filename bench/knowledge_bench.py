@@ -1,6 +1,6 @@
 """Knowledge figures: ingestion throughput beside the embedding model's own, and search latency by store size.
 
-    .venv/bin/python bench/knowledge_bench.py [--corpus-mb 10] [--sizes 1000,10000,100000] [--searches 200]
+    .venv/bin/python -m bench.knowledge_bench [--corpus-mb 10] [--sizes 1000,10000,100000] [--searches 200]
 
 Starts the whole service (`serve.py`: dev server, API with its worker) on a scratch data directory and prints
 one JSON line:
@@ -28,13 +28,10 @@ import httpx
 import numpy as np
 import openai
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from common import free_port, log, runtime_revision, spawn, stop_process, wait_for_http
-
+from bench.common import free_port, log, runtime_revision, spawn, stop_process, wait_for_http
+from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
 from knowledge.chunking import StaticChunking, chunks
 from knowledge.embeddings import WordLlamaEmbeddings
-from settings import BUILTIN_EMBEDDING_MODEL_ID
 
 WORDS = [
     "harbour",

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import openai
 
-from settings import BUILTIN_EMBEDDING_MODEL_ID, ModelSpec, Settings
+from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID, ModelSpec, Settings
 
 BUILTIN_DIMENSION = 256
 _OPENAI_BATCH = 512

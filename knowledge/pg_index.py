@@ -15,6 +15,8 @@ from sqlalchemy import ARRAY, BigInteger, Connection, Text, bindparam, text
 from store.vector_index import Hit, IndexedChunk, query_words
 
 _FTS = "knowledge_fts"
+EXACT_UP_TO = 50_000
+"""A store with at most this many vectors is searched exactly, not through the HNSW index."""
 
 
 class VectorExtensionMissing(RuntimeError):
@@ -120,8 +122,17 @@ class PgVectorIndex:
         )
         if file_ids is not None:
             statement = statement.bindparams(bindparam("files", list(file_ids), type_=ARRAY(Text)))
-        # A filtered HNSW scan returns at most ef_search rows before the filter: look wider than asked.
-        tx.execute(text(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, limit * 4))}"))
+        # The HNSW index spans every store: its scan yields at most ef_search rows before the store's filter,
+        # which for a small store (or many equal vectors) can leave none. Below EXACT_UP_TO vectors the store is
+        # scanned exactly (its rows by the (vector_store_id, file_id) index, then sorted); above, HNSW looks wide.
+        size = tx.execute(
+            text(f"SELECT count(*) FROM {_vectors(dimension)} WHERE vector_store_id = :store"),
+            {"store": vector_store_id},
+        ).scalar_one()
+        if size <= EXACT_UP_TO:
+            tx.execute(text("SET LOCAL enable_indexscan = off"))
+        else:
+            tx.execute(text(f"SET LOCAL hnsw.ef_search = {max(100, min(1000, limit * 10))}"))
         rows = tx.execute(statement, {"query": _literal(query), "store": vector_store_id, "limit": limit}).all()
         return [Hit(chunk_id=row[0], score=max(0.0, 1.0 - float(row[1]))) for row in rows]
 

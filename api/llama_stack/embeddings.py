@@ -8,8 +8,8 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.knowledge import KnowledgeDep, embedding_model
+from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
 from knowledge.embeddings import BUILTIN_DIMENSION, EmbeddingUnavailable, unit_rows
-from settings import BUILTIN_EMBEDDING_MODEL_ID
 
 router = APIRouter(tags=["Inference"])
 
@@ -43,7 +43,7 @@ async def embeddings(body: EmbeddingsRequest, knowledge: KnowledgeDep) -> Embedd
     if not body.contents or len(body.contents) > MAX_CONTENTS:
         raise HTTPException(400, f"contents must have 1 to {MAX_CONTENTS} items, got {len(body.contents)}")
     texts = [_text(item, index) for index, item in enumerate(body.contents)]
-    model = embedding_model(knowledge, body.model_id, None)
+    model = embedding_model(knowledge, body.model_id)
     wanted = body.output_dimension
     if (
         wanted is not None

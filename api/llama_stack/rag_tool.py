@@ -18,11 +18,10 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.knowledge import Knowledge, KnowledgeDep
+from api.guards.tenancy import TenantDep
+from api.knowledge import Knowledge, KnowledgeDep, attach_files
 from api.llama_stack.vector_dbs import owned_vector_db
 from api.llama_stack.vector_io import chunk_metadata, content_text, query_store
-from api.openai_platform.vector_stores import attach_files
-from api.tenancy import TenantDep
 from knowledge.search import SearchResult
 from outbound.http import ReplyTooLarge, outbound_from
 from outbound.policy import OutboundRefused

@@ -10,9 +10,9 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import IntegrityError
 
+from api.guards.tenancy import TenantDep
 from api.knowledge import Knowledge, KnowledgeDep, embedding_model
-from api.tenancy import TenantDep
-from settings import BUILTIN_EMBEDDING_MODEL_ID
+from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
 from store.vector_stores import VectorStore
 
 router = APIRouter(tags=["VectorDBs"])
@@ -64,7 +64,7 @@ async def owned_vector_db(knowledge: Knowledge, tenant: str, vector_db_id: str) 
 
 @router.post("/vector-dbs", response_model=VectorDB)
 async def register_vector_db(body: RegisterVectorDb, tenant: TenantDep, knowledge: KnowledgeDep) -> VectorDB:
-    model = embedding_model(knowledge, body.embedding_model, None)
+    model = embedding_model(knowledge, body.embedding_model)
     if body.embedding_dimension is not None and body.embedding_dimension != model.dimension:
         raise HTTPException(
             400,

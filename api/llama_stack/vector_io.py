@@ -9,9 +9,9 @@ import numpy as np
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
+from api.guards.tenancy import TenantDep
 from api.knowledge import Knowledge, KnowledgeDep
 from api.llama_stack.vector_dbs import owned_vector_db
-from api.tenancy import TenantDep
 from knowledge.chunking import count_tokens
 from knowledge.embeddings import EmbeddingUnavailable, unit_rows
 from knowledge.search import Hybrid, SearchResult, search

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.knowledge import KnowledgeDep, embedding_model
 from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid
+from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
 from knowledge.embeddings import BUILTIN_DIMENSION, EmbeddingUnavailable, unit_rows
-from settings import BUILTIN_EMBEDDING_MODEL_ID
 
 router = APIRouter(tags=["Embeddings"], responses=ERROR_RESPONSES)
 
@@ -68,7 +68,7 @@ def _texts(given: str | list[str] | list[int] | list[list[int]]) -> list[str]:
 @router.post("/embeddings", response_model=EmbeddingList)
 async def create_embeddings(body: EmbeddingRequest, knowledge: KnowledgeDep) -> EmbeddingList:
     texts = _texts(body.input)
-    model = embedding_model(knowledge, body.model, "model")
+    model = embedding_model(knowledge, body.model)
     # The built-in model was trained so that a prefix of its vector is itself an embedding (Matryoshka).
     truncatable = model.model_id == BUILTIN_EMBEDDING_MODEL_ID
     wanted = body.dimensions

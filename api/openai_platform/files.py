@@ -10,10 +10,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
-from api.knowledge import Knowledge, KnowledgeDep
+from api.guards.tenancy import TenantDep
+from api.knowledge import KnowledgeDep, owned_file
 from api.openai_platform.uploads import receive_upload
-from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
-from api.tenancy import TenantDep
+from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid
 from store.files import StoredFile, UnknownCursor
 
 router = APIRouter(tags=["Files"], responses=ERROR_RESPONSES)
@@ -71,14 +71,6 @@ def _expiry(fields: dict[str, str], created_at: datetime) -> datetime | None:
             f"expires_after.seconds must be from {MIN_EXPIRY_SECONDS} to {MAX_EXPIRY_SECONDS}.", "expires_after"
         )
     return created_at + timedelta(seconds=int(seconds))
-
-
-async def owned_file(knowledge: Knowledge, tenant: str, file_id: str) -> StoredFile:
-    """The tenant's live file, or the 404 an unknown (or expired, or another tenant's) file gets."""
-    file = await knowledge.files.get(tenant, file_id)
-    if file is None or (file.expires_at is not None and file.expires_at <= datetime.now(UTC)):
-        raise not_found("File", file_id)
-    return file
 
 
 @router.post("/files", response_model=FileObject)

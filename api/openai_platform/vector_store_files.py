@@ -9,7 +9,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from api.knowledge import KnowledgeDep
+from api.guards.tenancy import TenantDep
+from api.knowledge import KnowledgeDep, attach_files
 from api.openai_platform.vector_store_shapes import (
     CursorList,
     FileBatchObject,
@@ -20,9 +21,7 @@ from api.openai_platform.vector_store_shapes import (
     cursor_list,
     file_object,
 )
-from api.openai_platform.vector_stores import attach_files
 from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
-from api.tenancy import TenantDep
 from store.files import UnknownCursor
 from store.vector_stores import Attachment
 

@@ -9,8 +9,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from api.knowledge import Knowledge, KnowledgeDep, embedding_model
-from api.openai_platform.files import owned_file
+from api.guards.tenancy import TenantDep
+from api.knowledge import KnowledgeDep, attach_files, embedding_model, owned_file
 from api.openai_platform.vector_store_shapes import (
     CursorList,
     ExpiresAfter,
@@ -21,12 +21,11 @@ from api.openai_platform.vector_store_shapes import (
     store_object,
 )
 from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
-from api.tenancy import TenantDep
 from knowledge import filters as attribute_filters
 from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.search import Hybrid, UnknownFilterKey, search
 from store.files import UnknownCursor
-from store.vector_stores import Attachment, LimitReached, VectorStore
+from store.vector_stores import Attachment, VectorStore
 
 router = APIRouter(tags=["Vector stores"], responses=ERROR_RESPONSES)
 
@@ -95,38 +94,9 @@ class SearchPage(BaseModel):
     next_page: str | None = None
 
 
-async def attach_files(
-    knowledge: Knowledge,
-    tenant: str,
-    vector_store_id: str,
-    attachments: list[Attachment],
-    batch_id: str | None = None,
-) -> list[Any]:
-    """Attach the tenant's files and start their ingestion; a 404 names an unknown file, a 400 a passed limit."""
-    for attachment in attachments:
-        await owned_file(knowledge, tenant, attachment.file_id)
-    try:
-        attached = await knowledge.stores.attach(
-            tenant,
-            vector_store_id,
-            attachments,
-            datetime.now(UTC),
-            knowledge.settings.max_files_per_vector_store,
-            batch_id,
-        )
-    except LimitReached as limit:
-        raise invalid(str(limit), "file_ids", "limit_reached") from None
-    if attached is None:
-        raise not_found("Vector store", vector_store_id)
-    await knowledge.ingestion.start(vector_store_id, [attachment.file_id for attachment in attachments])
-    return attached
-
-
 @router.post("/vector_stores", response_model=VectorStoreObject)
 async def create_vector_store(body: CreateVectorStore, tenant: TenantDep, knowledge: KnowledgeDep) -> VectorStoreObject:
-    model = embedding_model(
-        knowledge, body.embedding_model or knowledge.settings.default_embedding_model, "embedding_model"
-    )
+    model = embedding_model(knowledge, body.embedding_model or knowledge.settings.default_embedding_model)
     strategy = chunking(body.chunking_strategy)
     if len(set(body.file_ids)) != len(body.file_ids):
         raise invalid("file_ids names a file twice.", "file_ids")
