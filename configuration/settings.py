@@ -66,9 +66,11 @@ class SettingsError(ValueError):
 class ModelSpec(BaseModel):
     """How to reach one model id that agents may name."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     provider: Literal["openai", "offline"]
+    """`openai`: any OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, OpenAI, …): chat completions, or
+    embeddings for an embedding model."""
     model_type: Literal["llm", "embedding"] = "llm"
     """`embedding`: an embeddings model (`/v1/embeddings`, vector stores) instead of a chat model."""
     embedding_dimension: int | None = Field(default=None, gt=0)
@@ -80,6 +82,8 @@ class ModelSpec(BaseModel):
     provider_model: str | None = None
     """The model name the provider knows, when it differs from the id agents use."""
     timeout_seconds: float = Field(default=120.0, gt=0)
+    """The model client's timeout in seconds (to connect, and between bytes of the reply); Temporal retries a call
+    that times out."""
 
     @model_validator(mode="after")
     def _openai_needs_an_endpoint(self) -> ModelSpec:
@@ -96,14 +100,16 @@ class ModelSpec(BaseModel):
 class ShieldSpec(BaseModel):
     """A shield agents may name in input_shields / output_shields (see providers/shields.py)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     provider: Literal["regex", "llama_guard"]
+    """`regex`: patterns over new text; `llama_guard`: ask a Llama-Guard-style model (`safe` / `unsafe`)."""
     patterns: list[str] = Field(default_factory=list)
     """For `regex`: a violation when any matches."""
     model: str | None = None
     """For `llama_guard`: the configured model id of the guard model."""
     violation_message: str = "I can't answer that. Can I help with something else?"
+    """The turn's answer when the shield finds a violation (the turn ends with it)."""
 
 
 # Parsers shared by fields of one kind. Each takes what the environment (always a string) or the
@@ -248,9 +254,11 @@ class Settings(BaseSettings):
     config_file: Path | None = None
     """A TOML file with a [durable_agents] section and [models.*] / [shields.*] tables."""
     data_dir: Path = Path(".data")
-    """Where `make run` keeps the dev server's and the store's SQLite files; `wake/` in it: see store/wake.py."""
+    """Where `make run` keeps the dev server's and the store's SQLite files (`temporal.db`, `store.db`) and the
+    generated credentials key; its `wake/` holds the sockets by which writers on this host wake the API's streams."""
     store_url: str = Field(default="", validate_default=True)
-    """SQLAlchemy async URL of the store; default: a SQLite file in the data dir."""
+    """SQLAlchemy async URL of the store, e.g. `postgresql+asyncpg://user:password@host/db`; unset: `store.db` in
+    the data dir (SQLite: one machine only)."""
     task_queue: str = "durable-agents"
     """Temporal task queue of the worker."""
     temporal_address: str | None = Field(default=None, validation_alias="TEMPORAL_ADDRESS")
@@ -264,9 +272,11 @@ class Settings(BaseSettings):
     shields: Annotated[dict[str, ShieldSpec], NoDecode] = Field(default_factory=dict)
     """Shield id → its spec, for agents' input_shields / output_shields."""
     awaiting_input_timeout: Seconds = None
-    """How long a paused turn waits for client tool results before it expires; None: forever."""
+    """How long a paused turn waits for client tool results before it ends `expired` (a late resume gets 410);
+    unset or 0: forever."""
     continue_as_new_after_events: PositiveInt = Field(default=4000, validation_alias="DA_CONTINUE_AS_NEW_EVENTS")
-    """History length at which a long turn continues as a new workflow run."""
+    """History length (events) at which a long turn continues as a new workflow run, which reloads its steps from
+    the store; Temporal allows 51,200 events per run."""
     api_host: str = "127.0.0.1"
     """Interface `make run` serves the API on."""
     api_port: Port = 8321
@@ -276,13 +286,16 @@ class Settings(BaseSettings):
     temporal_ui_port: Port = 8233
     """The embedded dev server's web UI port."""
     api_keys: CommaList = Field(default=(), repr=False)
-    """Bearer tokens the API accepts; empty: the API needs none. Kept out of repr so logs never show them."""
+    """API keys, each `key` (a tenant of its own) or `tenant:key` (keys of one named tenant); when set, every route
+    but health, readiness and metrics needs `Authorization: Bearer <key>`. Unset: no authentication, one tenant."""
     max_request_bytes: PositiveInt = DEFAULT_MAX_REQUEST_BYTES
     """Larger request bodies are refused with 413 before they are read."""
     max_message_bytes: PositiveInt = Field(default=1024 * 1024, le=MESSAGE_BYTES_CEILING)
-    """The most one turn takes in: a create's messages, or a resume's tool results, in total (else 413)."""
+    """The most one turn takes in: a create's messages (inline documents included), or a resume's tool results, in
+    total (else 413). At most 1400000: tool results travel in one Temporal payload."""
     max_history_bytes: PositiveInt = 1024 * 1024
-    """How much of a session's earlier turns (stored JSON, newest first) one model call is given."""
+    """How much of a session's earlier turns (their stored JSON) one model call is given: the newest turns that fit,
+    oldest first; the current turn is always whole. Set it to what your model's context holds."""
     response_wait: PositiveSeconds = 600.0
     """How long a non-streamed, non-background `POST /v1/responses` waits for its response to end before it
     answers with the response as it stands (`in_progress`; GET it later)."""
@@ -292,8 +305,8 @@ class Settings(BaseSettings):
     """The API process also runs a worker and starts turns on it eagerly: the first workflow task
     comes back in the start call's reply. `serve.py` (`make run`) turns it on unless it is set."""
     unstarted_turn_sweep: Seconds = timedelta(seconds=30)
-    """How often each API process starts the workflows of turns a crash left recorded but unstarted
-    (turns at least this old); None (0): never."""
+    """How often each API process starts the workflows of turns a crash left recorded but unstarted (turns at
+    least this old), and deletes what ended `store: false` responses left in the store; 0: never."""
     # Outbound requests a caller can steer (documents, MCP servers): see outbound/.
     outbound_allow: Annotated[tuple[str, ...], NoDecode, BeforeValidator(_outbound_allow)] = ()
     """Hosts, addresses or CIDR ranges (optionally `:port`) that outbound requests may reach even
@@ -313,25 +326,29 @@ class Settings(BaseSettings):
     mcp_headers: Annotated[dict[str, dict[str, str]], NoDecode, BeforeValidator(_headers_by_url)] = Field(
         default_factory=dict, repr=False
     )
-    """MCP endpoint URL → headers sent with every request to it (credentials: kept out of repr)."""
+    """MCP endpoint URL → headers sent with every request to it, e.g. `{"https://mcp.example/mcp":
+    {"Authorization": "Bearer …"}}`; never stored or shown."""
     credentials_key: str | None = Field(default=None, repr=False)
-    """Fernet key that encrypts the MCP headers a turn's request brings while the turn runs; the APIs and
-    workers share it. None: requests with such headers are refused (`make run` generates one)."""
-    # Tenancy and limits (README, "Security"). Counters and buckets are per API process.
+    """Fernet key that encrypts the MCP headers a turn's request brings while the turn runs; every API and worker
+    needs the same one. Unset: requests with such headers are refused (`make run` generates one into the data
+    dir)."""
+    # Tenancy and limits (docs/security.md). Counters and buckets are per API process.
     api_keys_file: Path | None = None
     """More API key entries, one `key` or `tenant:key` a line; `#` starts a comment line."""
     offline_model: Flag = False
-    """Whether agents may name the built-in offline/echo model (no LLM); default: only when no models are configured."""
+    """Whether agents may name the built-in `offline/echo` model (no LLM); unset: only when no models are
+    configured."""
     page_limit_default: PositiveInt = 100
     """Items a list route returns when the caller gives no `limit`."""
     page_limit_max: PositiveInt = 1000
     """The most items a list route returns at once."""
     rate_limit_per_minute: LimitOrOff = 1200
-    """Requests per API key and minute, sustained (token bucket); 0: no limit."""
+    """Requests per API key and minute, sustained (token bucket; shared by every API process on a PostgreSQL store,
+    per process on SQLite); over it: 429 with `Retry-After`; 0: no limit."""
     rate_limit_burst: PositiveInt = 200
     """Requests per API key served at once before the sustained rate applies."""
     max_streams_per_key: PositiveInt = 50
-    """Open SSE streams per API key."""
+    """Open SSE streams per API key, per API process; one more is 429 before anything starts."""
     max_infer_iters: PositiveInt = 100
     """The largest `max_infer_iters` an agent may ask for."""
     max_sessions_per_agent: PositiveInt = 10000
@@ -341,9 +358,9 @@ class Settings(BaseSettings):
     max_toolgroups_per_tenant: PositiveInt = 100
     """Toolgroups one tenant may register."""
     allowed_hosts: Annotated[tuple[str, ...] | None, NoDecode, BeforeValidator(_comma_list_or_unset)] = None
-    """Host header names served (`*`: any); unset: loopback names only without API keys, any with them."""
+    """Host header names served (`*`: any), others 403; unset: loopback names only without API keys, any with them."""
     allowed_origins: CommaList = ()
-    """Browser origins (scheme://host[:port]) allowed besides the API's own."""
+    """Browser origins (scheme://host[:port]) allowed besides the API's own; other `Origin`s get 403."""
     log_format: LogFormat = "text"
     """`json`: every log line is one JSON object, for log shippers."""
     worker_metrics_host: str = "127.0.0.1"

@@ -7,14 +7,12 @@ import json
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
 
 from configuration.settings import OFFLINE_MODEL_ID, Settings, SettingsError, env_name, load_settings
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 OPENAI_MODEL = {"provider": "openai", "base_url": "http://127.0.0.1:9/v1"}
 
 
@@ -247,40 +245,6 @@ def test_an_unknown_key_in_the_config_file_is_refused(tmp_path: Path) -> None:
 def test_a_config_file_that_is_not_toml_is_refused(tmp_path: Path) -> None:
     config = write_config(tmp_path, "[durable_agents\n")
     assert refusal({"DA_CONFIG_FILE": config}).startswith(f"{config} (DA_CONFIG_FILE) is not valid TOML")
-
-
-def readme_rows() -> list[tuple[list[str], list[str]]]:
-    """(variables, their defaults) of each row of the README's configuration table."""
-    table = README.read_text().split("| variable | default | meaning |", 1)[1].split("\n\n", 1)[0]
-    rows = []
-    for line in table.strip().splitlines()[1:]:
-        names, default = line.split(" | ")[:2]
-        rows.append((re.findall(r"`([A-Z_*]+)`", names), [part.strip() for part in default.split(" / ")]))
-    return rows
-
-
-def test_the_readme_table_lists_exactly_the_variables_read() -> None:
-    listed = {name for names, _ in readme_rows() for name in names}
-    read = {env_name(field) for field in Settings.model_fields}
-    assert read <= listed
-    assert {name for name in listed if name.startswith("DA_")} == {name for name in read if name.startswith("DA_")}
-
-
-def test_the_readme_defaults_are_the_code_defaults() -> None:
-    defaults = load_settings({})
-    field_by_env = {env_name(field): field for field in Settings.model_fields}
-    checked = 0
-    for names, values in readme_rows():
-        for name, value in zip(names, values, strict=False):
-            written = re.fullmatch(r"`([^`]*)`.*", value)
-            if not written or name not in field_by_env:
-                continue  # no default written: unset
-            text = written.group(1).replace("<data dir>", str(defaults.data_dir))
-            field = field_by_env[name]
-            as_written: Any = getattr(load_settings({name: text}), field)
-            assert as_written == getattr(defaults, field), f"README's default of {name} is not the code's"
-            checked += 1
-    assert checked >= 10
 
 
 def test_log_format_and_worker_metrics_port() -> None:
