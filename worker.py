@@ -20,6 +20,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 
 from activities.documents import DocumentActivities
 from activities.inference import InferenceActivities
+from activities.ingestion import IngestionActivities
 from activities.shields import ShieldActivities
 from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
@@ -27,6 +28,9 @@ from activities.webhook_delivery import WebhookDeliveryActivities
 from configuration.settings import Settings, get_settings
 from hosting import startup_heap
 from hosting.temporal_connection import connect_temporal, require_search_attributes
+from knowledge.blobs import blob_store
+from knowledge.embeddings import EmbeddingCatalog
+from knowledge.engines import vector_index
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
 from observability.worker_metrics import serve_worker_metrics
@@ -35,11 +39,13 @@ from providers.registry import ModelRegistry
 from store.database import open_database
 from store.repository import Store
 from store.upgrade import StoreNotUpgradable, upgrade_store
+from store.vector_stores import VectorStores
 from store.wake import WakeSender, wake_dir
 from store.webhooks import WebhookStore
 from tool_runtime.catalog import ToolCatalog
 from tool_runtime.credential_seal import CredentialSeal
 from webhooks.secrets import SecretSeal
+from workflows.ingestion import IngestFileWorkflow
 from workflows.turn import TurnWorkflow
 from workflows.webhook_delivery import WebhookDeliveryWorkflow
 
@@ -71,10 +77,16 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
         settings.webhook_retry_delays,
         settings.webhook_timeout,
     )
+    ingestion = IngestionActivities(
+        VectorStores(store.database, vector_index(settings.store_url)),
+        blob_store(settings.store_url, store.database, settings.blob_dir),
+        EmbeddingCatalog(settings),
+        settings,
+    )
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[TurnWorkflow, WebhookDeliveryWorkflow],
+        workflows=[TurnWorkflow, WebhookDeliveryWorkflow, IngestFileWorkflow],
         activities=[
             inference.infer,
             progress.save_turn_progress,
@@ -85,6 +97,9 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
             tools.run_tool,
             shields.run_shields,
             webhooks.attempt,
+            ingestion.chunk_file,
+            ingestion.embed_chunks,
+            ingestion.finish_file,
         ],
         # Cancellation reaches a model call through its heartbeat: send one at least every second.
         max_heartbeat_throttle_interval=timedelta(seconds=1),

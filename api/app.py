@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 from sqlalchemy.engine import make_url
 
+from api import models
 from api.guards.auth import BearerAuth
 from api.guards.body_limit import BodySizeLimit
 from api.guards.host_check import HostOriginCheck
@@ -17,8 +18,10 @@ from api.guards.rate_limit import ProcessRateBuckets, RateLimit
 from api.guards.tenancy import DEFAULT_TENANT, principals
 from api.http.errors import install_error_handlers
 from api.http.openapi import install_openapi
-from api.llama_stack import agents, sessions, shields, tools, turns
-from api.openai_platform import webhook_endpoints
+from api.knowledge import knowledge_for
+from api.llama_stack import agents, rag_tool, sessions, shields, tools, turns, vector_dbs, vector_io
+from api.llama_stack import embeddings as llama_stack_embeddings
+from api.openai_platform import embeddings, files, vector_store_files, vector_stores, webhook_endpoints
 from api.operations import health, metrics
 from api.responses import conversations, routes
 from api.responses.errors import OpenAIErrorEnvelope
@@ -114,6 +117,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         outbox = dispatch.sweep_forever(
             starter, webhook_store, config.webhook_sweep_interval, config.webhook_log_retention
         )
+        app.state.knowledge = knowledge_for(config, database, client)
         background = [poller, asyncio.create_task(outbox)]
         if config.unstarted_turn_sweep is not None:
             background.append(asyncio.create_task(sweep_forever(services, config.unstarted_turn_sweep)))
@@ -169,6 +173,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_openapi(app, routers, prefix="/v1")
     app.include_router(routes.router, prefix="/v1")
     app.include_router(webhook_endpoints.router, prefix="/v1")
+    knowledge_routers = (
+        models.router,
+        embeddings.router,
+        files.router,
+        vector_stores.router,
+        vector_store_files.router,
+        llama_stack_embeddings.router,
+        vector_dbs.router,
+        vector_io.router,
+        rag_tool.router,
+    )
+    for router in knowledge_routers:  # docs/knowledge.md
+        app.include_router(router, prefix="/v1")
     app.include_router(health.readiness_router)
     app.include_router(metrics.router)
     instrument_api(app, lambda turn_id: app.state.services.turns.trace_carrier(turn_id))

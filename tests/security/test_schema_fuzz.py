@@ -40,6 +40,18 @@ CONFIGURATION_DEPENDENT = {
     "POST /v1/webhook_endpoints",
     "POST /v1/webhook_endpoints/{endpoint_id}",
     "POST /v1/webhook_endpoints/{endpoint_id}/test",
+    # Knowledge: the model must be an embedding model configured here, with the dimensions it makes; inputs must
+    # have text; files, vector stores and vector DBs named must exist; a static chunking strategy's overlap is at
+    # most half its size and a batch names either file_ids or files — rules the schema cannot state.
+    "POST /v1/embeddings",
+    "POST /v1/inference/embeddings",
+    "POST /v1/files",  # a multipart body with a file, which the schema does not describe
+    "POST /v1/vector_stores",
+    "POST /v1/vector_stores/{vector_store_id}/files",
+    "POST /v1/vector_stores/{vector_store_id}/files/{file_id}",
+    "POST /v1/vector_stores/{vector_store_id}/file_batches",
+    "POST /v1/vector-dbs",
+    "POST /v1/tool-runtime/rag-tool/query",
 }
 
 
