@@ -21,14 +21,19 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from activities.compaction import CompactionActivities
 from activities.documents import DocumentActivities
 from activities.inference import InferenceActivities
+from activities.ingestion import IngestionActivities
 from activities.retention import RetentionActivities
 from activities.shields import ShieldActivities
 from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
+from activities.webhook_delivery import WebhookDeliveryActivities
 from compaction.seal import CompactionSeal
 from configuration.settings import Settings, get_settings
 from hosting import startup_heap
 from hosting.temporal_connection import connect_temporal, require_search_attributes
+from knowledge.blobs import blob_store
+from knowledge.embeddings import EmbeddingCatalog
+from knowledge.engines import vector_index
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
 from observability.worker_metrics import serve_worker_metrics
@@ -37,13 +42,18 @@ from providers.registry import ModelRegistry
 from store.database import open_database
 from store.repository import Store
 from store.upgrade import StoreNotUpgradable, upgrade_store
+from store.vector_stores import VectorStores
 from store.wake import WakeSender, wake_dir
+from store.webhooks import WebhookStore
 from tool_runtime.catalog import ToolCatalog
 from tool_runtime.credential_seal import CredentialSeal
+from webhooks.secrets import SecretSeal
 from workflows.compaction import CompactionWorkflow
+from workflows.ingestion import IngestFileWorkflow
 from workflows.retention import RetentionSweep, TenantErasure
 from workflows.retention_schedule import ensure_retention_schedule
 from workflows.turn import TurnWorkflow
+from workflows.webhook_delivery import WebhookDeliveryWorkflow
 
 
 def workflow_runner() -> WorkflowRunner:
@@ -69,10 +79,30 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     compaction_seal = CompactionSeal(settings.credentials_key) if settings.credentials_key else None
     compaction = CompactionActivities(store, models, compaction_seal, settings.max_history_bytes)
     retention = RetentionActivities(store, client)
+    webhooks = WebhookDeliveryActivities(
+        WebhookStore(store.database),
+        outbound_from(settings),
+        SecretSeal(settings.credentials_key) if settings.credentials_key else None,
+        settings.webhook_retry_delays,
+        settings.webhook_timeout,
+    )
+    ingestion = IngestionActivities(
+        VectorStores(store.database, vector_index(settings.store_url)),
+        blob_store(settings.store_url, store.database, settings.blob_dir),
+        EmbeddingCatalog(settings),
+        settings,
+    )
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[TurnWorkflow, CompactionWorkflow, RetentionSweep, TenantErasure],
+        workflows=[
+            TurnWorkflow,
+            WebhookDeliveryWorkflow,
+            IngestFileWorkflow,
+            CompactionWorkflow,
+            RetentionSweep,
+            TenantErasure,
+        ],
         activities=[
             inference.infer,
             progress.save_turn_progress,
@@ -82,6 +112,10 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
             tools.list_mcp_server,
             tools.run_tool,
             shields.run_shields,
+            webhooks.attempt,
+            ingestion.chunk_file,
+            ingestion.embed_chunks,
+            ingestion.finish_file,
             compaction.write_summary,
             compaction.compact_turn,
             retention.prune_expired,

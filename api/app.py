@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 from sqlalchemy.engine import make_url
 
+from api import models
 from api.guards.auth import BearerAuth
 from api.guards.body_limit import BodySizeLimit
 from api.guards.host_check import HostOriginCheck
@@ -17,7 +18,10 @@ from api.guards.rate_limit import ProcessRateBuckets, RateLimit
 from api.guards.tenancy import DEFAULT_TENANT, principals
 from api.http.errors import install_error_handlers
 from api.http.openapi import install_openapi
-from api.llama_stack import agents, sessions, shields, tools, turns
+from api.knowledge import knowledge_for
+from api.llama_stack import agents, rag_tool, sessions, shields, tools, turns, vector_dbs, vector_io
+from api.llama_stack import embeddings as llama_stack_embeddings
+from api.openai_platform import embeddings, files, vector_store_files, vector_stores, webhook_endpoints
 from api.operations import health, metrics, tenants
 from api.responses import compact, conversations, routes
 from api.responses.errors import OpenAIErrorEnvelope
@@ -34,13 +38,16 @@ from observability.api_tracing import fastapi_native_telemetry_off, instrument_a
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
 from observability.worker_metrics import sdk_metrics_runtime
+from outbound.http import outbound_from
 from store.database import open_database
 from store.pg_wake import PostgresWakeReceiver
 from store.rate_buckets import StoreRateBuckets
 from store.repository import Store
 from store.upgrade import upgrade_store
 from store.wake import WakeReceiver, WakeSender, wake_dir
+from store.webhooks import WebhookStore
 from tool_runtime.catalog import ToolCatalog
+from webhooks import dispatch
 from workflows.retention_schedule import ensure_retention_schedule
 
 log = logging.getLogger(__name__)
@@ -106,7 +113,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             streams,
             settle_conversation=settle_conversation,
         )
-        background = [poller]
+        webhook_store = WebhookStore(database)
+        starter = dispatch.DeliveryStarter(client, config.task_queue, webhook_store)
+        app.state.webhooks = webhook_endpoints.Webhooks(config, webhook_store, starter, outbound_from(config))
+        outbox = dispatch.sweep_forever(
+            starter, webhook_store, config.webhook_sweep_interval, config.webhook_log_retention
+        )
+        app.state.knowledge = knowledge_for(config, database, client)
+        background = [poller, asyncio.create_task(outbox)]
         if config.unstarted_turn_sweep is not None:
             background.append(asyncio.create_task(sweep_forever(services, config.unstarted_turn_sweep)))
         try:
@@ -161,6 +175,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_openapi(app, routers, prefix="/v1")
     app.include_router(compact.router, prefix="/v1")  # before routes': /responses/compact is no response id
     app.include_router(routes.router, prefix="/v1")
+    app.include_router(webhook_endpoints.router, prefix="/v1")
+    knowledge_routers = (
+        models.router,
+        embeddings.router,
+        files.router,
+        vector_stores.router,
+        vector_store_files.router,
+        llama_stack_embeddings.router,
+        vector_dbs.router,
+        vector_io.router,
+        rag_tool.router,
+    )
+    for router in knowledge_routers:  # docs/knowledge.md
+        app.include_router(router, prefix="/v1")
     app.include_router(tenants.router, prefix="/v1")
     app.include_router(health.readiness_router)
     app.include_router(metrics.router)

@@ -48,6 +48,8 @@ from pydantic_settings import (
 from configuration.allowlist import parse_allowlist
 
 OFFLINE_MODEL_ID = "offline/echo"
+BUILTIN_EMBEDDING_MODEL_ID = "wordllama/l2_supercat-256"
+"""The embedding model that ships in the `wordllama` wheel: works offline, always offered."""
 DEFAULT_MAX_DOCUMENT_BYTES = 1024 * 1024
 DEFAULT_MAX_TOOL_REPLY_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
@@ -67,7 +69,12 @@ class ModelSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     provider: Literal["openai", "offline"]
-    """`openai`: any OpenAI-compatible chat-completions endpoint (vLLM, Ollama, llama.cpp, OpenAI, …)."""
+    """`openai`: any OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, OpenAI, …): chat completions, or
+    embeddings for an embedding model."""
+    model_type: Literal["llm", "embedding"] = "llm"
+    """`embedding`: an embeddings model (`/v1/embeddings`, vector stores) instead of a chat model."""
+    embedding_dimension: int | None = Field(default=None, gt=0)
+    """For an embedding model: the length of its vectors (its vector stores' index is made for it)."""
     base_url: str | None = None
     """The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 for Ollama."""
     api_key_env: str | None = None
@@ -82,6 +89,11 @@ class ModelSpec(BaseModel):
     def _openai_needs_an_endpoint(self) -> ModelSpec:
         if self.provider == "openai" and not self.base_url:
             raise ValueError("needs a base_url (the OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1)")
+        if self.model_type == "embedding" and (self.provider != "openai" or not self.embedding_dimension):
+            raise ValueError(
+                "an embedding model needs provider 'openai' and its embedding_dimension (the built-in "
+                f"{BUILTIN_EMBEDDING_MODEL_ID} needs no entry)"
+            )
         return self
 
 
@@ -234,6 +246,25 @@ def _retention(raw: Any) -> dict[str, timedelta]:
         raise ValueError(f"names unknown kinds {unknown}; known: {', '.join(RETENTION_KINDS)}")
     ttls = {kind: _seconds(value) for kind, value in raw.items()}
     return {kind: ttl for kind, ttl in ttls.items() if ttl is not None}
+
+
+def _seconds_list(raw: Any) -> tuple[float, ...]:
+    """Comma-separated seconds (a TOML list too), each a finite number >= 0."""
+    entries = raw if isinstance(raw, list | tuple) else str(raw).split(",")
+    delays: list[float] = []
+    for entry in entries:
+        try:
+            seconds = float(str(entry).strip())
+        except ValueError:
+            raise ValueError(f"must be comma-separated numbers of seconds, got {entry!r} in {raw!r}") from None
+        if not math.isfinite(seconds) or seconds < 0:
+            raise ValueError(f"must be comma-separated numbers of seconds >= 0, got {entry!r}")
+        delays.append(seconds)
+    return tuple(delays)
+
+
+WEBHOOK_RETRY_DELAYS = (5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 36000.0, 36000.0, 36000.0, 43200.0, 43200.0)
+"""Standard Webhooks' schedule (5 s, 5 min, 30 min, 2 h, 5 h, then 10 h) stretched to about 72 hours."""
 
 
 Flag = Annotated[bool, BeforeValidator(_flag)]
@@ -391,6 +422,35 @@ class Settings(BaseSettings):
     session_compact_threshold: PositiveInt | None = None
     """Estimated tokens of context above which a new llama-stack turn first has the model summarise its
     session's earlier turns, which are then read as that summary instead of being dropped; unset: never."""
+    # Webhooks (docs/webhooks.md).
+    webhook_retry_delays: Annotated[tuple[float, ...], NoDecode, BeforeValidator(_seconds_list)] = WEBHOOK_RETRY_DELAYS
+    """Seconds to wait before each retry of a webhook delivery the receiver did not accept, comma-separated;
+    after the last, the delivery has failed. The default reaches about 72 hours."""
+    webhook_timeout: PositiveSeconds = Field(default=10.0, le=300)
+    """Seconds one webhook attempt may take, connecting included, before it counts as failed."""
+    max_webhook_endpoints_per_tenant: PositiveInt = 20
+    """Webhook endpoints one tenant may have."""
+    webhook_sweep_interval: PositiveSeconds = 30.0
+    """How often each API process starts delivery workflows that a crash left unstarted (and once at start)."""
+    webhook_log_retention: PositiveSeconds = 30 * 24 * 3600.0
+    """Seconds webhook events, their deliveries and attempts are kept (the delivery log) once none is pending."""
+    # Knowledge: files, vector stores, embeddings (docs/knowledge.md).
+    default_embedding_model: str = BUILTIN_EMBEDDING_MODEL_ID
+    """The embedding model of a vector store whose creator names none: the built-in one, or the id of a
+    configured model with `model_type` `embedding`."""
+    blob_dir: Path | None = None
+    """Where a SQLite store keeps uploaded files' bytes; unset: `files/` beside the store's database file
+    (a PostgreSQL store keeps them in the database)."""
+    max_file_bytes: PositiveInt = 512 * 1024 * 1024
+    """The largest file `POST /v1/files` takes (else 413); the request limit of the JSON routes does not apply."""
+    max_files_per_vector_store: PositiveInt = 10000
+    """Files one vector store may have attached."""
+    max_chunks_per_vector_store: PositiveInt = 5_000_000
+    """Chunks one vector store may hold; a file that would pass it fails with a `last_error` saying so."""
+    max_search_results: PositiveInt = 50
+    """The largest `max_num_results` a vector store search may ask for."""
+    ingestion_batch_size: PositiveInt = 128
+    """Chunks embedded and written per transaction while a file is ingested."""
 
     @classmethod
     def settings_customise_sources(
@@ -452,6 +512,18 @@ class Settings(BaseSettings):
         return path
 
     @model_validator(mode="after")
+    def _embedding_model_exists(self) -> Settings:
+        chosen = self.models.get(self.default_embedding_model)
+        if self.default_embedding_model != BUILTIN_EMBEDDING_MODEL_ID and (
+            chosen is None or chosen.model_type != "embedding"
+        ):
+            raise ValueError(
+                f"default_embedding_model {self.default_embedding_model!r} is neither the built-in "
+                f"{BUILTIN_EMBEDDING_MODEL_ID} nor a configured model with model_type 'embedding'"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _guard_models_exist(self) -> Settings:
         for shield_id, shield in self.shields.items():
             if shield.provider == "llama_guard" and shield.model not in self.models:
@@ -462,7 +534,9 @@ class Settings(BaseSettings):
         return self
 
     def model(self, model_id: str) -> ModelSpec | None:
-        return self.models.get(model_id)
+        """The chat model of that id; None for an unknown id or an embedding model."""
+        spec = self.models.get(model_id)
+        return spec if spec is not None and spec.model_type == "llm" else None
 
     def key_entries(self) -> tuple[str, ...]:
         """The API key entries of `api_keys` and of `api_keys_file`."""

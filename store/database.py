@@ -5,7 +5,7 @@ runs each as one transaction: the operation reads as straight code, and no ORM u
 on the path (it cost several times the statements themselves).
 
 - PostgreSQL: SQLAlchemy's async engine on asyncpg, each operation through `AsyncConnection.run_sync`.
-- SQLite: a synchronous engine (the standard library's sqlite3) whose operations run whole on a
+- SQLite: a synchronous engine (pysqlite3, see `sqlite_module`) whose operations run whole on a
   few threads of ours. aiosqlite crosses from the event loop to its thread and back for every DBAPI
   call (cursor, execute, fetch, commit...); here an operation crosses once. A simple turn's store
   operations replayed alone took 49 ms of CPU on aiosqlite and 27 ms this way. Whatever driver a
@@ -128,6 +128,32 @@ async def _on(executor: ThreadPoolExecutor, run: Callable[[Callable[[Connection]
 WAL_SWITCH_SECONDS = 60.0
 
 
+def sqlite_module() -> Any:
+    """The DB-API module of the store's SQLite connections: pysqlite3 where installed, else the standard library's.
+
+    pysqlite3 brings a newer SQLite that can load extensions, which this machine's standard-library build cannot:
+    the knowledge index (knowledge/sqlite_index.py) needs sqlite-vec in the store's own connections, so that a
+    batch's chunks, vectors and keywords commit in one transaction on the store's one writer thread. Every
+    connection a process keeps open to the store is then of this one SQLite library: two copies of SQLite in one
+    process holding the same file can drop each other's POSIX locks (sqlite.org, "How To Corrupt").
+    """
+    try:
+        from pysqlite3 import dbapi2
+    except ImportError:
+        return sqlite3
+    return dbapi2
+
+
+def _load_vector_extension(dbapi_connection: Any) -> None:
+    if not hasattr(dbapi_connection, "enable_load_extension"):
+        return
+    import sqlite_vec
+
+    dbapi_connection.enable_load_extension(True)
+    sqlite_vec.load(dbapi_connection)
+    dbapi_connection.enable_load_extension(False)
+
+
 def switch_to_wal(cursor: Any) -> None:
     """WAL: readers never wait for the writer. While another process switches a new store to WAL or
     migrates it, SQLite may refuse the switch at once, without waiting in its busy handler ("database
@@ -137,13 +163,14 @@ def switch_to_wal(cursor: Any) -> None:
         try:
             cursor.execute("PRAGMA journal_mode=WAL")
             return
-        except sqlite3.OperationalError as refused:
+        except (sqlite3.OperationalError, sqlite_module().OperationalError) as refused:
             if "locked" not in str(refused) or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
 
 
 def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    _load_vector_extension(dbapi_connection)
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA busy_timeout=10000")  # writers in other processes (the API and the worker)
     switch_to_wal(cursor)
@@ -161,11 +188,19 @@ def open_database(url: str) -> Database:
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         # One connection per thread that may hold one at a time; the threads are the bound.
-        engine = create_engine(sync_url, poolclass=pool.QueuePool, pool_size=SQLITE_READERS + 1, max_overflow=0)
+        engine = create_engine(
+            sync_url,
+            module=sqlite_module(),
+            poolclass=pool.QueuePool,
+            pool_size=SQLITE_READERS + 1,
+            max_overflow=0,
+        )
         readers = SQLITE_READERS
     else:
         # An in-memory database lives in its one connection: every operation runs on the writer's thread.
-        engine = create_engine(sync_url, poolclass=pool.StaticPool, connect_args={"check_same_thread": False})
+        engine = create_engine(
+            sync_url, module=sqlite_module(), poolclass=pool.StaticPool, connect_args={"check_same_thread": False}
+        )
         readers = 0
     event.listen(engine, "connect", _tune_sqlite)
     return ThreadedSQLite(engine, readers)

@@ -24,11 +24,11 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, event, inspect, pool, text
+from sqlalchemy import Connection, create_engine, event, inspect, pool, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from store.database import switch_to_wal
+from store.database import sqlite_module, switch_to_wal
 
 BASELINE = "0001"
 """The revision whose schema is what `create_all` made before migrations existed."""
@@ -94,6 +94,9 @@ def upgrade_schema(connection: Connection, url: str, target: str = "head") -> No
 
 async def upgrade_store(url: str, target: str = "head") -> None:
     """Upgrade the store at `url` to `target` (the newest revision unless told), taking the upgrade lock."""
+    if make_url(url).get_backend_name() == "sqlite":
+        await asyncio.to_thread(_upgrade_sqlite, url, target)
+        return
     engine = _migration_engine(url)
     try:
         async with engine.connect() as connection:
@@ -101,6 +104,22 @@ async def upgrade_store(url: str, target: str = "head") -> None:
             await connection.commit()
     finally:
         await engine.dispose()
+
+
+def _upgrade_sqlite(url: str, target: str) -> None:
+    """On the store's own SQLite library (store.database.sqlite_module), like every other connection this
+    process makes to the file: two SQLite libraries in one process holding one file lose each other's locks."""
+    parsed = make_url(url)
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(parsed.set(drivername="sqlite+pysqlite"), module=sqlite_module(), poolclass=pool.NullPool)
+    event.listen(engine, "connect", _wait_for_other_writers)
+    try:
+        with engine.connect() as connection:
+            upgrade_schema(connection, url, target)
+            connection.commit()
+    finally:
+        engine.dispose()
 
 
 def _lock(connection: Connection) -> None:

@@ -1,5 +1,8 @@
 """A ceiling on request body size (`DA_MAX_REQUEST_BYTES`): larger bodies get 413 naming the limit.
 
+A file upload (`POST /v1/files`) has its own, larger ceiling: `DA_MAX_FILE_BYTES` and room for the multipart
+framing around the file (the route counts the file's own bytes exactly, api/openai_platform/uploads.py).
+
 A body that declares a larger Content-Length is refused before a byte of it is read. A chunked body (or one
 whose Content-Length understates it) is counted as it arrives and refused as soon as it passes the limit, so no
 more than the limit is ever buffered.
@@ -17,15 +20,18 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from configuration.settings import Settings
 
+UPLOAD_PATH = "/v1/files"
+UPLOAD_FRAMING_BYTES = 1024 * 1024
+"""Besides the file, an upload's body has its multipart headers and fields."""
+
 
 class BodyTooLarge(HTTPException):
     """Raised from `receive`; FastAPI re-raises HTTPExceptions met while reading a body, so it becomes the 413."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, setting: str = "DA_MAX_REQUEST_BYTES") -> None:
         super().__init__(
             413,
-            f"The request body is larger than this server's limit of {limit} bytes (DA_MAX_REQUEST_BYTES); "
-            "send a smaller one.",
+            f"The request body is larger than this server's limit of {limit} bytes ({setting}); send a smaller one.",
         )
 
 
@@ -39,14 +45,20 @@ class BodySizeLimit:
     def _limit(self) -> int:
         return self._settings().max_request_bytes
 
+    @cached_property
+    def _upload_limit(self) -> int:
+        return self._settings().max_file_bytes + UPLOAD_FRAMING_BYTES
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        limit = self._limit
+        limit, setting = self._limit, "DA_MAX_REQUEST_BYTES"
+        if scope["path"] == UPLOAD_PATH and scope["method"] == "POST":
+            limit, setting = self._upload_limit, "DA_MAX_FILE_BYTES"
         declared = Headers(scope=scope).get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
-            await _refusal(limit)(scope, receive, send)
+            await _refusal(limit, setting)(scope, receive, send)
             return
         received = 0
         response_started = False
@@ -57,7 +69,7 @@ class BodySizeLimit:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
-                    raise BodyTooLarge(limit)
+                    raise BodyTooLarge(limit, setting)
             return message
 
         async def watching_send(message: Message) -> None:
@@ -71,8 +83,8 @@ class BodySizeLimit:
             # Only when the body was read outside FastAPI's request handling (which answers the 413 itself).
             if response_started:
                 raise
-            await _refusal(limit)(scope, receive, send)
+            await _refusal(limit, setting)(scope, receive, send)
 
 
-def _refusal(limit: int) -> JSONResponse:
-    return JSONResponse({"detail": BodyTooLarge(limit).detail}, status_code=413)
+def _refusal(limit: int, setting: str) -> JSONResponse:
+    return JSONResponse({"detail": BodyTooLarge(limit, setting).detail}, status_code=413)

@@ -14,6 +14,7 @@ from alembic.autogenerate.api import AutogenContext
 from sqlalchemy import Connection, pool
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from store import knowledge_tables  # noqa: F401  (its tables join Base.metadata)
 from store.tables import Base, UtcDateTime
 
 

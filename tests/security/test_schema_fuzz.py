@@ -35,6 +35,23 @@ CONFIGURATION_DEPENDENT = {
     "POST /v1/conversations/{conversation_id}/items",
     # The model must be configured, and an output must answer a call its context has.
     "POST /v1/responses",
+    # A webhook endpoint's URL must be https:// to a public address (or one the operator allows); a test
+    # delivery needs a receiver that answers.
+    "POST /v1/webhook_endpoints",
+    "POST /v1/webhook_endpoints/{endpoint_id}",
+    "POST /v1/webhook_endpoints/{endpoint_id}/test",
+    # Knowledge: the model must be an embedding model configured here, with the dimensions it makes; inputs must
+    # have text; files, vector stores and vector DBs named must exist; a static chunking strategy's overlap is at
+    # most half its size and a batch names either file_ids or files — rules the schema cannot state.
+    "POST /v1/embeddings",
+    "POST /v1/inference/embeddings",
+    "POST /v1/files",  # a multipart body with a file, which the schema does not describe
+    "POST /v1/vector_stores",
+    "POST /v1/vector_stores/{vector_store_id}/files",
+    "POST /v1/vector_stores/{vector_store_id}/files/{file_id}",
+    "POST /v1/vector_stores/{vector_store_id}/file_batches",
+    "POST /v1/vector-dbs",
+    "POST /v1/tool-runtime/rag-tool/query",
     # The model must be configured; there must be something to compact.
     "POST /v1/responses/compact",
 }

@@ -17,10 +17,12 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, MetaData, pool, text
+from sqlalchemy import Connection, MetaData, create_engine, pool, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from store import knowledge_tables  # noqa: F401  (its tables join Base.metadata)
+from store.database import sqlite_module
 from store.tables import Base
 from store.upgrade import BASELINE, StoreNotUpgradable, head_revision, migrations_config, upgrade_store
 from tests.support.databases import postgres_database, store_url
@@ -40,7 +42,21 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 async def on(url: str, operation: Callable[[Connection], T]) -> T:
-    """Run `operation` on a connection to `url` and commit."""
+    """Run `operation` on a connection to `url` and commit; to SQLite on the store's own SQLite library, as a
+    test process holds the store open with it (two SQLite libraries on one file in one process break its locks)."""
+    if make_url(url).get_backend_name() == "sqlite":
+        sync = create_engine(
+            make_url(url).set(drivername="sqlite+pysqlite"), module=sqlite_module(), poolclass=pool.NullPool
+        )
+
+        def run() -> T:
+            try:
+                with sync.begin() as connection:
+                    return operation(connection)
+            finally:
+                sync.dispose()
+
+        return await asyncio.to_thread(run)
     engine = create_async_engine(url, poolclass=pool.NullPool)
     try:
         async with engine.begin() as connection:

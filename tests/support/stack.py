@@ -7,11 +7,11 @@ can be plain synchronous functions driving the official (synchronous) llama-stac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
 import socket
-import sqlite3
 import threading
 import uuid
 from collections.abc import Coroutine, Iterator
@@ -32,7 +32,7 @@ from configuration.settings import Settings, load_settings
 from domain.content import CompletionMessage, UserMessage
 from domain.turns import InferenceStep, TurnStatus
 from serve import DEV_SERVER_TUNING, temporal_binary
-from store.database import open_database
+from store.database import open_database, sqlite_module
 from store.repository import Store
 from store.upgrade import upgrade_store
 from tests.support.sandbox import sandboxed_runner
@@ -144,6 +144,9 @@ class Stack:
                 "DA_OUTBOUND_ALLOW": ALLOWED_HOST,
                 "DA_TOOL_CALL_DEADLINE": str(TOOL_CALL_DEADLINE),
                 "DA_CREDENTIALS_KEY": Fernet.generate_key().decode(),
+                # Webhook retries within seconds, and the outbox swept often (tests/webhooks/).
+                "DA_WEBHOOK_RETRY_DELAYS": "0.2,0.5,1,1,1",
+                "DA_WEBHOOK_SWEEP_INTERVAL": "1",
                 **({"DA_STORE_URL": store_url} if store_url else {}),
             }
         )
@@ -190,8 +193,14 @@ class Stack:
     def store_text(self) -> str:
         """Every row of every table of the SQLite store, and its files as bytes: where a secret must not be."""
         path = Path(self.settings.store_url.removeprefix("sqlite+aiosqlite:///"))
-        with sqlite3.connect(path) as db:
-            tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        with contextlib.closing(sqlite_module().connect(path)) as db:
+            # Not the knowledge index's virtual tables (sqlite-vec is not loaded here); their shadow tables are.
+            tables = [
+                row[0]
+                for row in db.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'"
+                )
+            ]
             rows = [repr(db.execute(f'SELECT * FROM "{table}"').fetchall()) for table in tables]
         files = [file.read_bytes().decode("latin-1") for file in path.parent.glob(path.name + "*")]
         return "\n".join(rows + files)

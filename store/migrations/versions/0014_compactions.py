@@ -1,7 +1,7 @@
 """The summaries `/responses/compact` requests have a workflow write (compaction/).
 
 Revision ID: 0014
-Revises: 0011
+Revises: 0013
 Create Date: 2026-11-25
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0014"
-down_revision = "0011"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,194 @@
+"""Knowledge figures: ingestion throughput beside the embedding model's own, and search latency by store size.
+
+    .venv/bin/python -m bench.knowledge_bench [--corpus-mb 10] [--sizes 1000,10000,100000] [--searches 200]
+
+Starts the whole service (`serve.py`: dev server, API with its worker) on a scratch data directory and prints
+one JSON line:
+
+- `embedding_chunks_per_s`: the built-in model embedding 800-token chunks of the corpus in this process, alone.
+- `ingest_chunks_per_s`: the same corpus uploaded as 20 files and attached as one file batch, from the attach
+  to every file `completed` (extraction, chunking, embedding, indexing, Temporal), end to end through the API;
+  `ingest_vs_embedding` is its ratio to the bare figure (target: at least 0.5).
+- `search_ms`: p50/p99 of `POST /v1/vector_stores/{id}/search` through the API at each store size (chunks put in
+  with `vector-io/insert` and random vectors, so the sizes are quick to build; the search path is the same).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import openai
+
+from bench.common import free_port, log, runtime_revision, spawn, stop_process, wait_for_http
+from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
+from knowledge.chunking import StaticChunking, chunks
+from knowledge.embeddings import WordLlamaEmbeddings
+
+WORDS = [
+    "harbour",
+    "seal",
+    "puffin",
+    "cliff",
+    "herring",
+    "tide",
+    "lighthouse",
+    "keeper",
+    "ledger",
+    "invoice",
+    "glacier",
+    "moraine",
+    "river",
+    "delta",
+    "orchard",
+    "pruning",
+    "sourdough",
+    "starter",
+    "compiler",
+    "kernel",
+    "scheduler",
+    "turbine",
+    "blade",
+    "anchor",
+    "mooring",
+    "census",
+]
+
+
+def corpus(megabytes: float, files: int) -> list[str]:
+    generator = random.Random(11)
+    per_file = int(megabytes * 1024 * 1024 / files)
+    texts = []
+    for _ in range(files):
+        lines, size = [], 0
+        while size < per_file:
+            line = " ".join(generator.choice(WORDS) for _ in range(16)) + ".\n"
+            lines.append(line)
+            size += len(line)
+        texts.append("".join(lines))
+    return texts
+
+
+def bare_embedding(texts: list[str]) -> tuple[int, float]:
+    pieces = [chunk.text for text in texts for chunk in chunks(text, StaticChunking())]
+    model = WordLlamaEmbeddings()
+    model.embed_now(pieces[:8])  # loaded
+    started = time.perf_counter()
+    for start in range(0, len(pieces), 128):
+        model.embed_now(pieces[start : start + 128])
+    return len(pieces), len(pieces) / (time.perf_counter() - started)
+
+
+def ingest(client: openai.OpenAI, texts: list[str]) -> tuple[int, float]:
+    file_ids = [
+        client.files.create(file=(f"doc{i}.txt", text.encode()), purpose="assistants").id
+        for i, text in enumerate(texts)
+    ]
+    store = client.vector_stores.create(name="bench-ingest")
+    started = time.perf_counter()
+    batch = client.vector_stores.file_batches.create_and_poll(store.id, file_ids=file_ids, poll_interval_ms=100)
+    elapsed = time.perf_counter() - started
+    assert batch.file_counts.completed == len(texts), batch
+    total = 0
+    for file_id in file_ids:
+        total += len(list(client.vector_stores.files.content(file_id, vector_store_id=store.id)))
+    return total, total / elapsed
+
+
+def p50_p99(seconds: list[float]) -> dict[str, float | int]:
+    values = np.array(seconds) * 1000
+    return {
+        "p50": round(float(np.percentile(values, 50)), 1),
+        "p99": round(float(np.percentile(values, 99)), 1),
+        "n": len(values),
+    }
+
+
+def search_latency(base_url: str, client: openai.OpenAI, size: int, searches: int) -> dict[str, float | int]:
+    store = f"bench-{size}"
+    with httpx.Client(base_url=base_url, timeout=600) as http:
+        http.post(
+            "/v1/vector-dbs", json={"vector_db_id": store, "embedding_model": BUILTIN_EMBEDDING_MODEL_ID}
+        ).raise_for_status()
+        generator = np.random.default_rng(size)
+        for start in range(0, size, 2000):
+            count = min(2000, size - start)
+            vectors = generator.standard_normal((count, 256)).astype(np.float32)
+            payload = [
+                {
+                    "content": " ".join(random.choices(WORDS, k=30)),
+                    "metadata": {"document_id": f"doc{(start + index) % 50}", "token_count": 40},
+                    "embedding": vector.round(4).tolist(),
+                }
+                for index, vector in enumerate(vectors)
+            ]
+            http.post("/v1/vector-io/insert", json={"vector_db_id": store, "chunks": payload}).raise_for_status()
+    timings = []
+    for index in range(searches + 5):
+        query = " ".join(random.choices(WORDS, k=6))
+        started = time.perf_counter()
+        client.vector_stores.search(store, query=query, max_num_results=10)
+        if index >= 5:
+            timings.append(time.perf_counter() - started)
+    return p50_p99(timings)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--corpus-mb", type=float, default=10)
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--searches", type=int, default=200)
+    arguments = parser.parse_args()
+    texts = corpus(arguments.corpus_mb, 20)
+    log(f"bare embedding of the {arguments.corpus_mb} MB corpus's chunks")
+    chunk_count, bare = bare_embedding(texts)
+    data = Path(tempfile.mkdtemp(prefix="da-bench-knowledge-"))
+    api_port = free_port()
+    env = {
+        "DA_DATA_DIR": str(data),
+        "DA_API_PORT": str(api_port),
+        "DA_TEMPORAL_PORT": str(free_port()),
+        "DA_TEMPORAL_UI_PORT": str(free_port()),
+        "DA_RATE_LIMIT_PER_MINUTE": "0",
+        "DA_MAX_REQUEST_BYTES": str(64 * 1024 * 1024),
+    }
+    service = spawn([sys.executable, "serve.py"], data / "serve.log", env)
+    base_url = f"http://127.0.0.1:{api_port}"
+    try:
+        wait_for_http(f"{base_url}/v1/health", [service], 180)
+        client = openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0, timeout=600)
+        log("ingesting the corpus through the API")
+        ingested, ingest_rate = ingest(client, texts)
+        search = {}
+        for size in (int(size) for size in arguments.sizes.split(",")):
+            log(f"search latency at {size} chunks")
+            search[str(size)] = search_latency(base_url, client, size, arguments.searches)
+    finally:
+        stop_process(service)
+    print(
+        json.dumps(
+            {
+                "revision": runtime_revision(),
+                "cpus": os.cpu_count(),
+                "corpus_mb": arguments.corpus_mb,
+                "chunks": chunk_count,
+                "embedding_chunks_per_s": round(bare, 1),
+                "ingested_chunks": ingested,
+                "ingest_chunks_per_s": round(ingest_rate, 1),
+                "ingest_vs_embedding": round(ingest_rate / bare, 2),
+                "search_ms": search,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Knowledge: text extraction, chunking, embedding providers, blob storage and vector engines."""

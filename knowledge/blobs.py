@@ -1,0 +1,175 @@
+"""Where uploaded files' bytes live: a directory beside a SQLite store, or a table of a PostgreSQL store.
+
+Bytes move in pieces both ways: an upload is written as it arrives and a reader gets it back piece by piece,
+so no process ever holds a whole file. A SQLite store's blobs are plain files named by file id (written under
+a temporary name and renamed when complete, so a crash never leaves half a file under a real name); a
+PostgreSQL store's are rows of `file_blob_parts` of at most 1 MiB, which every API process and worker
+reaches without a shared disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Protocol
+
+from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy.engine import make_url
+
+from store.database import Database
+from store.knowledge_tables import FileBlobPartRow
+
+PART_BYTES = 1024 * 1024
+READ_BYTES = 256 * 1024
+
+
+class BlobWriter(Protocol):
+    async def write(self, data: bytes) -> None: ...
+
+    async def commit(self) -> None: ...
+
+    async def abort(self) -> None: ...
+
+
+class BlobStore(Protocol):
+    def writer(self, file_id: str) -> BlobWriter: ...
+
+    def read(self, file_id: str) -> AsyncIterator[bytes]: ...
+
+    def local_copy(self, file_id: str) -> contextlib.AbstractAsyncContextManager[Path]:
+        """A path to the file's bytes on this machine for as long as the context lasts (extraction reads a
+        PDF by seeking, so it needs a file)."""
+        ...
+
+    async def delete(self, file_id: str) -> None: ...
+
+
+class DirectoryBlobs:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, file_id: str) -> Path:
+        return self.root / file_id
+
+    def writer(self, file_id: str) -> BlobWriter:
+        return _FileWriter(self.root, file_id)
+
+    async def read(self, file_id: str) -> AsyncIterator[bytes]:
+        with self.path(file_id).open("rb") as source:
+            while data := await asyncio.to_thread(source.read, READ_BYTES):
+                yield data
+
+    @contextlib.asynccontextmanager
+    async def local_copy(self, file_id: str) -> AsyncIterator[Path]:
+        yield self.path(file_id)
+
+    async def delete(self, file_id: str) -> None:
+        await asyncio.to_thread(self.path(file_id).unlink, missing_ok=True)
+
+
+class _FileWriter:
+    def __init__(self, root: Path, file_id: str) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        self._final = root / file_id
+        self._partial = root / f".{file_id}.partial"
+        self._file = self._partial.open("wb")
+
+    async def write(self, data: bytes) -> None:
+        await asyncio.to_thread(self._file.write, data)
+
+    async def commit(self) -> None:
+        def finish() -> None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            self._partial.replace(self._final)
+
+        await asyncio.to_thread(finish)
+
+    async def abort(self) -> None:
+        self._file.close()
+        self._partial.unlink(missing_ok=True)
+
+
+class DatabaseBlobs:
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    def writer(self, file_id: str) -> BlobWriter:
+        return _PartWriter(self._database, file_id)
+
+    async def read(self, file_id: str) -> AsyncIterator[bytes]:
+        part = 0
+        while True:
+            data = await self._database.read(_part(file_id, part))
+            if data is None:
+                return
+            yield data
+            part += 1
+
+    @contextlib.asynccontextmanager
+    async def local_copy(self, file_id: str) -> AsyncIterator[Path]:
+        """The parts copied to a temporary file one at a time."""
+        with tempfile.TemporaryDirectory(prefix="da-blob-") as scratch:
+            path = Path(scratch) / file_id
+            with path.open("wb") as target:
+                async for data in self.read(file_id):
+                    await asyncio.to_thread(target.write, data)
+            yield path
+
+    async def delete(self, file_id: str) -> None:
+        await self._database.write(
+            lambda tx: tx.execute(delete(FileBlobPartRow).where(FileBlobPartRow.file_id == file_id))
+        )
+
+
+def _part(file_id: str, part: int) -> Callable[[Connection], bytes | None]:
+    def read(tx: Connection) -> bytes | None:
+        rows = FileBlobPartRow
+        return tx.execute(select(rows.data).where(rows.file_id == file_id, rows.part == part)).scalar()
+
+    return read
+
+
+class _PartWriter:
+    def __init__(self, database: Database, file_id: str) -> None:
+        self._database = database
+        self._file_id = file_id
+        self._pending = bytearray()
+        self._part = 0
+
+    async def _flush(self, size: int) -> None:
+        data, self._pending = bytes(self._pending[:size]), self._pending[size:]
+        row = {"file_id": self._file_id, "part": self._part, "data": data}
+        await self._database.write(lambda tx: tx.execute(insert(FileBlobPartRow), row))
+        self._part += 1
+
+    async def write(self, data: bytes) -> None:
+        self._pending += data
+        while len(self._pending) >= PART_BYTES:
+            await self._flush(PART_BYTES)
+
+    async def commit(self) -> None:
+        if self._pending or self._part == 0:
+            await self._flush(len(self._pending))
+
+    async def abort(self) -> None:
+        file_id = self._file_id
+        await self._database.write(
+            lambda tx: tx.execute(delete(FileBlobPartRow).where(FileBlobPartRow.file_id == file_id))
+        )
+
+
+def blob_store(store_url: str, database: Database, blob_dir: Path | None) -> BlobStore:
+    """Directory blobs beside a SQLite store's file (or in `blob_dir`), table blobs in a PostgreSQL store."""
+    parsed = make_url(store_url)
+    if parsed.get_backend_name() != "sqlite":
+        return DatabaseBlobs(database)
+    if blob_dir is None:
+        database_path = parsed.database if parsed.database and parsed.database != ":memory:" else None
+        blob_dir = Path(database_path).parent / "files" if database_path else Path(tempfile.mkdtemp(prefix="da-files-"))
+    return DirectoryBlobs(blob_dir)

@@ -1,0 +1,163 @@
+"""A file's text, by its kind: plain text, Markdown, HTML, JSON or PDF.
+
+What cannot be read becomes `Unreadable` with a message that says what is wrong with the file and what to do,
+which ingestion records as the file's `last_error`: an empty file, a PDF that is corrupt or has no text layer,
+bytes that are no text in any encoding we read.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import json
+from pathlib import Path
+from typing import Literal
+
+ErrorCode = Literal["invalid_file", "unsupported_file"]
+
+TEXT_SUFFIXES = {
+    ".txt",
+    ".md",
+    ".markdown",
+    ".rst",
+    ".csv",
+    ".tsv",
+    ".log",
+    ".py",
+    ".js",
+    ".ts",
+    ".java",
+    ".c",
+    ".cpp",
+    ".h",
+    ".go",
+    ".rs",
+    ".rb",
+    ".php",
+    ".sh",
+    ".css",
+    ".tex",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".xml",
+}
+_MOSTLY_TEXT = 0.95
+"""Share of printable characters below which decoded bytes are taken for binary data, not text."""
+
+
+class Unreadable(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def extract_text(path: Path, filename: str) -> str:
+    """The text of the file at `path`, read by the kind its `filename` and its first bytes say it is."""
+    if path.stat().st_size == 0:
+        raise Unreadable("invalid_file", f"{filename} is empty (0 bytes): upload a file with text in it.")
+    with path.open("rb") as source:
+        head = source.read(1024)
+    suffix = Path(filename).suffix.lower()
+    if head.startswith(b"%PDF") or suffix == ".pdf":
+        text = _pdf(path, filename)
+    else:
+        raw = _decoded(path.read_bytes(), filename)
+        if suffix in (".html", ".htm") or raw.lstrip()[:15].lower().startswith(("<!doctype html", "<html")):
+            text = _html(raw)
+        elif suffix == ".json":
+            text = _json(raw, filename)
+        else:
+            text = raw
+    if not text.strip():
+        raise Unreadable("invalid_file", f"{filename} has no text to index (only whitespace or markup).")
+    return text
+
+
+def _decoded(data: bytes, filename: str) -> str:
+    for encoding in ("utf-8-sig", "utf-16") if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ("utf-8-sig",):
+        try:
+            text = data.decode(encoding)
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        text = data.decode("latin-1")
+    sample = text[:65536]
+    printable = sum(1 for character in sample if character.isprintable() or character in "\n\r\t\f")
+    if (b"\x00" in data[:65536] and not data.startswith((b"\xff\xfe", b"\xfe\xff"))) or (
+        sample and printable / len(sample) < _MOSTLY_TEXT
+    ):
+        raise Unreadable(
+            "unsupported_file",
+            f"{filename} looks like binary data, not text: upload plain text, Markdown, HTML, JSON or a PDF.",
+        )
+    return text
+
+
+class _TextOfHTML(html.parser.HTMLParser):
+    _SKIPPED = frozenset({"script", "style", "noscript", "template", "head"})
+    _BLOCKS = frozenset({"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "pre"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skipping = 0
+
+    def handle_starttag(self, tag: str, attrs: object) -> None:
+        if tag in self._SKIPPED:
+            self._skipping += 1
+        elif tag in self._BLOCKS:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._SKIPPED and self._skipping:
+            self._skipping -= 1
+        elif tag in self._BLOCKS:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self._skipping:
+            self.parts.append(data)
+
+
+def _html(raw: str) -> str:
+    parser = _TextOfHTML()
+    parser.feed(raw)
+    parser.close()
+    lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def _json(raw: str, filename: str) -> str:
+    try:
+        json.loads(raw)
+    except ValueError as exc:
+        raise Unreadable(
+            "invalid_file", f"{filename} is not valid JSON ({exc}): fix it or upload it as .txt."
+        ) from None
+    return raw
+
+
+def _pdf(path: Path, filename: str) -> str:
+    import pypdf
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = pypdf.PdfReader(path)
+        if reader.is_encrypted:
+            raise Unreadable("unsupported_file", f"{filename} is an encrypted PDF: upload it without a password.")
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except Unreadable:
+        raise
+    except (PyPdfError, ValueError, KeyError, TypeError, OSError) as exc:
+        raise Unreadable(
+            "invalid_file", f"{filename} is not a readable PDF ({type(exc).__name__}: {exc}); upload an intact copy."
+        ) from None
+    text = "\n\n".join(page for page in pages if page.strip())
+    if not text.strip():
+        raise Unreadable(
+            "unsupported_file",
+            f"{filename} has no text layer (a scanned PDF?): run OCR on it first, or upload its text.",
+        )
+    return text

@@ -1,0 +1,120 @@
+"""A vector store search: the query embedded, nearest chunks found, ranked, filtered by file attributes.
+
+By default chunks rank by cosine similarity to the query. With `hybrid_search` weights, the vector ranking and
+the keyword (BM25) ranking are fused by reciprocal rank (each list gives `weight / (60 + rank)`), and the score
+is that sum scaled so a chunk first in both lists scores 1. Several queries (a list) each search, and a chunk
+keeps its best score. Only completed files are searched: a file still being ingested has some chunks indexed,
+and a half-read file must not answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection
+
+from knowledge import filters as attribute_filters
+from knowledge.embeddings import EmbeddingModel
+from store.vector_index import Hit
+from store.vector_stores import VectorStore, VectorStores
+
+RRF_K = 60
+CANDIDATES = 4
+"""Candidates per list, as a multiple of the results asked for, before fusion."""
+
+
+@dataclass(frozen=True)
+class Hybrid:
+    embedding_weight: float = 1.0
+    text_weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    file_id: str
+    filename: str
+    score: float
+    attributes: dict[str, Any]
+    text: str
+    chunk_id: int
+    metadata: dict[str, Any] | None
+
+
+class UnknownFilterKey(ValueError):
+    pass
+
+
+def _fused(vector: list[Hit], keyword: list[Hit], hybrid: Hybrid) -> list[Hit]:
+    scores: dict[int, float] = {}
+    for weight, hits in ((hybrid.embedding_weight, vector), (hybrid.text_weight, keyword)):
+        if not weight:
+            continue  # a list of weight 0 (keyword-only search) adds nothing, not even zero scores
+        for rank, hit in enumerate(hits, start=1):
+            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + weight / (RRF_K + rank)
+    best = (hybrid.embedding_weight + hybrid.text_weight) / (RRF_K + 1) or 1.0
+    return [Hit(chunk_id, score / best) for chunk_id, score in scores.items()]
+
+
+async def search(
+    stores: VectorStores,
+    model: EmbeddingModel,
+    tenant: str,
+    store: VectorStore,
+    queries: Sequence[str],
+    max_results: int,
+    filters: dict[str, Any] | None,
+    score_threshold: float,
+    hybrid: Hybrid | None,
+) -> list[SearchResult]:
+    files = await stores.searchable_files(tenant, store.vector_store_id) or {}
+    if filters is not None:
+        present = {key for _, attributes in files.values() for key in attributes}
+        missing = sorted(set(attribute_filters.keys(filters)) - present)
+        if missing and files:
+            raise UnknownFilterKey(
+                f"No file in this vector store has the attribute(s) {missing}; "
+                f"attributes present: {sorted(present) or 'none'}."
+            )
+    allowed = [
+        file_id
+        for file_id, (_, attributes) in files.items()
+        if filters is None or attribute_filters.matches(filters, attributes)
+    ]
+    if not allowed or not queries:
+        return []
+    counts = store.file_counts
+    if filters is None and counts.completed == counts.total:
+        allowed_ids: list[str] | None = None  # every file is searchable: no file list in the index's query
+    else:
+        allowed_ids = allowed
+    embedded = await model.embed(list(queries))
+    wanted = max_results * CANDIDATES if hybrid else max_results
+
+    def ranked(tx: Connection) -> list[Hit]:
+        best: dict[int, float] = {}
+        for query, vector in zip(queries, embedded.vectors, strict=True):
+            hits = stores.index.nearest(
+                tx, store.vector_store_id, store.embedding_dimension, vector, wanted, allowed_ids
+            )
+            if hybrid is not None:
+                keyword = stores.index.keyword(tx, store.vector_store_id, query, wanted, allowed_ids)
+                hits = _fused(hits, keyword, hybrid)
+            for hit in hits:
+                best[hit.chunk_id] = max(best.get(hit.chunk_id, 0.0), hit.score)
+        ordered = sorted(best.items(), key=lambda item: -item[1])
+        return [Hit(chunk_id, score) for chunk_id, score in ordered if score >= score_threshold][:max_results]
+
+    hits = await stores.search(ranked)
+    chunks = await stores.chunks([hit.chunk_id for hit in hits])
+    results = []
+    for hit in hits:
+        chunk = chunks.get(hit.chunk_id)
+        if chunk is None or chunk.file_id not in files:
+            continue  # removed between the two reads
+        filename, attributes = files[chunk.file_id]
+        results.append(
+            SearchResult(chunk.file_id, filename, hit.score, attributes, chunk.text, chunk.chunk_id, chunk.metadata)
+        )
+    return results

@@ -1,0 +1,124 @@
+"""Ingestion survives a worker SIGKILLed mid-file: the file completes once, with an uninterrupted run's chunks."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import openai
+import pytest
+import sqlite_vec
+
+from store.database import sqlite_module
+from tests.support.knowledge_files import wait_for_file
+from tests.support.processes import ProcessStack
+
+pytestmark = pytest.mark.processes
+
+WORDS = [
+    "harbour",
+    "seal",
+    "puffin",
+    "cliff",
+    "herring",
+    "tide",
+    "lighthouse",
+    "keeper",
+    "ledger",
+    "invoice",
+    "glacier",
+    "moraine",
+]
+
+
+def _document(megabytes: int) -> bytes:
+    generator = random.Random(7)
+    lines = []
+    size = 0
+    while size < megabytes * 1024 * 1024:
+        line = " ".join(generator.choice(WORDS) + str(generator.randrange(1000)) for _ in range(14)) + ".\n"
+        lines.append(line)
+        size += len(line)
+    return "".join(lines).encode()
+
+
+def _index_rows(data_dir: Path, vector_store_id: str) -> tuple[int, int, int, int]:
+    """(chunks, embedded chunks, vectors, keyword rows) of the store, read from its SQLite file."""
+    with contextlib.closing(sqlite_module().connect(data_dir / "store.db")) as db:
+        db.enable_load_extension(True)
+        sqlite_vec.load(db)
+        chunks, embedded = db.execute(
+            "SELECT count(*), coalesce(sum(embedded), 0) FROM knowledge_chunks WHERE vector_store_id = ?",
+            (vector_store_id,),
+        ).fetchone()
+        ids = "SELECT chunk_id FROM knowledge_chunks WHERE vector_store_id = ?"
+        vectors = db.execute(
+            f"SELECT count(*) FROM knowledge_vec_256_rowids WHERE rowid IN ({ids})", (vector_store_id,)
+        )
+        keywords = db.execute(f"SELECT count(*) FROM knowledge_fts_docsize WHERE id IN ({ids})", (vector_store_id,))
+        return chunks, embedded, vectors.fetchone()[0], keywords.fetchone()[0]
+
+
+@pytest.fixture(scope="module")
+def corpus(processes: ProcessStack) -> tuple[str, int]:
+    """A multi-megabyte file, and the chunks an uninterrupted ingestion of it makes."""
+    client = _client(processes)
+    file = client.files.create(file=("corpus.txt", _document(2)), purpose="assistants")
+    calm = client.vector_stores.create(name="uninterrupted", file_ids=[file.id])
+    assert wait_for_file(client, calm.id, file.id, seconds=300).status == "completed"
+    expected, *_ = _index_rows(_data_dir(processes), calm.id)
+    assert expected > 500
+    return file.id, expected
+
+
+def _client(processes: ProcessStack) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{processes.url}/v1", api_key="unused", max_retries=2, timeout=60)
+
+
+def _data_dir(processes: ProcessStack) -> Path:
+    return Path(processes.env["DA_DATA_DIR"])
+
+
+def _interrupted(processes: ProcessStack, corpus: tuple[str, int], crash: Callable[[], None]) -> None:
+    """Attach the corpus to a new store, `crash` once a fifth of it is indexed, and check the outcome."""
+    file_id, expected = corpus
+    client = _client(processes)
+    stormy = client.vector_stores.create(name="interrupted", file_ids=[file_id])
+    deadline = time.monotonic() + 120
+    while _index_rows(_data_dir(processes), stormy.id)[1] < expected // 5:
+        assert time.monotonic() < deadline, "ingestion did not get under way"
+        time.sleep(0.1)
+    crash()
+    halfway = _index_rows(_data_dir(processes), stormy.id)
+    assert 0 < halfway[1] < expected, halfway  # killed mid-file
+
+    client = _client(processes)
+    done = wait_for_file(client, stormy.id, file_id, seconds=300)
+    assert done.status == "completed", done
+    assert _index_rows(_data_dir(processes), stormy.id) == (expected, expected, expected, expected)
+    assert client.vector_stores.retrieve(stormy.id).file_counts.completed == 1
+    assert client.vector_stores.search(stormy.id, query="lighthouse keeper ledger").data
+
+
+@pytest.mark.timeout(900)
+def test_worker_killed_mid_ingestion_completes_once(processes: ProcessStack, corpus: tuple[str, int]) -> None:
+    def crash() -> None:
+        processes.kill(processes.worker)
+        processes.start_worker()
+
+    _interrupted(processes, corpus, crash)
+
+
+@pytest.mark.timeout(900)
+def test_whole_stack_killed_mid_ingestion_completes_once(processes: ProcessStack, corpus: tuple[str, int]) -> None:
+    def crash() -> None:
+        for process in (processes.api, processes.worker, processes.temporal):
+            processes.kill(process)
+        processes.start_temporal()
+        processes.start_worker()
+        processes.start_api()
+
+    _interrupted(processes, corpus, crash)
