@@ -316,9 +316,10 @@ class Settings(BaseSettings):
     page_limit_max: PositiveInt = 1000
     """The most items a list route returns at once."""
     rate_limit_per_minute: LimitOrOff = 1200
-    """Requests per API key and minute, sustained (token bucket); 0: no limit."""
+    """Requests per API key and minute, sustained (token bucket); 0: no limit. Applies only with API keys
+    configured: without keys nothing is rate-limited. A refused request gets 429 and `Retry-After`."""
     rate_limit_burst: PositiveInt = 200
-    """Requests per API key served at once before the sustained rate applies."""
+    """Requests per API key served at once before the sustained rate applies (with API keys only)."""
     max_streams_per_key: PositiveInt = 50
     """Open SSE streams per API key."""
     max_infer_iters: PositiveInt = 100
