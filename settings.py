@@ -296,7 +296,8 @@ class Settings(BaseSettings):
     max_tool_reply_bytes: PositiveInt = DEFAULT_MAX_TOOL_REPLY_BYTES
     """Largest reply read from an MCP server; a larger one fails the call while it streams in."""
     tool_call_deadline: PositiveSeconds = 60.0
-    """Seconds one MCP tool call may take, connecting included."""
+    """Seconds one MCP tool call may take in all, connecting and retries included; then the model gets a
+    tool error saying so and the turn goes on."""
     tools_listing_deadline: PositiveSeconds = 10.0
     """Seconds one MCP server may take to list its tools (`GET /v1/tools`, resolving a turn's tools)."""
     mcp_headers: Annotated[dict[str, dict[str, str]], NoDecode, BeforeValidator(_headers_by_url)] = Field(
