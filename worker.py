@@ -24,6 +24,8 @@ from activities.inference import InferenceActivities
 from activities.shields import ShieldActivities
 from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
+from hosting.search_attribute_schema import MissingSearchAttributes, require_search_attributes
+from hosting.supervision import EXIT_CANNOT_START
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
 from observability.worker_metrics import serve_worker_metrics
@@ -34,7 +36,7 @@ from store.database import open_database
 from store.repository import Store
 from store.upgrade import StoreNotUpgradable, upgrade_store
 from store.wake import WakeSender, wake_dir
-from temporal_connection import connect_temporal, require_search_attributes
+from temporal_connection import connect_temporal
 from tool_runtime.catalog import ToolCatalog
 from tool_runtime.turn_credentials import CredentialSeal
 from workflows.turn import TurnWorkflow
@@ -121,5 +123,6 @@ async def main() -> None:
 if __name__ == "__main__":
     try:
         uvloop.run(main())  # the event loop in C: less CPU per task, gRPC reply and HTTP call than asyncio's own
-    except StoreNotUpgradable as refused:
-        sys.exit(str(refused))
+    except (StoreNotUpgradable, MissingSearchAttributes) as refused:
+        print(refused, file=sys.stderr)
+        sys.exit(EXIT_CANNOT_START)

@@ -28,6 +28,7 @@ from api.stream_slots import StreamSlots
 from api.tenancy import DEFAULT_TENANT, principals
 from api.turn_gateway import TurnGateway
 from api.turn_sweep import sweep_forever
+from hosting.search_attribute_schema import require_search_attributes
 from observability.api_tracing import fastapi_native_telemetry_off, instrument_api
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
@@ -39,7 +40,7 @@ from store.rate_buckets import StoreRateBuckets
 from store.repository import Store
 from store.upgrade import upgrade_store
 from store.wake import WakeReceiver, WakeSender, wake_dir
-from temporal_connection import connect_temporal, require_search_attributes
+from temporal_connection import connect_temporal
 from tool_runtime.catalog import ToolCatalog
 
 log = logging.getLogger(__name__)
