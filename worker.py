@@ -87,10 +87,10 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
 @asynccontextmanager
 async def running_worker(settings: Settings, runtime: Runtime | None = None) -> AsyncIterator[Worker]:
     """A connected, running worker with its own store engine; shut down on exit."""
-    client = await connect_temporal(settings, runtime)
-    await require_search_attributes(client)  # before anything changes, the store's schema included
     await upgrade_store(settings.store_url)
     database = open_database(settings.store_url)
+    client = await connect_temporal(settings, runtime)
+    await require_search_attributes(client)
     store = Store(database)
     wake = WakeSender(wake_dir(settings.data_dir))
     store.on_events_written(wake)

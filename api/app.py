@@ -77,15 +77,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         config = current_settings()
         _announce_tenancy(config)
+        await upgrade_store(config.store_url)
+        database = open_database(config.store_url)
         # With the worker in this process, its Temporal SDK metrics join this API's /metrics.
         client = await connect_temporal(config, sdk_metrics_runtime() if config.worker_in_api else None)
         try:
-            await require_search_attributes(client)  # before anything changes, the store's schema included
+            await require_search_attributes(client)
         except MissingSearchAttributes as missing:
             log.error("%s", missing)  # the message, before uvicorn's traceback of the failed start
             raise
-        await upgrade_store(config.store_url)
-        database = open_database(config.store_url)
         store = Store(database)
         events = EventHub(store)
         poller = asyncio.create_task(events.run())

@@ -66,7 +66,7 @@ async def require_search_attributes(client: Client) -> None:
         commands = "\n".join(f"  {command}" for command in create_commands(client.namespace, missing))
         raise MissingSearchAttributes(
             f"Temporal namespace {client.namespace!r} lacks the search attributes {names}, which turn workflows "
-            f"set; nothing was started. Create them once (they are kept), then start again:\n{commands}"
+            f"set. Create them once (they are kept), then start again:\n{commands}"
         )
 
 

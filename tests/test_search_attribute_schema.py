@@ -85,7 +85,7 @@ def _start_against(stack: Stack, namespace: str, tmp_path: Path, command: list[s
         "DA_DATA_DIR": str(tmp_path),
     }
     started = time.monotonic()
-    finished = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    finished = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     return finished.returncode, finished.stdout + finished.stderr, time.monotonic() - started
 
 
@@ -104,7 +104,7 @@ def test_against_another_cluster_a_start_stops_at_once_naming_each_attribute_and
     code, output, seconds = _start_against(stack, namespace, tmp_path, command)
 
     assert code == status, output
-    assert seconds < 60
+    assert seconds < 90  # at once: no retries, no waiting for what a restart would not change
     assert f"Temporal namespace {namespace!r} lacks the search attributes SessionId, TurnStatus" in output
     for key in search_attributes.ALL[1:]:
         create = (
