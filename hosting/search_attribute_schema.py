@@ -18,6 +18,7 @@ import asyncio
 import logging
 import time
 
+from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
@@ -80,7 +81,7 @@ async def add_missing_search_attributes(client: Client, wait_seconds: float = 30
     await client.operator_service.add_search_attributes(
         AddSearchAttributesRequest(
             namespace=client.namespace,
-            search_attributes={key.name: key.indexed_value_type for key in missing},
+            search_attributes={key.name: IndexedValueType.ValueType(key.indexed_value_type.value) for key in missing},
         )
     )
     deadline = time.monotonic() + wait_seconds

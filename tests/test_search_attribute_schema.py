@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from google.protobuf.duration_pb2 import Duration
+from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client
@@ -43,7 +44,10 @@ def _namespace_with(stack: Stack, *keys: SearchAttributeKey) -> str:
         if keys:
             await stack.client.operator_service.add_search_attributes(
                 AddSearchAttributesRequest(
-                    namespace=namespace, search_attributes={key.name: key.indexed_value_type for key in keys}
+                    namespace=namespace,
+                    search_attributes={
+                        key.name: IndexedValueType.ValueType(key.indexed_value_type.value) for key in keys
+                    },
                 )
             )
 

@@ -67,12 +67,12 @@ def test_sigkill_of_serve_alone_takes_its_children_and_the_next_start_resumes_th
     service.start()
     turns, paused = _paused_turn(service.url)
     supervisor, children = _recorded(tmp_path)
-    assert supervisor.pid == service.process.pid  # type: ignore[union-attr]
+    assert supervisor.pid == service.process.pid
     assert sorted(child.name for child in children) == ["API", "Temporal dev server"]
     assert all(child.alive() for child in children)
 
     os.kill(supervisor.pid, signal.SIGKILL)  # serve.py alone: not its process group, not its children
-    service.process.wait(timeout=10)  # type: ignore[union-attr]
+    service.process.wait(timeout=10)
     deadline = time.monotonic() + 5
     while any(child.alive() for child in children) or service.ports_open():
         assert time.monotonic() < deadline, (
@@ -138,7 +138,7 @@ def test_a_second_start_on_a_served_data_directory_is_refused_and_earlier_leftov
         second = _serve_once(service)
         assert second.returncode == 1
         assert second.stderr.strip().splitlines()[-1] == (
-            f"serve.py is already running on the data directory {tmp_path} (pid {service.process.pid}); "  # type: ignore[union-attr]
+            f"serve.py is already running on the data directory {tmp_path} (pid {service.process.pid}); "
             "stop it first, or give this one another DA_DATA_DIR"
         )
         assert httpx.get(f"{service.url}/v1/health").status_code == 200  # the first one serves on

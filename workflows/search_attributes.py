@@ -7,7 +7,6 @@ created once (docs/upgrades.md).
 
 from __future__ import annotations
 
-from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.common import SearchAttributeKey
 
 AGENT_ID = SearchAttributeKey.for_keyword("AgentId")
@@ -27,8 +26,7 @@ create (hosting/search_attribute_schema.py). One added here reaches every instal
 
 
 def _type_name(key: SearchAttributeKey) -> str:
-    words = IndexedValueType.Name(key.indexed_value_type).removeprefix("INDEXED_VALUE_TYPE_").split("_")
-    return "".join(word.capitalize() for word in words)
+    return "".join(word.capitalize() for word in key.indexed_value_type.name.split("_"))  # KEYWORD_LIST: KeywordList
 
 
 TYPE_NAMES = {key.name: _type_name(key) for key in ALL}
