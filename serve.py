@@ -33,7 +33,7 @@ from cryptography.fernet import Fernet
 from temporalio.service import RPCError
 
 from hosting.search_attribute_schema import add_missing_search_attributes
-from hosting.supervision import EXIT_CANNOT_START, CannotStart, Pidfile, require_free_ports
+from hosting.supervision import EXIT_CANNOT_START, CannotStart, Pidfile, Ports, require_free_ports
 from settings import Settings, get_settings
 from store.upgrade import StoreNotUpgradable, upgrade_store
 from temporal_connection import connect_temporal
@@ -136,14 +136,22 @@ class Child:
     """One supervised process: started again with exponential backoff whenever it dies."""
 
     def __init__(
-        self, name: str, command: list[str], env: dict[str, str], cannot_start: frozenset[int] = frozenset()
+        self,
+        name: str,
+        command: list[str],
+        env: dict[str, str],
+        cannot_start: frozenset[int] = frozenset(),
+        ports: Ports | None = None,
     ) -> None:
         """`cannot_start`: exit statuses with which the child says it cannot start at all (a configuration
-        to fix): ending its first start with one stops serve.py rather than starting it again and again."""
+        to fix): ending its first start with one stops serve.py rather than starting it again and again.
+        `ports`: the ones it listens on; should another process hold one when it is to be restarted,
+        serve.py stops and says so, rather than restart it again and again on "address already in use"."""
         self.name = name
         self._command = command
         self._env = env
         self._cannot_start = cannot_start
+        self._ports = ports or {}
         self.process: subprocess.Popen[bytes] | None = None
         self._starts = 0
         self._started_at = 0.0
@@ -168,6 +176,7 @@ class Child:
         now = time.monotonic()
         if self._restart_at is not None:
             if now >= self._restart_at:
+                require_free_ports(self._ports)
                 self.start()
                 return True
             return False
@@ -233,13 +242,12 @@ def main() -> None:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     pidfile = Pidfile(settings.data_dir)
     pidfile.take_over()
-    require_free_ports(
-        {
-            "Temporal": ("127.0.0.1", settings.temporal_port, "DA_TEMPORAL_PORT"),
-            "Temporal Web UI": ("127.0.0.1", settings.temporal_ui_port, "DA_TEMPORAL_UI_PORT"),
-            "API": (settings.api_host, settings.api_port, "DA_API_PORT"),
-        }
-    )
+    temporal_ports: Ports = {
+        "Temporal": ("127.0.0.1", settings.temporal_port, "DA_TEMPORAL_PORT"),
+        "Temporal Web UI": ("127.0.0.1", settings.temporal_ui_port, "DA_TEMPORAL_UI_PORT"),
+    }
+    api_ports: Ports = {"API": (settings.api_host, settings.api_port, "DA_API_PORT")}
+    require_free_ports({**temporal_ports, **api_ports})
     # The worker and the API would each do it as they start; done first, a store that cannot be
     # upgraded stops everything before anything starts, with one message.
     try:
@@ -256,7 +264,7 @@ def main() -> None:
     stopping: list[int] = []
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda received, _frame: stopping.append(received))
-    temporal = Child("Temporal dev server", dev_server_command(settings), dict(os.environ))
+    temporal = Child("Temporal dev server", dev_server_command(settings), dict(os.environ), ports=temporal_ports)
     children = [temporal]
 
     def record() -> None:
@@ -275,7 +283,7 @@ def main() -> None:
             children.append(Child("worker", [sys.executable, "worker.py"], env, frozenset({EXIT_CANNOT_START})))
         api = [sys.executable, "-m", "uvicorn", "api.app:app", "--host", settings.api_host]
         # uvicorn ends with status 3 when the application's start fails.
-        children.append(Child("API", [*api, "--port", str(settings.api_port)], env, frozenset({3})))
+        children.append(Child("API", [*api, "--port", str(settings.api_port)], env, frozenset({3}), api_ports))
         for child in children[1:]:
             child.start()
         record()

@@ -147,9 +147,12 @@ def port_taken(host: str, port: int) -> bool:
     return False
 
 
-def require_free_ports(ports: dict[str, tuple[str, int, str]]) -> None:
-    """`ports`: what listens → (host, port, the setting that moves it). Raises CannotStart naming every
-    port something else holds."""
+Ports = dict[str, tuple[str, int, str]]
+"""What listens → (host, port, the setting that moves it)."""
+
+
+def require_free_ports(ports: Ports) -> None:
+    """Raises CannotStart naming every one of `ports` something else holds."""
     taken = [(what, host, port, setting) for what, (host, port, setting) in ports.items() if port_taken(host, port)]
     if taken:
         held = "; ".join(f"{what} port {host}:{port} ({setting})" for what, host, port, setting in taken)

@@ -81,7 +81,19 @@ def test_sigkill_of_serve_alone_takes_its_children_and_the_next_start_resumes_th
         )
         time.sleep(0.1)
 
-    service.start()
+    # Where children cannot die with serve.py, its pidfile names them: the next start stops them first.
+    leftover = subprocess.Popen(["sleep", "600"])
+    try:
+        recorded = json.loads((tmp_path / PIDFILE).read_text())
+        recorded["children"].append(vars(RecordedProcess.of(leftover.pid, "worker")))
+        (tmp_path / PIDFILE).write_text(json.dumps(recorded))
+
+        service.start()
+        assert leftover.wait(timeout=15) == -signal.SIGTERM
+        assert f"stopping what an earlier start left running: worker (pid {leftover.pid})" in service.tail()
+    finally:
+        if leftover.poll() is None:
+            leftover.kill()
     with httpx.Client(base_url=service.url, timeout=30) as http:
         call_id = paused["output_message"]["tool_calls"][0]["call_id"]  # type: ignore[index]
         answer = {"call_id": call_id, "tool_name": "get_weather", "content": "snow"}
@@ -89,6 +101,16 @@ def test_sigkill_of_serve_alone_takes_its_children_and_the_next_start_resumes_th
     assert done.status_code == 200, done.text
     assert done.json()["status"] == "completed"
     assert done.json()["output_message"]["content"] == "Tool get_weather returned: snow."
+
+    # A second start on the data directory this one serves is refused, and this one serves on.
+    second = _serve_once(service)
+    assert second.returncode == 1
+    assert second.stderr.strip().splitlines()[-1] == (
+        f"serve.py is already running on the data directory {tmp_path} (pid {service.process.pid}); "
+        "stop it first, or give this one another DA_DATA_DIR"
+    )
+    assert httpx.get(f"{service.url}/v1/health").status_code == 200
+
     assert service.interrupt() == 0
     assert not (tmp_path / PIDFILE).exists()  # a stop that went as planned leaves nothing to clean up
 
@@ -117,32 +139,25 @@ def test_a_start_whose_port_another_process_holds_says_so_in_one_line_and_exits(
     assert still_open == [service.api_port]  # the holder's only: neither Temporal's nor its UI's was opened
 
 
-def test_a_second_start_on_a_served_data_directory_is_refused_and_earlier_leftovers_are_stopped(
+def test_a_child_whose_port_another_process_took_while_it_was_down_stops_serve_with_one_line(
     service: Service, tmp_path: Path
 ) -> None:
-    # What a supervisor that died where children cannot die with it leaves: its pidfile, naming a
-    # serve.py that is gone and a child still running.
-    leftover = subprocess.Popen(["sleep", "600"])
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    pidfile = {
-        "supervisor": {"pid": gone.pid, "started": "1", "name": "serve.py"},
-        "children": [vars(RecordedProcess.of(leftover.pid, "API"))],
-    }
-    (tmp_path / PIDFILE).write_text(json.dumps(pidfile))
-    try:
-        service.start()
-        assert leftover.wait(timeout=15) == -signal.SIGTERM
-        assert f"stopping what an earlier start left running: API (pid {leftover.pid})" in service.tail()
-
-        second = _serve_once(service)
-        assert second.returncode == 1
-        assert second.stderr.strip().splitlines()[-1] == (
-            f"serve.py is already running on the data directory {tmp_path} (pid {service.process.pid}); "
-            "stop it first, or give this one another DA_DATA_DIR"
-        )
-        assert httpx.get(f"{service.url}/v1/health").status_code == 200  # the first one serves on
-        assert service.interrupt() == 0
-    finally:
-        if leftover.poll() is None:
-            leftover.kill()
+    service.start()
+    [api] = [child for child in _recorded(tmp_path)[1] if child.name == "API"]
+    os.kill(api.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while True:  # the port is free the moment the API is gone; serve.py restarts it a second later
+        try:
+            holder = socket.create_server(("127.0.0.1", service.api_port))
+            break
+        except OSError:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    with holder:
+        assert service.process.wait(timeout=30) == 1
+    last = service.tail().splitlines()[-1]
+    assert last == (
+        f"cannot start: in use by another process: API port 127.0.0.1:{service.api_port} (DA_API_PORT); "
+        "stop that process or move the port"
+    ), service.tail()
+    assert service.ports_open() == []  # its Temporal dev server was stopped on the way out
