@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # and stack); TEST_WORKERS=0 runs those tests in one process.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: run test lint revision
+.PHONY: run test lint revision docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,21 +25,29 @@ $(VENV)/.test-deps: pyproject.toml | $(BIN)/python
 run: $(VENV)/.run-deps
 	$(BIN)/python serve.py
 
+# ruff (style, errors), import-linter (the layers, no import circles, the shared API edge apart from the
+# dialects: [tool.importlinter] in pyproject.toml) and mypy (types: [tool.mypy]).
 lint: $(VENV)/.test-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 
-# First .venv-lsc, the current llama-stack-client, which needs Python >= 3.12 (tests/client_venvs.py says
+# First .venv-lsc, the current llama-stack-client, which needs Python >= 3.12 (tests/support/client_venvs.py says
 # why and how it finds one; without such a Python it prints one line and those tests skip). Then the suite
 # on TEST_WORKERS workers, a file per worker at a time, except the tests marked `processes` (services of
 # their own, killed on a timetable), which run afterwards alone, as they were tuned. Both parts always run;
 # either failing fails `make test`.
 test: lint
-	$(BIN)/python -m tests.client_venvs
+	$(BIN)/python -m tests.support.client_venvs
 	status=0; \
 	$(BIN)/pytest -m "not processes" -n $(TEST_WORKERS) --dist loadfile || status=$$?; \
 	$(BIN)/pytest -m processes || status=$$?; \
 	exit $$status
+
+# docs/configuration.md's tables from the settings model (tests/test_docs.py fails while they differ).
+docs: $(VENV)/.run-deps
+	$(BIN)/python -m configuration.reference
 
 # A new revision of the store's schema from the change made to store/tables.py: `make revision m="what changes"`.
 # Autogenerate compares the tables with a scratch store at the newest revision; read what it wrote before committing.

@@ -32,11 +32,11 @@ from pathlib import Path
 from cryptography.fernet import Fernet
 from temporalio.service import RPCError
 
+from configuration.settings import Settings, get_settings
 from hosting.search_attribute_schema import add_missing_search_attributes
 from hosting.supervision import EXIT_CANNOT_START, CannotStart, Pidfile, Ports, require_free_ports
-from settings import Settings, get_settings
+from hosting.temporal_connection import connect_temporal
 from store.upgrade import StoreNotUpgradable, upgrade_store
-from temporal_connection import connect_temporal
 from workflows import search_attributes
 
 log = logging.getLogger("serve")
@@ -65,7 +65,7 @@ DEV_SERVER_TUNING = [
     "--dynamic-config-value",
     "history.transferProcessorMaxPollHostRPS=1000",
 ]
-"""Dev-server settings for latency that cost no durability; measured in bench/benchmark.py."""
+"""Dev-server settings for latency that cost no durability; measured in bench/benchmark."""
 
 
 def dev_server_command(settings: Settings) -> list[str]:
@@ -217,7 +217,7 @@ def worker_in_api(settings: Settings) -> bool:
     """Whether the API process runs the worker: yes unless DA_WORKER_IN_API (or the config file) says
     otherwise. On one machine the API then starts each turn on its own worker with Temporal's eager
     start, runs its activities there and wakes its streams in-process: faster on every figure of
-    bench/benchmark.py at the same throughput (README, "Round 5 of issue #15"). A separate worker
+    bench/benchmark at the same throughput (docs/benchmarks.md). A separate worker
     keeps model calls out of the API process, for deployments that want that."""
     return settings.worker_in_api if "worker_in_api" in settings.model_fields_set else True
 

@@ -1,6 +1,6 @@
 """The Temporal worker: runs turn workflows and their activities.
 
-python worker.py        # connects with the settings in settings.py
+python worker.py        # connects with the settings in configuration/settings.py
 """
 
 from __future__ import annotations
@@ -18,27 +18,27 @@ from temporalio.client import Client
 from temporalio.runtime import Runtime
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 
-import startup_heap
 from activities.documents import DocumentActivities
 from activities.inference import InferenceActivities
 from activities.shields import ShieldActivities
 from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
+from configuration.settings import Settings, get_settings
+from hosting import startup_heap
 from hosting.search_attribute_schema import MissingSearchAttributes, require_search_attributes
 from hosting.supervision import EXIT_CANNOT_START
+from hosting.temporal_connection import connect_temporal
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
 from observability.worker_metrics import serve_worker_metrics
 from outbound.http import outbound_from
 from providers.registry import ModelRegistry
-from settings import Settings, get_settings
 from store.database import open_database
 from store.repository import Store
 from store.upgrade import StoreNotUpgradable, upgrade_store
 from store.wake import WakeSender, wake_dir
-from temporal_connection import connect_temporal
 from tool_runtime.catalog import ToolCatalog
-from tool_runtime.turn_credentials import CredentialSeal
+from tool_runtime.credential_seal import CredentialSeal
 from workflows.turn import TurnWorkflow
 
 
@@ -48,7 +48,7 @@ def workflow_runner() -> WorkflowRunner:
     fetched through it): a quarter of the worker's CPU per turn. What the sandbox catches, a
     nondeterministic call (the clock, randomness, I/O) in workflow code, the test suite still does:
     its in-process stacks and the replays of recorded histories run turns in the sandbox
-    (tests/sandbox.py), and the replays run them in this runner too.
+    (tests/support/sandbox.py), and the replays run them in this runner too.
     """
     return UnsandboxedWorkflowRunner()
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.agents import AgentConfig
-from domain.runtime import TurnSettings
+from domain.turn_settings import TurnSettings
 from providers import openai_format
 from store.repository import Store
 
@@ -26,10 +26,10 @@ class Conversation:
 
 
 async def conversation(
-    store: Store, session_id: str, turn_id: str, max_history_bytes: int, agent_config: AgentConfig | None = None
+    store: Store, session_id: str | None, turn_id: str, max_history_bytes: int, agent_config: AgentConfig | None = None
 ) -> Conversation:
     """`agent_config`: the config a request from an earlier release carried; otherwise the stored one."""
-    found = await store.conversation_window(session_id, turn_id, max_history_bytes)
+    found = await store.conversation_window(session_id, turn_id, max_history_bytes) if session_id else None
     if found is None:
         raise LookupError(f"Turn {turn_id} not found in the store (was its session deleted?)")
     current, history, stored_config = found

@@ -19,9 +19,9 @@ from activities.turn_progress import save_progress
 from domain.agents import agent_turn_settings
 from domain.content import CompletionMessage, StopReason, ToolCall
 from domain.events import KeyedEvent, StepProgress, StepStart, TextDelta, ToolCallDelta, chunk_of
-from domain.runtime import TurnSettings
+from domain.turn_settings import TurnSettings
 from domain.turns import InferenceStep, TurnStatus
-from fault_points import AFTER_TURN_END, crash_point
+from hosting.fault_points import AFTER_TURN_END, crash_point
 from observability import metrics
 from providers import openai_format
 from providers.base import ChatModel, ChatRequest, FinishPart, ProviderRejected, TextPart, ToolCallPart

@@ -7,13 +7,13 @@ from temporalio.exceptions import ApplicationError
 
 from activities.conversation import conversation
 from activities.pending_writes import write_pending
+from configuration.settings import Settings
 from domain.content import content_as_text
 from domain.events import KeyedEvent, StepStart, chunk_of
 from domain.turns import SafetyViolation
 from providers.base import ProviderRejected
 from providers.registry import ModelRegistry
 from providers.shields import llama_guard_violation, regex_violation
-from settings import Settings
 from store.repository import Store
 from workflows.contracts import PROVIDER_REJECTED, RUN_SHIELDS_ACTIVITY, ShieldRequest, ShieldResult
 

@@ -15,9 +15,9 @@ from domain.events import KeyedEvent, StepProgress, StepStart, ToolCallDelta, ch
 from observability import metrics
 from store.repository import Store
 from tool_runtime.catalog import ToolCatalog, ToolNameClash, UnknownToolGroup
+from tool_runtime.credential_seal import CredentialSeal, CredentialsUnreadable, turn_headers, turn_label_headers
 from tool_runtime.mcp import McpUnavailable
 from tool_runtime.output_limit import MAX_TOOL_OUTPUT_CHARS, truncate_text
-from tool_runtime.turn_credentials import CredentialSeal, CredentialsUnreadable, turn_headers, turn_label_headers
 from workflows.contracts import (
     LIST_MCP_SERVER_ACTIVITY,
     RESOLVE_TOOLS_ACTIVITY,
@@ -89,7 +89,7 @@ class ToolActivities:
         """Resolve within the turn's tenant. The tenant is read from the turn's row, not taken from the
         workflow's input: inputs recorded before tenancy existed still resolve, and nothing a workflow
         carries can point a turn at another tenant's toolgroups."""
-        turn_id = activity.info().workflow_id.removeprefix(TURN_WORKFLOW_PREFIX)
+        turn_id = (activity.info().workflow_id or "").removeprefix(TURN_WORKFLOW_PREFIX)
         tenant = await self._store.turn_tenant(turn_id)
         if tenant is None:
             raise ApplicationError(f"Turn {turn_id} is not in the store", type=TOOLS_UNAVAILABLE, non_retryable=True)

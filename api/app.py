@@ -7,40 +7,40 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from sqlalchemy.engine import make_url
 
-import startup_heap
-from api.auth import BearerAuth
-from api.body_limit import BodySizeLimit
-from api.errors import install_error_handlers
-from api.event_hub import EventHub
-from api.host_check import HostOriginCheck
+from api.guards.auth import BearerAuth
+from api.guards.body_limit import BodySizeLimit
+from api.guards.host_check import HostOriginCheck
+from api.guards.rate_limit import ProcessRateBuckets, RateLimit
+from api.guards.tenancy import DEFAULT_TENANT, principals
+from api.http.errors import install_error_handlers
+from api.http.openapi import install_openapi
 from api.llama_stack import agents, sessions, shields, tools, turns
-from api.openapi import install_openapi
 from api.operations import health, metrics
-from api.rate_limit import ProcessRateBuckets, RateLimit
-from api.responses import conversations, responses
+from api.responses import conversations, routes
 from api.responses.errors import OpenAIErrorEnvelope
 from api.responses.view import settle_conversation
-from api.runtime import Runtime
-from api.stream_slots import StreamSlots
-from api.tenancy import DEFAULT_TENANT, principals
+from api.services import Services
+from api.streams.event_hub import EventHub
+from api.streams.stream_slots import StreamSlots
 from api.turn_gateway import TurnGateway
-from api.turn_sweep import sweep_forever
+from api.turns.sweep import sweep_forever
+from configuration.settings import Settings, SettingsError, get_settings
+from hosting import startup_heap
 from hosting.search_attribute_schema import MissingSearchAttributes, require_search_attributes
+from hosting.temporal_connection import connect_temporal
 from observability.api_tracing import fastapi_native_telemetry_off, instrument_api
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
 from observability.worker_metrics import sdk_metrics_runtime
-from settings import Settings, SettingsError, get_settings
 from store.database import open_database
 from store.pg_wake import PostgresWakeReceiver
 from store.rate_buckets import StoreRateBuckets
 from store.repository import Store
 from store.upgrade import upgrade_store
 from store.wake import WakeReceiver, WakeSender, wake_dir
-from temporal_connection import connect_temporal
 from tool_runtime.catalog import ToolCatalog
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         store.on_events_written(wake_sender)  # other APIs on this host streaming a turn this one writes to
         turns = TurnGateway(client, config.task_queue, eager_start=config.worker_in_api)
         streams = StreamSlots(config.max_streams_per_key)
-        app.state.runtime = runtime = Runtime(
+        app.state.services = services = Services(
             config,
             store,
             turns,
@@ -111,7 +111,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         background = [poller]
         if config.unstarted_turn_sweep is not None:
-            background.append(asyncio.create_task(sweep_forever(runtime, config.unstarted_turn_sweep)))
+            background.append(asyncio.create_task(sweep_forever(services, config.unstarted_turn_sweep)))
         try:
             if config.worker_in_api:
                 # Imported here: the worker's dependencies (the OpenAI SDK among them) add ~0.8 s to
@@ -150,15 +150,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BearerAuth, settings=current_settings)
     app.add_middleware(HostOriginCheck, settings=current_settings)
     app.add_middleware(OpenAIErrorEnvelope)  # outermost: the Responses paths' errors in OpenAI's shape
-    routers = (agents.router, sessions.router, turns.router, tools.router, shields.router, health.router)
+    routers: tuple[APIRouter, ...] = (
+        agents.router,
+        sessions.router,
+        turns.router,
+        tools.router,
+        shields.router,
+        health.router,
+    )
     routers += (conversations.router,)
     for router in routers:
         app.include_router(router, prefix="/v1")
     install_openapi(app, routers, prefix="/v1")
-    app.include_router(responses.router, prefix="/v1")
+    app.include_router(routes.router, prefix="/v1")
     app.include_router(health.readiness_router)
     app.include_router(metrics.router)
-    instrument_api(app, lambda turn_id: app.state.runtime.turns.trace_carrier(turn_id))
+    instrument_api(app, lambda turn_id: app.state.services.turns.trace_carrier(turn_id))
     return app
 
 

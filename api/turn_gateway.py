@@ -105,7 +105,7 @@ class TurnGateway:
         extra_attributes: Sequence[SearchAttributePair[Any]],
     ) -> None:
         trace = current_trace_carrier()
-        owners = [
+        owners: list[SearchAttributePair[Any]] = [
             *([SearchAttributePair(AGENT_ID, start.agent_id)] if start.agent_id is not None else []),
             *([SearchAttributePair(SESSION_ID, start.session_id)] if start.session_id is not None else []),
             # A resumed segment adds its id to the list (workflows/turn.py).

@@ -1,7 +1,7 @@
-"""What benchmark.py and chaos.py share: processes, ports, the agent they create, SSE reading.
+"""What the bench tools share: processes, ports, the agent they create, SSE reading.
 
-The scripts run as `.venv/bin/python bench/<name>.py`, so this directory is on sys.path and
-they import this module as `common`.
+They run as `.venv/bin/python -m bench.<name>` from the repository root, so the root is on sys.path and they
+import this module as `bench.common`, and the runtime's packages as they are.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def runtime_revision(checkout: Path = REPO_ROOT) -> str:
 def free_port() -> int:
     """A loopback port free right now, below the kernel's ephemeral ports (32768 and up on Linux).
 
-    chaos.py restarts a killed API on its port; a port from bind(0), once released, may meanwhile be
+    bench.chaos restarts a killed API on its port; a port from bind(0), once released, may meanwhile be
     some outgoing connection's source port, and the restarted API could not bind it."""
     for port in random.sample(range(10000, 32768), 200):
         with socket.socket() as probe:

@@ -1,6 +1,6 @@
 """How much slower work runs on this machine right after it has been idle; prints one JSON line.
 
-    .venv/bin/python bench/idle_penalty.py [--samples 30]
+    .venv/bin/python -m bench.idle_penalty [--samples 30]
 
 A turn's first delta follows an idle stretch (the previous turn's model streaming), and measured
 there, Temporal's part of the path takes longer than the same path run back to back. This separates
@@ -9,7 +9,7 @@ process slept for 10, 100 and 300 ms, of
 
 - `python_loop_ms`: a fixed pure-Python loop (no I/O, no other process involved);
 - `grpc_round_trip_ms`: DescribeNamespace on a Temporal dev server as `make run` configures it;
-- `eager_start_to_activity_ms`: the eager start of a turn-like workflow (benchmark.py's floor) until
+- `eager_start_to_activity_ms`: the eager start of a turn-like workflow (bench.benchmark's floor) until
   its activity is entered, worker in this process.
 """
 
@@ -25,14 +25,14 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from benchmark import eager_start_to_activity, floor_worker
-from common import free_port, spawn, stop_process, wait_for_port
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 import serve
-from settings import load_settings
+from bench.benchmark.temporal_floor import eager_start_to_activity, floor_worker
+from bench.common import free_port, spawn, stop_process, wait_for_port
+from configuration.settings import load_settings
 
 GAPS_MS = (0, 10, 100, 300)
 

@@ -1,9 +1,9 @@
 """A lever's effect on a machine whose pace drifts: this checkout against another, probe by probe.
 
-    .venv/bin/python bench/paired_ab.py OTHER_CHECKOUT [--kind first-delta|simple|tool] [--probes 80]
+    .venv/bin/python -m bench.paired_ab OTHER_CHECKOUT [--kind first-delta|simple|tool] [--probes 80]
 
 Two full benchmark runs minutes apart can differ by more than a lever is worth (a shared VM's pace
-moved by 30% within one session of #15). Here both checkouts' stacks (benchmark.py's EmbeddedStack:
+moved by 30% within one session). Here both checkouts' stacks (bench/benchmark's EmbeddedStack:
 serve.py, the API running the turns, the two model servers) are up at once and lone probes
 alternate between them, each in a fresh session, so drift falls on both alike; the median of the
 probe-by-probe differences is the lever's effect. Kinds: `first-delta`, POST → first text delta with
@@ -23,17 +23,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
-from benchmark import (
-    FAST_MODEL,
-    REQUEST_TIMEOUT,
-    SLOW_MODEL,
-    EmbeddedStack,
-    first_delta_timing,
-    in_fresh_session,
-    simple_turn,
-    tool_turn,
-)
-from common import REPO_ROOT, create_agent, log, runtime_revision
+
+from bench.benchmark.stack import FAST_MODEL, REQUEST_TIMEOUT, SLOW_MODEL, EmbeddedStack
+from bench.benchmark.turns import first_delta_timing, in_fresh_session, simple_turn, tool_turn
+from bench.common import REPO_ROOT, create_agent, log, runtime_revision
 
 Probe = Callable[[], Awaitable[float]]
 WARMUP = 5

@@ -1,7 +1,7 @@
 """Event delivery from another host's writer on a PostgreSQL store, with and without LISTEN/NOTIFY;
 prints one JSON line.
 
-    .venv/bin/python bench/pg_wake.py [--events 60] [--rounds 3] [--admin-url postgresql://postgres@127.0.0.1:5432/test]
+    .venv/bin/python -m bench.pg_wake [--events 60] [--rounds 3] [--admin-url postgresql://postgres@127.0.0.1:5432/test]
 
 A writer Store and an API's event hub on separate engines share only the database, as on two hosts
 (no wake directory in common). The writer writes one event every 50 to 150 ms, like a turn's deltas
@@ -22,9 +22,10 @@ import uuid
 from datetime import UTC, datetime
 
 import asyncpg
+from sqlalchemy import Connection
 
-import store.repository
-from api.event_hub import EventHub
+import store.events
+from api.streams.event_hub import EventHub
 from domain.agents import Agent, AgentConfig
 from domain.content import UserMessage
 from domain.events import KeyedEvent
@@ -85,8 +86,12 @@ async def delivery_ms(url: str, listen: bool, events: int, tag: str) -> list[flo
     return took
 
 
+def _no_notification(tx: Connection) -> None:
+    """Writes that wake no other process (the polling baseline)."""
+
+
 async def write_ms(url: str, notify: bool, writes: int, tag: str) -> list[float]:
-    store.repository.notify_events_written = notify_events_written if notify else lambda _tx: None
+    store.events.notify_events_written = notify_events_written if notify else _no_notification
     database = open_database(url)
     writer = Store(database)
     took = []
@@ -96,7 +101,7 @@ async def write_ms(url: str, notify: bool, writes: int, tag: str) -> list[float]
             await writer.save_turn_progress(TURN, events=[KeyedEvent(key=f"{tag}-{n}", body={"delta": "word "})])
             took.append((time.perf_counter() - started) * 1000)
     finally:
-        store.repository.notify_events_written = notify_events_written
+        store.events.notify_events_written = notify_events_written
         await database.dispose()
     return took
 

@@ -1,6 +1,6 @@
 """CPU per turn of the store's operations alone, on SQLite, per way of running them; prints one JSON line.
 
-    .venv/bin/python bench/store_ops.py [--turns 200] [--rounds 3]
+    .venv/bin/python -m bench.store_ops [--turns 200] [--rounds 3]
 
 Replays, against a fresh SQLite file, what the API and the worker ask of the store during a simple
 streamed turn: the API's checks and `begin_turn`, the worker's conversation read, the event writes

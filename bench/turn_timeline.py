@@ -1,8 +1,8 @@
 """Where a simple streamed turn's time goes: the client's view against its workflow's history.
 
-    .venv/bin/python bench/turn_timeline.py [--turns 10]
+    .venv/bin/python -m bench.turn_timeline [--turns 10]
 
-Starts serve.py's embedded stack and a zero-latency model server (as benchmark.py does), runs
+Starts serve.py's embedded stack and a zero-latency model server (as bench.benchmark does), runs
 `--turns` simple streamed turns one after another, and for each lines up, in milliseconds from
 the client's POST: the workflow's history events (the server's clock, which is this machine's),
 the model server's receipt of the request, and the client's first and final SSE events. Prints
@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from benchmark import FAST_MODEL, REQUEST_TIMEOUT, EmbeddedStack, expect_final, stream_until_final, user_turn
-from common import create_agent, create_session, log, turn_path
 from temporalio.client import Client
 
+from bench.benchmark.stack import FAST_MODEL, REQUEST_TIMEOUT, EmbeddedStack
+from bench.benchmark.turns import expect_final, stream_until_final, user_turn
+from bench.common import create_agent, create_session, log, turn_path
 from workflows.contracts import turn_workflow_id
 
 
@@ -46,7 +47,7 @@ async def one_turn(http: httpx.AsyncClient, temporal: Client, agent_id: str, mod
         marks["client: first text delta"] = (result.first_text_at - posted) * 1000
     seen: dict[str, int] = {}
     async for event in temporal.get_workflow_handle(turn_workflow_id(turn["turn_id"])).fetch_history_events():
-        name = event.WhichOneof("attributes").removesuffix("_event_attributes")
+        name = (event.WhichOneof("attributes") or "").removesuffix("_event_attributes")
         seen[name] = seen.get(name, 0) + 1
         label = f"temporal: {name} #{seen[name]}"
         marks[label] = (event.event_time.ToDatetime().timestamp() - posted_wall) * 1000

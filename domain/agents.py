@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from domain.content import WireModel
-from domain.runtime import FunctionTool, TurnSettings
+from domain.turn_settings import FunctionTool, TurnSettings
 
 PARAMETER_TYPES: dict[str, str] = {
     "str": "string",
@@ -142,7 +142,7 @@ class AgentConfig(WireModel):
                 raise ValueError("tool_choice is deprecated. Use tool_choice in tool_config instead.")
             config.tool_choice = legacy_choice
         if legacy_format is not None:
-            config.tool_prompt_format = legacy_format  # type: ignore[assignment]
+            config.tool_prompt_format = legacy_format
         config.tool_choice = config.tool_choice or "auto"
         self.tool_config = config
         self.sampling_params = self.sampling_params or SamplingParams()

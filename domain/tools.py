@@ -41,7 +41,7 @@ class Tool(WireModel):
     metadata: dict[str, Any] | None = None
 
 
-class ToolInvocation(WireModel):
+class ToolInvocation(WireModel):  # type: ignore[no-redef]  # the pydantic plugin takes the field `kwargs` for its __init__'s **kwargs
     tool_name: str
     kwargs: dict[str, Any] = Field(default_factory=dict)
 

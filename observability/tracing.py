@@ -19,12 +19,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from observability.turn_keys import AGENT_ID, SESSION_ID, TURN_ID
+
 log = logging.getLogger(__name__)
 
-TURN_ID = "durable_agents.turn_id"
-SESSION_ID = "durable_agents.session_id"
-AGENT_ID = "durable_agents.agent_id"
-TURN_KEYS = (TURN_ID, SESSION_ID, AGENT_ID)
 
 _enabled = False
 

@@ -9,7 +9,7 @@ from opentelemetry import baggage
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from observability.tracing import TURN_KEYS
+from observability.turn_keys import TURN_KEYS
 
 
 class TurnAttributes(SpanProcessor):

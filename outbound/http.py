@@ -21,8 +21,9 @@ import anyio
 import httpcore2
 import httpx2
 
-from outbound.policy import OutboundPolicy, OutboundRefused, parse_allowlist
-from settings import Settings
+from configuration.allowlist import parse_allowlist
+from configuration.settings import Settings
+from outbound.policy import OutboundPolicy, OutboundRefused
 
 
 class ReplyTooLarge(Exception):

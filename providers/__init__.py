@@ -1,1 +1,3 @@
-"""Chat models the inference activity talks to: any OpenAI-compatible server, or the offline model."""
+"""Chat models the inference activity talks to: any OpenAI-compatible server, or the offline model.
+
+May import workflows (its contracts), configuration and domain."""

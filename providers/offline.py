@@ -47,7 +47,7 @@ class OfflineModel:
     def _decide(self, request: ChatRequest) -> tuple[str, ToolCall | None]:
         messages = request.messages
         tool_names = [tool["function"]["name"] for tool in request.tools]
-        tool_results = []
+        tool_results: list[dict[str, Any]] = []
         for message in reversed(messages):
             if message["role"] != "tool":
                 break

@@ -16,7 +16,7 @@ from domain.content import (
     UserMessage,
     content_as_text,
 )
-from domain.runtime import ContextMessage, FunctionTool, SystemMessage, TurnSettings
+from domain.turn_settings import ContextMessage, FunctionTool, SystemMessage, TurnSettings
 from domain.turns import InferenceStep, ShieldCallStep, Step, ToolExecutionStep
 from workflows.contracts import ServerTool
 

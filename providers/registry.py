@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
+from configuration.settings import ModelSpec, Settings
 from providers.base import ChatModel, ProviderRejected
 from providers.offline import OfflineModel
 from providers.openai_chat import OpenAIChatModel
-from settings import ModelSpec, Settings
 
 
 class ModelRegistry:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from configuration.settings import ShieldSpec
 from domain.turns import SafetyViolation
 from providers.base import ChatRequest, TextPart
 from providers.registry import ModelRegistry
-from settings import ShieldSpec
 
 _GUARD_PROMPT = """Task: Check if there is unsafe content in '{role}' messages in the conversation below \
 according to our safety policy.

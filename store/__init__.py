@@ -2,4 +2,6 @@
 
 Temporal forgets closed workflows after the namespace retention; this store does not.
 SQLite by default, PostgreSQL by URL — the same SQLAlchemy 2 async code.
+
+May import configuration and domain only.
 """

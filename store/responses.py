@@ -6,11 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Row, delete, false, func, literal, select, update
+from sqlalchemy import Connection, Row, delete, false, func, insert, literal, select, update
 
 from domain.turns import TurnStatus
 from store.database import Database
-from store.repository import FINAL_STATUSES, Page, delete_turns
+from store.records import FINAL_STATUSES, Page
+from store.rows import delete_turns
 from store.tables import ResponseRow, TurnRow
 
 
@@ -78,7 +79,7 @@ class ResponseStore:
         def run(tx: Connection) -> bool:
             if tx.scalar(select(ResponseRow.response_id).where(ResponseRow.response_id == record.response_id)):
                 return False
-            tx.execute(ResponseRow.__table__.insert().values(**record.__dict__))
+            tx.execute(insert(ResponseRow).values(**record.__dict__))
             return True
 
         return await self.database.write(run)
@@ -241,7 +242,7 @@ class ResponseStore:
         return await self.database.write(run)
 
 
-def _unsettled(row: Row[Any]) -> bool:
+def _unsettled(row: Row[bool, str | None, bool]) -> bool:
     """Its items are still to be appended to its conversation (they come from its turn's events)."""
     return row.conversation_id is not None and not row.appended_to_conversation
 

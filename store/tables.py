@@ -27,7 +27,7 @@ from sqlalchemy.types import TypeDecorator
 EventId = BigInteger().with_variant(Integer(), "sqlite")
 
 DEFAULT_TENANT = "default"
-"""Owner of rows written before tenancy existed, and the one tenant of no-auth mode (api/tenancy.py)."""
+"""Owner of rows written before tenancy existed, and the one tenant of no-auth mode (api/guards/tenancy.py)."""
 
 
 class UtcDateTime(TypeDecorator[datetime]):
@@ -96,7 +96,7 @@ class TurnRow(Base):
     tool_config: Mapped[dict | None] = mapped_column(JSON)
     """The turn's own tool configuration, replacing the agent's; kept for the same reason."""
     context_messages: Mapped[list | None] = mapped_column(JSON)
-    """A detached turn's prior context (domain/runtime.py ContextMessage), read before its input."""
+    """A detached turn's prior context (domain/turn_settings.py ContextMessage), read before its input."""
 
 
 class StepRow(Base):
@@ -145,7 +145,7 @@ class ToolGroupRow(Base):
 
 
 class TurnCredentialsRow(Base):
-    """The MCP headers a running or paused turn's request brought, encrypted (tool_runtime/turn_credentials.py);
+    """The MCP headers a running or paused turn's request brought, encrypted (tool_runtime/credential_seal.py);
     deleted when the turn ends."""
 
     __tablename__ = "turn_credentials"
@@ -223,7 +223,7 @@ class ConversationItemRow(Base):
 
 
 class TurnSettingsRow(Base):
-    """What a detached turn's inferences read (domain/runtime.py TurnSettings), one row per segment
+    """What a detached turn's inferences read (domain/turn_settings.py TurnSettings), one row per segment
     that brought new settings; the workflow carries only the id."""
 
     __tablename__ = "turn_settings"
@@ -246,7 +246,7 @@ class PendingCallRow(Base):
 
 
 class RateBucketRow(Base):
-    """An API key's request budget (a token bucket, api/rate_limit.py), shared by every API process of
+    """An API key's request budget (a token bucket, api/guards/rate_limit.py), shared by every API process of
     a PostgreSQL store. One row per key that has made a request."""
 
     __tablename__ = "rate_buckets"

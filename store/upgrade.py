@@ -135,7 +135,7 @@ def _shown(url: str) -> str:
 
 
 def main() -> None:
-    from settings import get_settings
+    from configuration.settings import get_settings
 
     url = get_settings().store_url
     print(f"Upgrading the store at {_shown(url)} to revision {head_revision()} …", flush=True)

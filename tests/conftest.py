@@ -7,10 +7,10 @@ import httpx
 import pytest
 from llama_stack_client import LlamaStackClient
 
-from tests import client_venvs, mcp_server
-from tests.processes import ProcessStack
-from tests.scripted_model import ThreadedServer
-from tests.stack import Stack
+from tests.support import client_venvs, mcp_server
+from tests.support.processes import ProcessStack
+from tests.support.scripted_model import ThreadedServer
+from tests.support.stack import Stack
 
 
 @pytest.fixture(scope="session")
@@ -22,7 +22,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 @pytest.fixture(scope="module")
 def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessStack]:
-    """The service as separate processes (tests/processes.py) for one test module to SIGKILL and restart;
+    """The service as separate processes (tests/support/processes.py) for one test module to SIGKILL and restart;
     the worker's and the API's output go to worker.log and api.log in its data directory."""
     data_dir = Path(tmp_path_factory.mktemp("processes"))
     running = ProcessStack(data_dir, log_dir=data_dir)
@@ -31,7 +31,7 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessStack
 
 
 @pytest.fixture
-def model(stack: Stack):  # type: ignore[no-untyped-def]
+def model(stack: Stack):
     """The scripted model, with an empty script and no recorded requests."""
     stack.model.script()
     return stack.model
@@ -51,7 +51,7 @@ def llama(stack: Stack) -> LlamaStackClient:
 
 @pytest.fixture(scope="module")
 def mcp() -> Iterator[ThreadedServer]:
-    """A real MCP server (tests/mcp_server.py) on a loopback port, for one test module."""
+    """A real MCP server (tests/support/mcp_server.py) on a loopback port, for one test module."""
     server = mcp_server.start()
     yield server
     server.stop()
@@ -66,7 +66,7 @@ def toolgroup(http: httpx.Client, mcp: ThreadedServer) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def lsc_python() -> Path:
-    """The interpreter of `.venv-lsc`, where the current llama-stack-client lives (tests/client_venvs.py);
+    """The interpreter of `.venv-lsc`, where the current llama-stack-client lives (tests/support/client_venvs.py);
     built here if `make test` has not; skips, saying why, when no Python >= 3.12 is found."""
     found = client_venvs.ensure()
     if isinstance(found, str):

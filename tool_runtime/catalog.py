@@ -6,12 +6,12 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from configuration.settings import Settings
 from domain.agents import PARAMETER_TYPES, AgentToolGroup, ToolParameter, toolgroup_name
-from domain.runtime import McpServer
 from domain.tools import BUILTIN_PROVIDER, MCP_PROVIDER, Tool, ToolGroup
+from domain.turn_settings import McpServer
 from outbound.http import outbound_from
 from outbound.policy import OutboundPolicy
-from settings import Settings
 from store.repository import Store
 from tool_runtime import calculator
 from tool_runtime.mcp import McpConnector, McpUnavailable

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from domain.agents import AgentConfig, AgentToolGroup, ToolConfig
 from domain.content import CompletionMessage, InputMessage, ToolCall, ToolResponse
 from domain.events import KeyedEvent, StepComplete, chunk_of
-from domain.runtime import ApprovalDecision, McpServer
+from domain.turn_settings import ApprovalDecision, McpServer
 from domain.turns import SafetyViolation, Step, TurnStatus
 
 INFER_ACTIVITY = "infer"

@@ -18,7 +18,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 with workflow.unsafe.imports_passed_through():
     from domain.content import ToolCall
     from domain.events import KeyedEvent
-    from domain.runtime import ApprovalRequest, McpServer
+    from domain.turn_settings import ApprovalRequest, McpServer
     from workflows import steps
     from workflows.contracts import (
         LIST_MCP_SERVER_ACTIVITY,

@@ -13,7 +13,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from domain.content import ToolCall, ToolResponse, UserMessage
-    from domain.runtime import ApprovalDecision, ApprovalRequest
+    from domain.turn_settings import ApprovalDecision, ApprovalRequest
     from domain.turns import TurnStatus
     from workflows import steps
     from workflows.contracts import NOT_AWAITING_INPUT, TOOL_RESPONSES_MISMATCH, ToolResponsesSubmission

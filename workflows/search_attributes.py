@@ -13,7 +13,7 @@ AGENT_ID = SearchAttributeKey.for_keyword("AgentId")
 SESSION_ID = SearchAttributeKey.for_keyword("SessionId")
 TURN_STATUS = SearchAttributeKey.for_keyword("TurnStatus")
 TENANT_ID = SearchAttributeKey.for_keyword("TenantId")
-"""The tenant that owns the turn (api/tenancy.py): `default` without API keys."""
+"""The tenant that owns the turn (api/guards/tenancy.py): `default` without API keys."""
 RESPONSE_ID = SearchAttributeKey.for_keyword_list("ResponseId")
 """Every response (segment) id of a Responses turn: `ResponseId="resp_…"` finds the response's workflow."""
 CONVERSATION_ID = SearchAttributeKey.for_keyword("ConversationId")

@@ -11,7 +11,9 @@ from typing import Annotated
 
 from fastapi import Depends, Header, HTTPException
 
+from api.services import Services
 from tool_runtime.catalog import McpHeaders
+from tool_runtime.credential_seal import CredentialSeal
 
 HEADER = "X-LlamaStack-Provider-Data"
 
@@ -39,3 +41,17 @@ async def mcp_headers(
 
 
 McpHeadersDep = Annotated[McpHeaders | None, Depends(mcp_headers)]
+
+
+def seal_mcp_headers(services: Services, headers: McpHeaders | None) -> str | None:
+    """A turn's MCP headers encrypted for the store (api/turns/mcp_headers.py keeps them); None when the
+    request brought none. A server without a key refuses them rather than run the turn without them."""
+    if not headers:
+        return None
+    if services.settings.credentials_key is None:
+        raise HTTPException(
+            400,
+            f"{HEADER} carries mcp_headers, but this server cannot hold credentials for a turn: its operator "
+            "has not set DA_CREDENTIALS_KEY. Send the turn without them, or ask for the key to be configured.",
+        )
+    return CredentialSeal(services.settings.credentials_key).seal(headers)

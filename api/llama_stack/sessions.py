@@ -9,14 +9,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
-from api.deletion import delete_with_turns
-from api.errors import not_found
+from api.http.errors import not_found
+from api.http.pagination import PageDep
 from api.llama_stack.agents import AgentDep
 from api.llama_stack.schemas import CreateSessionRequest, CreateSessionResponse, PaginatedResponse
-from api.pagination import PageDep
-from api.runtime import RuntimeDep
+from api.services import ServicesDep
+from api.turns.deletion import delete_with_turns
 from domain.turns import Session, TurnStatus
-from store.repository import LimitReached
+from store.records import LimitReached
 
 router = APIRouter(tags=["sessions"])
 
@@ -24,13 +24,13 @@ router = APIRouter(tags=["sessions"])
 @router.post("/agents/{agent_id}/session", response_model=CreateSessionResponse)
 async def create_session(
     agent: AgentDep,
-    runtime: RuntimeDep,
+    services: ServicesDep,
     body: CreateSessionRequest,
 ) -> CreateSessionResponse:
     session_id = str(uuid.uuid4())
-    most = runtime.settings.max_sessions_per_agent
+    most = services.settings.max_sessions_per_agent
     try:
-        await runtime.store.create_session(agent.agent_id, session_id, body.session_name, datetime.now(UTC), most)
+        await services.store.create_session(agent.agent_id, session_id, body.session_name, datetime.now(UTC), most)
     except LimitReached as limit:
         raise HTTPException(409, str(limit)) from limit
     return CreateSessionResponse(session_id=session_id)
@@ -39,40 +39,40 @@ async def create_session(
 @router.get("/agents/{agent_id}/session/{session_id}", response_model=Session)
 async def get_session(
     agent: AgentDep,
-    runtime: RuntimeDep,
+    services: ServicesDep,
     session_id: str,
     turn_ids: Annotated[list[str] | None, Query(description="Only these turns; comma-separated or repeated")] = None,
 ) -> Session:
     wanted = [t for value in turn_ids or [] for t in value.split(",") if t] or None
-    session = await runtime.store.get_session(agent.agent_id, session_id, turn_ids=wanted)
+    session = await services.store.get_session(agent.agent_id, session_id, turn_ids=wanted)
     if session is None:
         raise not_found("Session", session_id)
     for index, turn in enumerate(session.turns):
         if turn.status == TurnStatus.RUNNING:
-            session.turns[index] = await runtime.turns.live_turn(turn)
+            session.turns[index] = await services.turns.live_turn(turn)
     return session
 
 
 @router.delete("/agents/{agent_id}/session/{session_id}", response_model=None)
 async def delete_session(
     agent: AgentDep,
-    runtime: RuntimeDep,
+    services: ServicesDep,
     session_id: str,
 ) -> None:
     """Delete the session and its turns; a turn still running or awaiting input is stopped first."""
-    unfinished = await runtime.store.unfinished_turn_ids(agent.agent_id, session_id)
-    delete = partial(runtime.store.delete_session, agent.agent_id, session_id)
-    if not await delete_with_turns(runtime, f"Session {session_id}", unfinished, delete):
+    unfinished = await services.store.unfinished_turn_ids(agent.agent_id, session_id)
+    delete = partial(services.store.delete_session, agent.agent_id, session_id)
+    if not await delete_with_turns(services, f"Session {session_id}", unfinished, delete):
         raise not_found("Session", session_id)
 
 
 @router.get("/agents/{agent_id}/sessions", response_model=PaginatedResponse)
 async def list_sessions(
     agent: AgentDep,
-    runtime: RuntimeDep,
+    services: ServicesDep,
     window: PageDep,
 ) -> PaginatedResponse:
-    page = await runtime.store.list_sessions(agent.agent_id, window.start_index, window.limit)
+    page = await services.store.list_sessions(agent.agent_id, window.start_index, window.limit)
     return PaginatedResponse(
         data=[session.model_dump(mode="json") for session in page.items],
         has_more=page.has_more,

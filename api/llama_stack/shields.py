@@ -5,13 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from api.llama_stack.schemas import ListResponse
-from api.runtime import RuntimeDep
+from api.services import ServicesDep
 
 router = APIRouter(tags=["shields"])
 
 
 @router.get("/shields", response_model=ListResponse)
-async def list_shields(runtime: RuntimeDep) -> ListResponse:
+async def list_shields(services: ServicesDep) -> ListResponse:
     return ListResponse(
         data=[
             {
@@ -21,6 +21,6 @@ async def list_shields(runtime: RuntimeDep) -> ListResponse:
                 "type": "shield",
                 "params": {},
             }
-            for shield_id, spec in runtime.settings.shields.items()
+            for shield_id, spec in services.settings.shields.items()
         ]
     )

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from fastapi import HTTPException
 
-from api.runtime import Runtime
+from api.services import Services
 from domain.agents import AgentToolGroup
 from tool_runtime.catalog import split_toolgroup
 
 
-async def require_toolgroups(runtime: Runtime, tenant: str, toolgroups: list[AgentToolGroup]) -> None:
+async def require_toolgroups(services: Services, tenant: str, toolgroups: list[AgentToolGroup]) -> None:
     missing = [
         group_id
         for group_id, _, _ in map(split_toolgroup, toolgroups)
-        if await runtime.tools.group(tenant, group_id) is None
+        if await services.tools.group(tenant, group_id) is None
     ]
     if missing:
-        known = [group.identifier for group in await runtime.tools.groups(tenant)]
+        known = [group.identifier for group in await services.tools.groups(tenant)]
         raise HTTPException(400, f"Unknown toolgroups {missing}; registered toolgroups: {known}")

@@ -12,15 +12,15 @@ from urllib.parse import urlsplit
 
 from fastapi import APIRouter, HTTPException
 
-from api.errors import not_found
+from api.guards.tenancy import TenantDep
+from api.http.errors import not_found
+from api.http.pagination import PageDep
 from api.llama_stack.provider_data import McpHeadersDep
 from api.llama_stack.schemas import ListResponse, ToolListResponse
-from api.pagination import PageDep
-from api.runtime import Runtime, RuntimeDep
-from api.tenancy import TenantDep
+from api.services import Services, ServicesDep
 from domain.tools import MCP_PROVIDER, RegisterToolGroupRequest, ToolGroup, ToolInvocation, ToolInvocationResult
 from outbound.policy import OutboundRefused
-from store.repository import LimitReached
+from store.records import LimitReached
 from tool_runtime.catalog import BUILTIN_TOOLS, McpHeaders, ToolNameClash, UnknownToolGroup, as_wire_tool
 from tool_runtime.mcp import McpUnavailable
 
@@ -28,10 +28,10 @@ router = APIRouter(tags=["tools"])
 
 
 async def _group_tools(
-    runtime: Runtime, tenant: str, toolgroup_id: str, headers: McpHeaders | None
+    services: Services, tenant: str, toolgroup_id: str, headers: McpHeaders | None
 ) -> list[dict[str, Any]]:
     try:
-        tools = await runtime.tools.tools(tenant, toolgroup_id, headers)
+        tools = await services.tools.tools(tenant, toolgroup_id, headers)
     except UnknownToolGroup as unknown:
         raise HTTPException(404, str(unknown)) from unknown
     except McpUnavailable as unavailable:
@@ -41,7 +41,7 @@ async def _group_tools(
 
 @router.get("/tools", response_model=ToolListResponse)
 async def list_tools(
-    runtime: RuntimeDep,
+    services: ServicesDep,
     tenant: TenantDep,
     headers: McpHeadersDep,
     window: PageDep,
@@ -52,28 +52,28 @@ async def list_tools(
     `start_index` and `limit` page through the tools."""
     page = slice(window.start_index, window.start_index + window.limit)
     if toolgroup_id is not None:
-        return ToolListResponse(data=(await _group_tools(runtime, tenant, toolgroup_id.split("/")[0], headers))[page])
-    listing = await runtime.tools.listing(tenant, headers)
+        return ToolListResponse(data=(await _group_tools(services, tenant, toolgroup_id.split("/")[0], headers))[page])
+    listing = await services.tools.listing(tenant, headers)
     data = [as_wire_tool(tool).model_dump(mode="json") for tool in listing.tools[page]]
     return ToolListResponse(data=data, unavailable=listing.failures)
 
 
 @router.get("/toolgroups", response_model=ListResponse)
-async def list_toolgroups(runtime: RuntimeDep, tenant: TenantDep, window: PageDep) -> ListResponse:
-    groups = (await runtime.tools.groups(tenant))[window.start_index : window.start_index + window.limit]
+async def list_toolgroups(services: ServicesDep, tenant: TenantDep, window: PageDep) -> ListResponse:
+    groups = (await services.tools.groups(tenant))[window.start_index : window.start_index + window.limit]
     return ListResponse(data=[group.model_dump(mode="json") for group in groups])
 
 
 @router.get("/toolgroups/{toolgroup_id:path}", response_model=ToolGroup)
-async def get_toolgroup(runtime: RuntimeDep, tenant: TenantDep, toolgroup_id: str) -> ToolGroup:
-    group = await runtime.tools.group(tenant, toolgroup_id)
+async def get_toolgroup(services: ServicesDep, tenant: TenantDep, toolgroup_id: str) -> ToolGroup:
+    group = await services.tools.group(tenant, toolgroup_id)
     if group is None:
         raise not_found("Toolgroup", toolgroup_id)
     return group
 
 
 @router.post("/toolgroups", response_model=None)
-async def register_toolgroup(runtime: RuntimeDep, tenant: TenantDep, body: RegisterToolGroupRequest) -> None:
+async def register_toolgroup(services: ServicesDep, tenant: TenantDep, body: RegisterToolGroupRequest) -> None:
     """Register an MCP server (streamable HTTP) as one of the caller's toolgroups, e.g. `mcp::weather`."""
     if body.mcp_endpoint is None or not body.mcp_endpoint.uri.startswith(("http://", "https://")):
         raise HTTPException(400, "mcp_endpoint.uri must be the MCP server's streamable-HTTP URL (http:// or https://)")
@@ -81,7 +81,7 @@ async def register_toolgroup(runtime: RuntimeDep, tenant: TenantDep, body: Regis
         raise HTTPException(409, f"Toolgroup {body.toolgroup_id} is built in and shared; choose another id")
     endpoint = urlsplit(body.mcp_endpoint.uri)
     try:
-        await runtime.tools.outbound_policy.check_url_host(
+        await services.tools.outbound_policy.check_url_host(
             endpoint.hostname or "", endpoint.port or (443 if endpoint.scheme == "https" else 80)
         )
     except OutboundRefused as refused:
@@ -92,7 +92,7 @@ async def register_toolgroup(runtime: RuntimeDep, tenant: TenantDep, body: Regis
         identifier=body.toolgroup_id, provider_id=MCP_PROVIDER, mcp_endpoint=body.mcp_endpoint, args=body.args
     )
     try:
-        registered = await runtime.store.register_toolgroup(tenant, group, runtime.settings.max_toolgroups_per_tenant)
+        registered = await services.store.register_toolgroup(tenant, group, services.settings.max_toolgroups_per_tenant)
     except LimitReached as limit:
         raise HTTPException(409, str(limit)) from limit
     if not registered:
@@ -100,24 +100,24 @@ async def register_toolgroup(runtime: RuntimeDep, tenant: TenantDep, body: Regis
 
 
 @router.delete("/toolgroups/{toolgroup_id:path}", response_model=None)
-async def unregister_toolgroup(runtime: RuntimeDep, tenant: TenantDep, toolgroup_id: str) -> None:
+async def unregister_toolgroup(services: ServicesDep, tenant: TenantDep, toolgroup_id: str) -> None:
     if toolgroup_id in BUILTIN_TOOLS:
         raise HTTPException(409, f"Toolgroup {toolgroup_id} is built in and shared; it cannot be unregistered")
-    if not await runtime.store.unregister_toolgroup(tenant, toolgroup_id):
+    if not await services.store.unregister_toolgroup(tenant, toolgroup_id):
         raise not_found("Toolgroup", toolgroup_id)
 
 
 @router.post("/tool-runtime/invoke", response_model=ToolInvocationResult)
 async def invoke_tool(
-    runtime: RuntimeDep, tenant: TenantDep, headers: McpHeadersDep, body: ToolInvocation
+    services: ServicesDep, tenant: TenantDep, headers: McpHeadersDep, body: ToolInvocation
 ) -> ToolInvocationResult:
     """Run one server-side tool of the caller's outside any turn (the Agent helper does, for toolgroup
     tools a paused turn hands back)."""
     try:
-        tool = await runtime.tools.find(tenant, body.tool_name, headers)
+        tool = await services.tools.find(tenant, body.tool_name, headers)
         if tool is None:
             raise not_found("Tool", body.tool_name)
-        outcome = await runtime.tools.call(tool, body.kwargs, headers)
+        outcome = await services.tools.call(tool, body.kwargs, headers)
     except ToolNameClash as clash:
         raise HTTPException(400, str(clash)) from None
     except McpUnavailable as unavailable:

@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator
 from fastapi import HTTPException
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from api.event_stream import is_final, sse_frame, tail_events
-from api.runtime import Runtime
-from api.stuck_turns import still_running
+from api.services import Services
+from api.streams.event_stream import is_final, sse_frame, tail_events
+from api.turns.stuck import still_running
 from domain.events import ErrorChunk, StreamError
 from domain.turns import TurnStatus
-from store.repository import StoredEvent
+from store.records import StoredEvent
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -20,8 +20,8 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _ENDED_WITHOUT_ANSWER = {TurnStatus.FAILED: 502, TurnStatus.CANCELLED: 409, TurnStatus.EXPIRED: 410}
 
 
-def _events(runtime: Runtime, turn_id: str, after: int, new_turn: bool) -> AsyncIterator[StoredEvent | None]:
-    return tail_events(runtime.events, turn_id, after, lambda: still_running(runtime, turn_id), new_turn=new_turn)
+def _events(services: Services, turn_id: str, after: int, new_turn: bool) -> AsyncIterator[StoredEvent | None]:
+    return tail_events(services.events, turn_id, after, lambda: still_running(services, turn_id), new_turn=new_turn)
 
 
 def _ended_unexpectedly(turn_id: str) -> StoredEvent:
@@ -38,25 +38,25 @@ async def _sse(events: AsyncIterator[StoredEvent | None], turn_id: str) -> Async
         yield sse_frame(_ended_unexpectedly(turn_id))
 
 
-def stream_events(runtime: Runtime, turn_id: str, after: int, new_turn: bool = False) -> StreamingResponse:
+def stream_events(services: Services, turn_id: str, after: int, new_turn: bool = False) -> StreamingResponse:
     """The turn's events after event `after`, up to and including the next final one; `new_turn`: this
     request has just begun the turn."""
-    events = _sse(_events(runtime, turn_id, after, new_turn), turn_id)
+    events = _sse(_events(services, turn_id, after, new_turn), turn_id)
     return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 async def respond(
-    runtime: Runtime, turn_id: str, after: int, stream: bool, new_turn: bool = False
+    services: Services, turn_id: str, after: int, stream: bool, new_turn: bool = False
 ) -> StreamingResponse | JSONResponse:
     if stream:
-        return stream_events(runtime, turn_id, after, new_turn)
+        return stream_events(services, turn_id, after, new_turn)
     last: StoredEvent | None = None
-    async for event in _events(runtime, turn_id, after, new_turn):
+    async for event in _events(services, turn_id, after, new_turn):
         last = event or last
     if last is None or not is_final(last.body):
         last = _ended_unexpectedly(turn_id)
     if "error" in last.body:
-        status = await runtime.store.turn_status(turn_id)
+        status = await services.store.turn_status(turn_id)
         code = _ENDED_WITHOUT_ANSWER.get(status, 502) if status else 502
         # A client retry would start a second turn; the reason is final.
         raise HTTPException(code, last.body["error"]["message"], headers={"x-should-retry": "false"})

@@ -12,23 +12,24 @@ from functools import partial
 from fastapi import HTTPException
 from pydantic import BaseModel
 
-from api import turn_credentials
-from api.errors import not_found
+from api.http.errors import not_found
 from api.llama_stack.schemas import CreateTurnRequest
 from api.llama_stack.toolgroup_check import require_toolgroups
 from api.llama_stack.turn_documents import url_documents, with_documents
-from api.runtime import Runtime
-from api.sdk_retries import RETRY_WINDOW, is_sdk_retry, may_repeat
-from api.stuck_turns import still_running
+from api.services import Services
+from api.turns.agent_turns import turn_start, workflow_summary
+from api.turns.mcp_headers import keep_mcp_headers
+from api.turns.sdk_retries import RETRY_WINDOW, is_sdk_retry, may_repeat
+from api.turns.stuck import still_running
+from configuration.settings import Settings
 from domain.agents import Agent
-from domain.content import InputMessage, ToolResponse, content_as_text
+from domain.content import InputMessage, ToolResponse
 from domain.turns import InferenceStep, Turn, TurnStatus
-from fault_points import AFTER_TURN_ROW, crash_point
+from hosting.fault_points import AFTER_TURN_ROW, crash_point
 from observability.logs import log_turn_state
 from observability.metrics import TURNS_STARTED
-from settings import Settings
-from store.repository import LimitReached, TurnConflict, TurnTools
-from workflows.contracts import PAYLOAD_BUDGET_BYTES, AgentOutline, Continuation, TurnPlan, TurnStart
+from store.records import LimitReached, TurnConflict, TurnTools
+from workflows.contracts import PAYLOAD_BUDGET_BYTES, Continuation, TurnStart
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +55,7 @@ def require_input_within_limit(settings: Settings, what: str, items: Sequence[Ba
         )
 
 
-def workflow_summary(messages: Sequence[InputMessage]) -> str:
-    """What labels the turn's workflow in Temporal's UI: the user's message (the gateway shortens it)."""
-    return " ".join(content_as_text(m.content) for m in messages)[:1000]
-
-
-async def _refuse_oversized(runtime: Runtime, start: TurnStart) -> None:
+async def _refuse_oversized(services: Services, start: TurnStart) -> None:
     """A start too large to carry (the agent's tool names and toolgroups with this turn's options)
     fails the turn with a 413 instead of reaching Temporal."""
     size = len(start.model_dump_json())
@@ -68,7 +64,7 @@ async def _refuse_oversized(runtime: Runtime, start: TurnStart) -> None:
             f"Its start ({size:,} bytes: the agent's toolgroups and tool names with this turn's options) is larger "
             f"than a workflow can carry ({PAYLOAD_BUDGET_BYTES:,} bytes)."
         )
-        await runtime.store.abandon_turn(start.turn_id, reason)
+        await services.store.abandon_turn(start.turn_id, reason)
         raise HTTPException(413, f"Turn {start.turn_id} could not start. {reason} Use fewer or smaller toolgroups.")
 
 
@@ -88,42 +84,21 @@ async def _begun(beginning: Awaitable[None], session_id: str) -> None:
         raise HTTPException(409, str(limit)) from limit
 
 
-def turn_start(runtime: Runtime, agent: Agent, turn: Turn, tools: TurnTools, document_urls: list[str]) -> TurnStart:
-    """The workflow input of a new turn: references to its stored rows, its plan (the agent's, with the
-    turn's own tools in place of the agent's), its URL documents."""
-    plan = TurnPlan.of(AgentOutline.of(agent.agent_config))
-    if tools.toolgroups is not None:
-        plan.toolgroups = tools.toolgroups
-    if tools.tool_config is not None:
-        plan.tool_config = tools.tool_config
-    return TurnStart(
-        agent_id=agent.agent_id,
-        session_id=turn.session_id,
-        turn_id=turn.turn_id,
-        plan=plan,
-        started_at=turn.started_at,
-        document_urls=document_urls,
-        awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
-        continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
-        inference_writes_end=True,
-    )
-
-
 def _request_tools(body: CreateTurnRequest) -> TurnTools:
     return TurnTools(toolgroups=body.toolgroups, tool_config=body.tool_config)
 
 
 async def _finish_start(
-    runtime: Runtime, tenant: str, agent: Agent, session_id: str, turn_id: str, body: CreateTurnRequest
+    services: Services, tenant: str, agent: Agent, session_id: str, turn_id: str, body: CreateTurnRequest
 ) -> None:
     """A retried create: start the turn's workflow if the first attempt recorded the turn but died
     before it started it (a crashed API process); a turn that has one is left alone."""
-    turn = await runtime.store.get_turn(session_id, turn_id)
+    turn = await services.store.get_turn(session_id, turn_id)
     if turn is None or turn.status != TurnStatus.RUNNING or turn.steps:
         return
-    start = turn_start(runtime, agent, turn, _request_tools(body), url_documents(body.documents or []))
+    start = turn_start(services, agent, turn, _request_tools(body), url_documents(body.documents or []))
     try:
-        if await runtime.turns.start_once(start, tenant, workflow_summary(turn.input_messages)):
+        if await services.turns.start_once(start, tenant, workflow_summary(turn.input_messages)):
             log.warning("started turn %s's workflow, which the first attempt at creating it did not", turn_id)
     except Exception as error:
         # The turn stays recorded: the next retry or the sweep of unstarted turns starts it.
@@ -133,17 +108,17 @@ async def _finish_start(
         ) from error
 
 
-async def _repeated(runtime: Runtime, session_id: str, messages: list[InputMessage]) -> str | None:
+async def _repeated(services: Services, session_id: str, messages: list[InputMessage]) -> str | None:
     """The turn an SDK's own retry of a create without an Idempotency-Key repeats: the session's latest,
     begun lately with the same messages, if it `may_repeat`."""
-    latest = await runtime.store.latest_turn(session_id)
+    latest = await services.store.latest_turn(session_id)
     if latest is None or latest.input_messages != messages or not may_repeat(latest.status):
         return None
     return latest.turn_id if datetime.now(UTC) - latest.started_at <= RETRY_WINDOW else None
 
 
 async def start_turn(
-    runtime: Runtime,
+    services: Services,
     tenant: str,
     agent: Agent,
     session_id: str,
@@ -152,60 +127,60 @@ async def start_turn(
     credentials: str | None = None,
     retry_count: str | None = None,
 ) -> StartedTurn:
-    """`credentials`: the request's MCP headers, sealed (api/turn_credentials.py); kept before the workflow starts.
-    `retry_count`: the SDK's numbering of its attempts (api/sdk_retries.py)."""
-    await require_toolgroups(runtime, tenant, body.toolgroups or [])
+    """`credentials`: the request's MCP headers, sealed (api/turns/mcp_headers.py); kept before the workflow starts.
+    `retry_count`: the SDK's numbering of its attempts (api/turns/sdk_retries.py)."""
+    await require_toolgroups(services, tenant, body.toolgroups or [])
     messages = with_documents(body.messages, body.documents or [])
-    require_input_within_limit(runtime.settings, "turn's messages", messages)
+    require_input_within_limit(services.settings, "turn's messages", messages)
     if (
         idempotency_key is None
         and is_sdk_retry(retry_count)
-        and (earlier := await _repeated(runtime, session_id, messages))
+        and (earlier := await _repeated(services, session_id, messages))
     ):
-        await _finish_start(runtime, tenant, agent, session_id, earlier, body)
+        await _finish_start(services, tenant, agent, session_id, earlier, body)
         return StartedTurn(earlier, is_retry=True)
     turn_id = _turn_id(agent.agent_id, session_id, idempotency_key)
-    if idempotency_key is not None and await runtime.store.turn_status(turn_id) is not None:
-        await turn_credentials.keep(runtime, turn_id, credentials)
-        await _finish_start(runtime, tenant, agent, session_id, turn_id, body)
+    if idempotency_key is not None and await services.store.turn_status(turn_id) is not None:
+        await keep_mcp_headers(services, turn_id, credentials)
+        await _finish_start(services, tenant, agent, session_id, turn_id, body)
         return StartedTurn(turn_id, is_retry=True)
     started_at = datetime.now(UTC)
     tools = _request_tools(body)
     begin = partial(
-        runtime.store.begin_turn,
+        services.store.begin_turn,
         agent.agent_id,
         session_id,
         turn_id,
         messages,
         started_at,
         tools,
-        most=runtime.settings.max_turns_per_session,
+        most=services.settings.max_turns_per_session,
     )
     try:
         await _begun(begin(), session_id)
     except TurnConflict as conflict:
         if conflict.turn_id == turn_id:
-            await turn_credentials.keep(runtime, turn_id, credentials)
-            await _finish_start(runtime, tenant, agent, session_id, turn_id, body)
+            await keep_mcp_headers(services, turn_id, credentials)
+            await _finish_start(services, tenant, agent, session_id, turn_id, body)
             return StartedTurn(turn_id, is_retry=True)
-        if await still_running(runtime, conflict.turn_id):
+        if await still_running(services, conflict.turn_id):
             raise HTTPException(409, str(conflict)) from conflict
-        if await runtime.store.turn_status(conflict.turn_id) in (TurnStatus.RUNNING, TurnStatus.AWAITING_INPUT):
-            await runtime.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
+        if await services.store.turn_status(conflict.turn_id) in (TurnStatus.RUNNING, TurnStatus.AWAITING_INPUT):
+            await services.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
             log_turn_state(conflict.turn_id, session_id, agent.agent_id, TurnStatus.FAILED)
         await _begun(begin(), session_id)
-    await turn_credentials.keep(runtime, turn_id, credentials)
+    await keep_mcp_headers(services, turn_id, credentials)
     crash_point(AFTER_TURN_ROW)
     turn = Turn(turn_id=turn_id, session_id=session_id, input_messages=messages, started_at=started_at)
-    start = turn_start(runtime, agent, turn, tools, url_documents(body.documents or []))
-    await _refuse_oversized(runtime, start)
+    start = turn_start(services, agent, turn, tools, url_documents(body.documents or []))
+    await _refuse_oversized(services, start)
     try:
         # Not started only if a retry or the sweep of unstarted turns was quicker: same turn, same id.
-        await runtime.turns.start_once(start, tenant, workflow_summary(messages))
+        await services.turns.start_once(start, tenant, workflow_summary(messages))
     except Exception as error:
         # What went wrong inside Temporal is for the operator's log; the turn and the caller get what they can act on.
         log.exception("starting the workflow of turn %s failed", turn_id)
-        await runtime.store.abandon_turn(turn_id, "Its workflow could not be started.")
+        await services.store.abandon_turn(turn_id, "Its workflow could not be started.")
         log_turn_state(turn_id, session_id, agent.agent_id, TurnStatus.FAILED)
         raise HTTPException(503, "Could not start the turn's workflow (Temporal unavailable); retry shortly") from error
     TURNS_STARTED.inc()
@@ -214,7 +189,7 @@ async def start_turn(
 
 
 async def reopen_turn(
-    runtime: Runtime,
+    services: Services,
     tenant: str,
     agent: Agent,
     turn: Turn,
@@ -226,28 +201,28 @@ async def reopen_turn(
     Returns the id of the turn's last event so far (the resumed stream follows it), or None when
     the turn is no longer completed. Raises TurnConflict if another turn of the session is active.
     """
-    if not await runtime.turns.wait_closed(turn.turn_id):
+    if not await services.turns.wait_closed(turn.turn_id):
         raise HTTPException(503, f"Turn {turn.turn_id} is still recording its end; retry shortly")
-    tools = await runtime.store.reopen_turn(turn.session_id, turn.turn_id)
+    tools = await services.store.reopen_turn(turn.session_id, turn.turn_id)
     if tools is None:
         return None
-    await turn_credentials.keep(runtime, turn.turn_id, credentials)
-    after = await runtime.store.last_event_id(turn.turn_id)
+    await keep_mcp_headers(services, turn.turn_id, credentials)
+    after = await services.store.last_event_id(turn.turn_id)
     times = [step.completed_at for step in turn.steps if step.completed_at] or [turn.started_at]
     continuation = Continuation(
         inferences=sum(isinstance(step, InferenceStep) for step in turn.steps),
         last_time=max(times),
         server_tools=[],
     )
-    start = turn_start(runtime, agent, turn, tools, []).model_copy(
+    start = turn_start(services, agent, turn, tools, []).model_copy(
         update={"continuation": continuation, "reopened_with": responses}
     )
-    await _refuse_oversized(runtime, start)
+    await _refuse_oversized(services, start)
     try:
-        await runtime.turns.start(start, tenant, workflow_summary(turn.input_messages), reopening=True)
+        await services.turns.start(start, tenant, workflow_summary(turn.input_messages), reopening=True)
     except Exception as error:
         log.exception("restarting the workflow of turn %s failed", turn.turn_id)
-        await runtime.store.abandon_turn(turn.turn_id, "Its workflow could not be restarted.")
+        await services.store.abandon_turn(turn.turn_id, "Its workflow could not be restarted.")
         log_turn_state(turn.turn_id, turn.session_id, agent.agent_id, TurnStatus.FAILED)
         raise HTTPException(
             503, "Could not restart the turn's workflow (Temporal unavailable); retry shortly"

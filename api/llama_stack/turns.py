@@ -9,22 +9,22 @@ from typing import Annotated
 from fastapi import APIRouter, Header, HTTPException, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from api import turn_credentials
-from api.errors import not_found
+from api.guards.tenancy import Principal, PrincipalDep
+from api.http.errors import not_found
 from api.llama_stack.agents import AgentDep
-from api.llama_stack.provider_data import McpHeadersDep
+from api.llama_stack.provider_data import McpHeadersDep, seal_mcp_headers
 from api.llama_stack.schemas import CreateTurnRequest, ResumeTurnRequest, StepResponse
 from api.llama_stack.turn_responses import respond, stream_events
 from api.llama_stack.turn_starter import reopen_turn, require_input_within_limit, start_turn
-from api.runtime import Runtime, RuntimeDep
-from api.sdk_retries import RETRY_COUNT_HEADER
-from api.tenancy import Principal, PrincipalDep
+from api.services import Services, ServicesDep
 from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
+from api.turns.mcp_headers import keep_mcp_headers
+from api.turns.sdk_retries import RETRY_COUNT_HEADER
 from domain.agents import Agent
 from domain.content import ToolResponse
 from domain.turns import ToolExecutionStep, Turn, TurnStatus
 from observability.tracing import turn_context
-from store.repository import TurnConflict
+from store.records import TurnConflict
 from tool_runtime.output_limit import truncate_content
 from workflows.contracts import pause_event_key
 
@@ -37,7 +37,7 @@ RACE_RETRIES = 10
 
 
 async def _answer(
-    runtime: Runtime,
+    services: Services,
     principal: Principal,
     stream: bool,
     answer: Callable[[], Awaitable[StreamingResponse | JSONResponse]],
@@ -46,7 +46,7 @@ async def _answer(
     open streams is refused before anything starts or resumes."""
     if not stream:
         return await answer()
-    slot = runtime.streams.take(principal.key_id)
+    slot = services.streams.take(principal.key_id)
     try:
         response = await answer()
     except BaseException:
@@ -58,9 +58,9 @@ async def _answer(
 async def _session_of(
     agent: Agent,
     session_id: str,
-    runtime: Runtime,
+    services: Services,
 ) -> str:
-    if not await runtime.store.session_exists(agent.agent_id, session_id):
+    if not await services.store.session_exists(agent.agent_id, session_id):
         raise not_found("Session", session_id)
     return session_id
 
@@ -68,7 +68,7 @@ async def _session_of(
 @router.post(TURN_PATH, response_model=Turn)
 async def create_turn(
     agent: AgentDep,
-    runtime: RuntimeDep,
+    services: ServicesDep,
     principal: PrincipalDep,
     session_id: str,
     body: CreateTurnRequest,
@@ -78,28 +78,28 @@ async def create_turn(
 ) -> StreamingResponse | JSONResponse:
     """Start a turn. `stream: true` answers with its events as SSE; otherwise with the Turn once it
     completes or pauses for client tools. Retried with the same `Idempotency-Key`, or by the SDK
-    on its own (api/sdk_retries.py), it starts nothing new and answers with the same turn's events.
-    MCP headers in `X-LlamaStack-Provider-Data` go with the turn's tool calls (api/turn_credentials.py)."""
-    credentials = turn_credentials.sealed(runtime, mcp_headers)
+    on its own (api/turns/sdk_retries.py), it starts nothing new and answers with the same turn's events.
+    MCP headers in `X-LlamaStack-Provider-Data` go with the turn's tool calls (api/turns/mcp_headers.py)."""
+    credentials = seal_mcp_headers(services, mcp_headers)
 
     async def answer() -> StreamingResponse | JSONResponse:
         # The store checks that the session is the agent's as it records the turn (404 if not).
         started = await start_turn(
-            runtime, principal.tenant, agent, session_id, body, idempotency_key, credentials, retry_count
+            services, principal.tenant, agent, session_id, body, idempotency_key, credentials, retry_count
         )
-        return await respond(runtime, started.turn_id, 0, bool(body.stream), new_turn=not started.is_retry)
+        return await respond(services, started.turn_id, 0, bool(body.stream), new_turn=not started.is_retry)
 
-    return await _answer(runtime, principal, bool(body.stream), answer)
+    return await _answer(services, principal, bool(body.stream), answer)
 
 
 async def _stored_turn(
     agent: Agent,
     session_id: str,
     turn_id: str,
-    runtime: Runtime,
+    services: Services,
 ) -> Turn:
-    await _session_of(agent, session_id, runtime)
-    turn = await runtime.store.get_turn(session_id, turn_id)
+    await _session_of(agent, session_id, services)
+    turn = await services.store.get_turn(session_id, turn_id)
     if turn is None:
         raise not_found("Turn", turn_id)
     return turn
@@ -108,7 +108,7 @@ async def _stored_turn(
 @router.post(TURN_PATH + "/{turn_id}/resume", response_model=Turn)
 async def resume_turn(
     agent: AgentDep,
-    runtime: RuntimeDep,
+    services: ServicesDep,
     principal: PrincipalDep,
     session_id: str,
     turn_id: str,
@@ -117,17 +117,17 @@ async def resume_turn(
 ) -> StreamingResponse | JSONResponse:
     """Submit the results of the client tool calls a paused turn waits for; the turn continues.
     MCP headers in `X-LlamaStack-Provider-Data` replace those the turn was given before."""
-    credentials = turn_credentials.sealed(runtime, mcp_headers)
+    credentials = seal_mcp_headers(services, mcp_headers)
     return await _answer(
-        runtime,
+        services,
         principal,
         bool(body.stream),
-        lambda: _resume(runtime, principal.tenant, agent, session_id, turn_id, body, credentials),
+        lambda: _resume(services, principal.tenant, agent, session_id, turn_id, body, credentials),
     )
 
 
 async def _resume(
-    runtime: Runtime,
+    services: Services,
     tenant: str,
     agent: Agent,
     session_id: str,
@@ -135,33 +135,33 @@ async def _resume(
     body: ResumeTurnRequest,
     credentials: str | None,
 ) -> StreamingResponse | JSONResponse:
-    turn = await _stored_turn(agent, session_id, turn_id, runtime)
+    turn = await _stored_turn(agent, session_id, turn_id, services)
     call_ids = [response.call_id for response in body.tool_responses]
     if len(call_ids) != len(set(call_ids)):
         raise HTTPException(400, f"Each call_id may be answered once; got {call_ids}")
-    limit = runtime.settings.max_tool_output_chars
+    limit = services.settings.max_tool_output_chars
     responses = [r.model_copy(update={"content": truncate_content(r.content, limit)}) for r in body.tool_responses]
-    require_input_within_limit(runtime.settings, "tool results", responses)
-    await turn_credentials.keep(runtime, turn_id, credentials)
+    require_input_within_limit(services.settings, "tool results", responses)
+    await keep_mcp_headers(services, turn_id, credentials)
     try:
         with turn_context(turn_id, session_id, agent.agent_id):
-            pause = await _deliver(runtime, turn_id, responses)
+            pause = await _deliver(services, turn_id, responses)
     except TurnUnavailable as unavailable:
         raise HTTPException(503, str(unavailable)) from unavailable
     except (ResumeRejected, TurnNotRunning) as refused:
         if isinstance(refused, ResumeRejected) and not refused.conflict:
             raise HTTPException(400, str(refused)) from refused
-        reopened_after = await _reopen_completed(runtime, tenant, agent, session_id, turn_id, responses, credentials)
+        reopened_after = await _reopen_completed(services, tenant, agent, session_id, turn_id, responses, credentials)
         if reopened_after is None:
-            current = await runtime.store.turn_status(turn_id) or turn.status
+            current = await services.store.turn_status(turn_id) or turn.status
             code = 410 if current == TurnStatus.EXPIRED else 409
             raise HTTPException(code, f"Turn {turn_id} is {current.value}, not awaiting input") from refused
-        return await respond(runtime, turn_id, reopened_after, bool(body.stream))
-    after = await _pause_event_id(runtime, turn_id, pause)
-    return await respond(runtime, turn_id, after, bool(body.stream))
+        return await respond(services, turn_id, reopened_after, bool(body.stream))
+    after = await _pause_event_id(services, turn_id, pause)
+    return await respond(services, turn_id, after, bool(body.stream))
 
 
-async def _deliver(runtime: Runtime, turn_id: str, responses: list[ToolResponse]) -> int:
+async def _deliver(services: Services, turn_id: str, responses: list[ToolResponse]) -> int:
     """Submit the results; a refusal while the store already records the pause is a race, not an answer.
 
     The pause is stored before it is announced, but a worker that dies right then leaves the
@@ -172,16 +172,16 @@ async def _deliver(runtime: Runtime, turn_id: str, responses: list[ToolResponse]
     while True:
         attempt += 1
         try:
-            return await runtime.turns.submit_tool_responses(turn_id, responses)
+            return await services.turns.submit_tool_responses(turn_id, responses)
         except ResumeRejected as refused:
-            stored = await runtime.store.turn_status(turn_id)
+            stored = await services.store.turn_status(turn_id)
             if not refused.conflict or stored != TurnStatus.AWAITING_INPUT or attempt == RACE_RETRIES:
                 raise
             await asyncio.sleep(0.25 * attempt)
 
 
 async def _reopen_completed(
-    runtime: Runtime,
+    services: Services,
     tenant: str,
     agent: Agent,
     session_id: str,
@@ -191,20 +191,20 @@ async def _reopen_completed(
 ) -> int | None:
     """Resume a completed turn for a ReAct-style client, unless these results were already given
     (a retried resume must not run the turn again). None when the turn cannot be reopened."""
-    turn = await runtime.store.get_turn(session_id, turn_id)
+    turn = await services.store.get_turn(session_id, turn_id)
     if turn is None or turn.status != TurnStatus.COMPLETED:
         return None
     answered = {r.call_id for s in turn.steps if isinstance(s, ToolExecutionStep) for r in s.tool_responses}
     if answered & {r.call_id for r in responses}:
         return None
     try:
-        return await reopen_turn(runtime, tenant, agent, turn, responses, credentials)
+        return await reopen_turn(services, tenant, agent, turn, responses, credentials)
     except TurnConflict as conflict:
         raise HTTPException(409, str(conflict)) from conflict
 
 
 async def _pause_event_id(
-    runtime: Runtime,
+    services: Services,
     turn_id: str,
     pause: int,
 ) -> int:
@@ -213,7 +213,7 @@ async def _pause_event_id(
     A client that resumed from a query may beat the worker's write of that event by a moment.
     """
     for _ in range(PAUSE_EVENT_POLLS):
-        event_id = await runtime.store.event_id(turn_id, pause_event_key(pause))
+        event_id = await services.store.event_id(turn_id, pause_event_key(pause))
         if event_id is not None:
             return event_id
         await asyncio.sleep(0.01)
@@ -223,25 +223,25 @@ async def _pause_event_id(
 @router.get(TURN_PATH + "/{turn_id}", response_model=Turn)
 async def get_turn(
     agent: AgentDep,
-    runtime: RuntimeDep,
+    services: ServicesDep,
     session_id: str,
     turn_id: str,
 ) -> Turn:
-    turn = await _stored_turn(agent, session_id, turn_id, runtime)
+    turn = await _stored_turn(agent, session_id, turn_id, services)
     if turn.status != TurnStatus.RUNNING:
         return turn
-    return await runtime.turns.live_turn(turn)
+    return await services.turns.live_turn(turn)
 
 
 @router.get(TURN_PATH + "/{turn_id}/step/{step_id}", response_model=StepResponse)
 async def get_step(
     agent: AgentDep,
-    runtime: RuntimeDep,
+    services: ServicesDep,
     session_id: str,
     turn_id: str,
     step_id: str,
 ) -> StepResponse:
-    turn = await get_turn(agent=agent, runtime=runtime, session_id=session_id, turn_id=turn_id)
+    turn = await get_turn(agent=agent, services=services, session_id=session_id, turn_id=turn_id)
     for step in turn.steps:
         if step.step_id == step_id:
             return StepResponse(step=step)
@@ -251,7 +251,7 @@ async def get_step(
 @router.get(TURN_PATH + "/{turn_id}/events")
 async def turn_events(
     agent: AgentDep,
-    runtime: RuntimeDep,
+    services: ServicesDep,
     principal: PrincipalDep,
     session_id: str,
     turn_id: str,
@@ -260,30 +260,30 @@ async def turn_events(
 ) -> StreamingResponse:
     """Follow a turn's event stream from after a given event id (the SSE `id:` last seen), up to
     and including its next final event. Works for running and finished turns alike."""
-    turn = await _stored_turn(agent, session_id, turn_id, runtime)
+    turn = await _stored_turn(agent, session_id, turn_id, services)
     start = after if after is not None else last_event_id or 0
-    if turn.status.is_final and await runtime.store.last_event_id(turn_id) <= start:
+    if turn.status.is_final and await services.store.last_event_id(turn_id) <= start:
         # Nothing will follow the end of a finished turn's log: an empty stream, at once.
         return StreamingResponse(iter(()), media_type="text/event-stream")
 
     async def answer() -> StreamingResponse:
-        return stream_events(runtime, turn_id, start)
+        return stream_events(services, turn_id, start)
 
-    response = await _answer(runtime, principal, True, answer)
+    response = await _answer(services, principal, True, answer)
     assert isinstance(response, StreamingResponse)  # a stream keeps its type while it holds a slot
     return response
 
 
 @router.post(TURN_PATH + "/{turn_id}/cancel", response_model=Turn)
-async def cancel_turn(agent: AgentDep, runtime: RuntimeDep, session_id: str, turn_id: str) -> Turn:
+async def cancel_turn(agent: AgentDep, services: ServicesDep, session_id: str, turn_id: str) -> Turn:
     """Stop a running or paused turn. Its model call is interrupted, its steps so far are kept, it
     ends `cancelled`, and the session accepts a new turn. Answers with the cancelled turn."""
-    turn = await _stored_turn(agent, session_id, turn_id, runtime)
+    turn = await _stored_turn(agent, session_id, turn_id, services)
     if turn.status.is_final:
         raise HTTPException(409, f"Turn {turn_id} is already {turn.status.value}")
-    await runtime.turns.cancel(turn_id)
+    await services.turns.cancel(turn_id)
     for _ in range(CANCEL_WAIT_POLLS):
-        turn = await _stored_turn(agent, session_id, turn_id, runtime)
+        turn = await _stored_turn(agent, session_id, turn_id, services)
         if turn.status.is_final:
             return turn
         await asyncio.sleep(0.05)

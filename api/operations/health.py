@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from api.runtime import RuntimeDep
+from api.services import ServicesDep
 from domain.content import WireModel
 
 router = APIRouter(tags=["health"])
@@ -45,11 +45,11 @@ async def _answers(name: str, check: Callable[[], Awaitable[object]]) -> bool:
 
 
 @readiness_router.get("/readyz", include_in_schema=False)
-async def readiness(runtime: RuntimeDep) -> JSONResponse:
+async def readiness(services: ServicesDep) -> JSONResponse:
     store, temporal = await asyncio.gather(
-        _answers("the store", runtime.store.ping), _answers("Temporal", runtime.turns.check_connection)
+        _answers("the store", services.store.ping), _answers("Temporal", services.turns.check_connection)
     )
-    streams_problem = runtime.events.problem()
+    streams_problem = services.events.problem()
     if streams_problem is not None:
         log.warning("readiness: %s", streams_problem)
     streams = streams_problem is None

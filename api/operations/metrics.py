@@ -12,7 +12,7 @@ import logging
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Gauge, generate_latest
 
-from api.runtime import RuntimeDep
+from api.services import ServicesDep
 from domain.turns import TurnStatus
 
 router = APIRouter(tags=["metrics"])
@@ -32,10 +32,10 @@ def _awaiting_input(count: int) -> bytes:
 
 
 @router.get("/metrics", include_in_schema=False)
-async def metrics(runtime: RuntimeDep) -> Response:
+async def metrics(services: ServicesDep) -> Response:
     body = generate_latest(REGISTRY)
     try:
-        body += _awaiting_input(await runtime.store.count_turns(TurnStatus.AWAITING_INPUT))
+        body += _awaiting_input(await services.store.count_turns(TurnStatus.AWAITING_INPUT))
     except Exception:  # the scrape still reports the rest; the gauge's absence says the store did not answer
         log.exception("metrics: the store did not answer the count of paused turns")
     return Response(body, media_type=CONTENT_TYPE_LATEST)

@@ -7,7 +7,7 @@ history). Either way the checks of spec §6.1 run on prior items + new input as 
 every `mcp_approval_response` must name an `mcp_approval_request` before it. Only then is anything resumed or
 started, so a refused request leaves a waiting workflow untouched.
 
-The runtime reads neutral messages (domain/runtime.py `ContextMessage`), not items: a detached turn's
+The runtime reads neutral messages (domain/turn_settings.py `ContextMessage`), not items: a detached turn's
 `context_messages` are the prior items and the new input up to its trailing user messages and tool results,
 which become the turn's own input.
 """
@@ -33,7 +33,7 @@ from api.responses.request import (
     MessageItem,
 )
 from domain.content import CompletionMessage, InputMessage, ToolCall, ToolResponseMessage, UserMessage
-from domain.runtime import ContextMessage, SystemMessage
+from domain.turn_settings import ContextMessage, SystemMessage
 
 _items = TypeAdapter(list[InputItem])
 

@@ -15,11 +15,11 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from api.guards.tenancy import TenantDep
 from api.responses.conversation_items import InputItem, stored_item
 from api.responses.errors import ERROR_RESPONSES, OpenAIError, not_found
 from api.responses.ids import new_conversation_id
-from api.runtime import RuntimeDep
-from api.tenancy import TenantDep
+from api.services import ServicesDep
 from store.conversations import Conversation, ConversationNotFound, DuplicateItem, ItemPage, UnknownCursor
 
 MAX_ITEMS_PER_REQUEST = 20
@@ -127,57 +127,57 @@ def _item_list(items: list[dict[str, Any]], has_more: bool = False) -> Conversat
 
 @router.post("/conversations", response_model=ConversationObject)
 async def create_conversation(
-    runtime: RuntimeDep, tenant: TenantDep, body: CreateConversationRequest | None = None
+    services: ServicesDep, tenant: TenantDep, body: CreateConversationRequest | None = None
 ) -> ConversationObject:
     """A new conversation, with its first items (`{}` and `{"items": []}` make an empty one)."""
     body = body or CreateConversationRequest()
     conversation_id = new_conversation_id()
     items = [stored_item(item) for item in body.items or []]
     with _refusals(conversation_id):
-        created = await runtime.store.conversations.create(
+        created = await services.store.conversations.create(
             tenant, conversation_id, body.metadata or {}, items, datetime.now(UTC)
         )
     return _conversation(created)
 
 
 @router.get("/conversations/{conversation_id}", response_model=ConversationObject)
-async def get_conversation(runtime: RuntimeDep, tenant: TenantDep, conversation_id: str) -> ConversationObject:
+async def get_conversation(services: ServicesDep, tenant: TenantDep, conversation_id: str) -> ConversationObject:
     with _refusals(conversation_id):
-        return _conversation(await runtime.store.conversations.get(tenant, conversation_id))
+        return _conversation(await services.store.conversations.get(tenant, conversation_id))
 
 
 @router.post("/conversations/{conversation_id}", response_model=ConversationObject)
 async def update_conversation(
-    runtime: RuntimeDep, tenant: TenantDep, conversation_id: str, body: UpdateConversationRequest
+    services: ServicesDep, tenant: TenantDep, conversation_id: str, body: UpdateConversationRequest
 ) -> ConversationObject:
     with _refusals(conversation_id):
-        updated = await runtime.store.conversations.update_metadata(tenant, conversation_id, body.metadata or {})
+        updated = await services.store.conversations.update_metadata(tenant, conversation_id, body.metadata or {})
     return _conversation(updated)
 
 
 @router.delete("/conversations/{conversation_id}", response_model=ConversationDeleted)
-async def delete_conversation(runtime: RuntimeDep, tenant: TenantDep, conversation_id: str) -> ConversationDeleted:
+async def delete_conversation(services: ServicesDep, tenant: TenantDep, conversation_id: str) -> ConversationDeleted:
     """Delete the conversation with its items; responses made in it stay retrievable."""
     with _refusals(conversation_id):
-        await runtime.store.conversations.delete(tenant, conversation_id)
+        await services.store.conversations.delete(tenant, conversation_id)
     return ConversationDeleted(id=conversation_id)
 
 
 @router.post("/conversations/{conversation_id}/items", response_model=ConversationItemList)
 async def add_items(
-    runtime: RuntimeDep, tenant: TenantDep, conversation_id: str, body: AddItemsRequest, include: IncludeDep
+    services: ServicesDep, tenant: TenantDep, conversation_id: str, body: AddItemsRequest, include: IncludeDep
 ) -> ConversationItemList:
     """Append items; the answer lists the items as stored (with their ids)."""
     items = [stored_item(item) for item in body.items]
     with _refusals(conversation_id):
-        await runtime.settle_conversation(runtime, tenant, conversation_id)
-        added = await runtime.store.conversations.append_items(tenant, conversation_id, items, datetime.now(UTC))
+        await services.settle_conversation(services, tenant, conversation_id)
+        added = await services.store.conversations.append_items(tenant, conversation_id, items, datetime.now(UTC))
     return _item_list(added)
 
 
 @router.get("/conversations/{conversation_id}/items", response_model=ConversationItemList)
 async def list_items(
-    runtime: RuntimeDep,
+    services: ServicesDep,
     tenant: TenantDep,
     conversation_id: str,
     include: IncludeDep,
@@ -186,29 +186,31 @@ async def list_items(
     order: Annotated[Literal["asc", "desc"], Query(description="desc: newest first")] = "desc",
 ) -> ConversationItemList:
     with _refusals(conversation_id):
-        await runtime.settle_conversation(runtime, tenant, conversation_id)
-        page: ItemPage = await runtime.store.conversations.list_items(tenant, conversation_id, order, after, limit)
+        await services.settle_conversation(services, tenant, conversation_id)
+        page: ItemPage = await services.store.conversations.list_items(tenant, conversation_id, order, after, limit)
     return _item_list(page.items, page.has_more)
 
 
 @router.get("/conversations/{conversation_id}/items/{item_id}", response_model=dict[str, Any])
 async def get_item(
-    runtime: RuntimeDep, tenant: TenantDep, conversation_id: str, item_id: str, include: IncludeDep
+    services: ServicesDep, tenant: TenantDep, conversation_id: str, item_id: str, include: IncludeDep
 ) -> dict[str, Any]:
     with _refusals(conversation_id):
-        await runtime.settle_conversation(runtime, tenant, conversation_id)
-        item = await runtime.store.conversations.get_item(tenant, conversation_id, item_id)
+        await services.settle_conversation(services, tenant, conversation_id)
+        item = await services.store.conversations.get_item(tenant, conversation_id, item_id)
     if item is None:
         raise not_found("Item", item_id)
     return item
 
 
 @router.delete("/conversations/{conversation_id}/items/{item_id}", response_model=ConversationObject)
-async def delete_item(runtime: RuntimeDep, tenant: TenantDep, conversation_id: str, item_id: str) -> ConversationObject:
+async def delete_item(
+    services: ServicesDep, tenant: TenantDep, conversation_id: str, item_id: str
+) -> ConversationObject:
     """Remove one item; the answer is the conversation (not a deletion marker), as OpenAI answers."""
     with _refusals(conversation_id):
-        await runtime.settle_conversation(runtime, tenant, conversation_id)
-        conversation = await runtime.store.conversations.delete_item(tenant, conversation_id, item_id)
+        await services.settle_conversation(services, tenant, conversation_id)
+        conversation = await services.store.conversations.delete_item(tenant, conversation_id, item_id)
     if conversation is None:
         raise not_found("Item", item_id)
     return _conversation(conversation)

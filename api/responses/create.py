@@ -19,7 +19,6 @@ from typing import Any
 
 from temporalio.common import SearchAttributePair
 
-from api import turn_credentials
 from api.responses import ids, view
 from api.responses.context import (
     check_tool_outputs,
@@ -39,15 +38,16 @@ from api.responses.request import (
     McpApprovalResponseItem,
     MessageItem,
 )
-from api.runtime import Runtime
-from api.sdk_retries import RETRY_WINDOW, is_sdk_retry, may_repeat
+from api.services import Services
 from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
+from api.turns.mcp_headers import keep_mcp_headers
+from api.turns.sdk_retries import RETRY_WINDOW, is_sdk_retry, may_repeat
 from domain.content import ToolResponse, UserMessage
-from domain.runtime import ApprovalDecision
+from domain.turn_settings import ApprovalDecision
 from domain.turns import TurnStatus
 from store.responses import ResponseRecord, ResponseStore
+from tool_runtime.credential_seal import CredentialSeal
 from tool_runtime.output_limit import truncate_content
-from tool_runtime.turn_credentials import CredentialSeal
 from workflows.contracts import ToolResponsesSubmission, TurnStart
 from workflows.search_attributes import CONVERSATION_ID
 
@@ -74,14 +74,14 @@ def request_hash_of(tenant: str, body: bytes) -> str:
 
 
 async def earlier_attempt(
-    runtime: Runtime, responses: ResponseStore, tenant: str, request_hash: str, retry_count: str | None
+    services: Services, responses: ResponseStore, tenant: str, request_hash: str, retry_count: str | None
 ) -> ResponseRecord | None:
-    """The response an SDK's own retry of a create without an Idempotency-Key repeats (api/sdk_retries.py):
+    """The response an SDK's own retry of a create without an Idempotency-Key repeats (api/turns/sdk_retries.py):
     the tenant's latest from the same request body lately, if its turn `may_repeat`."""
     if not is_sdk_retry(retry_count):
         return None
     found = await responses.latest_with_request(tenant, request_hash, datetime.now(UTC) - RETRY_WINDOW)
-    if found is None or not may_repeat(await runtime.store.turn_status(found.turn_id)):
+    if found is None or not may_repeat(await services.store.turn_status(found.turn_id)):
         return None
     return found
 
@@ -115,18 +115,18 @@ class Context:
     """True when named by previous_response_id or conversation: wrong outputs are then the caller's error."""
 
 
-async def prior_context(runtime: Runtime, responses: ResponseStore, tenant: str, body: CreateResponse) -> Context:
+async def prior_context(services: Services, responses: ResponseStore, tenant: str, body: CreateResponse) -> Context:
     if body.previous_response_id is not None:
-        return Context(await _chain_items(runtime, responses, tenant, body.previous_response_id), chained=True)
+        return Context(await _chain_items(services, responses, tenant, body.previous_response_id), chained=True)
     if body.conversation_id is not None:
-        items = await view.conversation_items(runtime, tenant, body.conversation_id)
+        items = await view.conversation_items(services, tenant, body.conversation_id)
         if items is None:
             raise OpenAIError(404, f"Conversation with id '{body.conversation_id}' not found.", "conversation")
         return Context(parse_items(items), chained=True)
     return Context([], chained=False)
 
 
-async def _chain_items(runtime: Runtime, responses: ResponseStore, tenant: str, previous_id: str) -> list[InputItem]:
+async def _chain_items(services: Services, responses: ResponseStore, tenant: str, previous_id: str) -> list[InputItem]:
     chain = await responses.chain(tenant, previous_id)
     if not chain or chain[-1].response_id != previous_id or not chain[-1].store:
         raise invalid(
@@ -134,8 +134,8 @@ async def _chain_items(runtime: Runtime, responses: ResponseStore, tenant: str, 
             "previous_response_id",
             "previous_response_not_found",
         )
-    outputs = await view.chain_outputs(runtime, chain)
-    status = None if outputs[-1] is not None else (await view.response_object(runtime, chain[-1]))["status"]
+    outputs = await view.chain_outputs(services, chain)
+    status = None if outputs[-1] is not None else (await view.response_object(services, chain[-1]))["status"]
     if status in ("queued", "in_progress"):
         raise invalid(
             f"Previous response '{previous_id}' is still {status}; continue from it once it has finished.",
@@ -148,16 +148,16 @@ async def _chain_items(runtime: Runtime, responses: ResponseStore, tenant: str, 
     return items
 
 
-def _seal(runtime: Runtime, credentials: dict[str, dict[str, str]]) -> str | None:
+def _seal(services: Services, credentials: dict[str, dict[str, str]]) -> str | None:
     if not credentials:
         return None
-    if runtime.settings.credentials_key is None:
+    if services.settings.credentials_key is None:
         raise invalid(
             "An mcp tool carries headers or authorization, but this server cannot hold credentials for a response: "
             "its operator has not set DA_CREDENTIALS_KEY. Send the tool without them, or ask for the key.",
             "tools",
         )
-    return CredentialSeal(runtime.settings.credentials_key).seal({}, by_label=credentials)
+    return CredentialSeal(services.settings.credentials_key).seal({}, by_label=credentials)
 
 
 def _record(
@@ -195,11 +195,11 @@ class Created:
     after: int
     """The turn's last event id before this response's segment: its events follow it."""
     new_turn: bool = False
-    """This request began the turn just now: nothing is written yet (api/event_hub.py, `subscribe`)."""
+    """This request began the turn just now: nothing is written yet (api/streams/event_hub.py, `subscribe`)."""
 
 
 async def create(
-    runtime: Runtime,
+    services: Services,
     tenant: str,
     response_id: str,
     body: CreateResponse,
@@ -210,24 +210,24 @@ async def create(
     """Resume the turn the input answers, or start a new one; the response is recorded either way. `keyed`: the
     id comes from an Idempotency-Key, so an earlier attempt that crashed may have recorded its turn already.
     `request_hash`: an unkeyed request's, by which the SDK's retries of it find it (`latest_with_request`)."""
-    responses = ResponseStore(runtime.store.database)
+    responses = services.store.responses
     items = resolve_references(body.items(), context.items)
     check_tool_outputs(context.items, items)
-    credentials = _seal(runtime, mcp_credentials(body))
+    credentials = _seal(services, mcp_credentials(body))
     stored = stored_input(items)
     resumed = await _resume_waiting(
-        runtime, responses, tenant, response_id, body, context, items, stored, credentials, request_hash
+        services, responses, tenant, response_id, body, context, items, stored, credentials, request_hash
     )
     if resumed is not None:
         return resumed
     everything = context.items + items
     return await _start(
-        runtime, responses, tenant, response_id, body, everything, stored, credentials, keyed, request_hash
+        services, responses, tenant, response_id, body, everything, stored, credentials, keyed, request_hash
     )
 
 
 async def _start(
-    runtime: Runtime,
+    services: Services,
     responses: ResponseStore,
     tenant: str,
     response_id: str,
@@ -239,60 +239,62 @@ async def _start(
     request_hash: str | None,
 ) -> Created:
     split = split_input(to_messages(everything))
-    context = fit_context(split.context, runtime.settings.max_history_bytes, body.truncation)
+    context = fit_context(split.context, services.settings.max_history_bytes, body.truncation)
     turn_id = str(uuid.uuid5(_TURN_NAMESPACE, response_id))
     started_at = datetime.now(UTC)
     # A fresh random id has no turn yet; a keyed one may, recorded by a first attempt that crashed.
-    new_turn = not keyed or await runtime.store.turn_status(turn_id) is None
+    new_turn = not keyed or await services.store.turn_status(turn_id) is None
     if new_turn:
-        await runtime.store.begin_detached_turn(
+        await services.store.begin_detached_turn(
             tenant, turn_id, split.input, context, response_id, turn_settings(body), started_at
         )
-    await turn_credentials.keep(runtime, turn_id, credentials)
+    await keep_mcp_headers(services, turn_id, credentials)
     record = _record(response_id, tenant, turn_id, 0, body, stored, request_hash)
     await responses.add(record)
-    await _start_workflow(runtime, record, body, started_at)
+    await _start_workflow(services, record, body, started_at)
     return Created(record, 0, new_turn)
 
 
-async def _start_workflow(runtime: Runtime, record: ResponseRecord, body: CreateResponse, started_at: datetime) -> None:
+async def _start_workflow(
+    services: Services, record: ResponseRecord, body: CreateResponse, started_at: datetime
+) -> None:
     """Start the turn's workflow unless it was (its id is the turn's: a second start starts nothing)."""
     start = TurnStart(
         turn_id=record.turn_id,
-        plan=turn_plan(body, record.response_id, runtime.settings.max_infer_iters),
+        plan=turn_plan(body, record.response_id, services.settings.max_infer_iters),
         segment_id=record.response_id,
         started_at=started_at,
-        awaiting_input_timeout=runtime.settings.awaiting_input_timeout,
-        continue_as_new_after_events=runtime.settings.continue_as_new_after_events,
+        awaiting_input_timeout=services.settings.awaiting_input_timeout,
+        continue_as_new_after_events=services.settings.continue_as_new_after_events,
         inference_writes_end=True,
     )
     conversation = body.conversation_id
     extra = [SearchAttributePair(CONVERSATION_ID, conversation)] if conversation is not None else []
     try:
-        await runtime.turns.start_once(start, record.tenant_id, summary(body), extra_attributes=extra)
+        await services.turns.start_once(start, record.tenant_id, summary(body), extra_attributes=extra)
     except Exception as error:
         log.exception("starting the workflow of response %s failed", record.response_id)
-        await runtime.store.abandon_turn(record.turn_id, "Its workflow could not be started.")
+        await services.store.abandon_turn(record.turn_id, "Its workflow could not be started.")
         raise OpenAIError(
             503, "Could not start the response's workflow (Temporal unavailable); retry shortly."
         ) from error
 
 
-async def retried(runtime: Runtime, record: ResponseRecord, body: CreateResponse) -> Created | None:
+async def retried(services: Services, record: ResponseRecord, body: CreateResponse) -> Created | None:
     """A create retried with its Idempotency-Key finds its response recorded: finish what a crash of the
     first attempt left undone. None when the response's resumption never reached its turn, which still
     waits: the caller creates it again."""
-    found = await view.segment(runtime, record)
+    found = await view.segment(services, record)
     if record.segment_index == 0:
-        if not found.bodies and await runtime.store.turn_status(record.turn_id) == TurnStatus.RUNNING:
-            await _start_workflow(runtime, record, body, record.created_at)
+        if not found.bodies and await services.store.turn_status(record.turn_id) == TurnStatus.RUNNING:
+            await _start_workflow(services, record, body, record.created_at)
         return Created(record, 0)
     if found.after is not None:
         return Created(record, found.after)
-    if await runtime.store.turn_status(record.turn_id) == TurnStatus.AWAITING_INPUT:
-        await ResponseStore(runtime.store.database).forget(record.response_id)
+    if await services.store.turn_status(record.turn_id) == TurnStatus.AWAITING_INPUT:
+        await services.store.responses.forget(record.response_id)
         return None
-    return Created(record, await runtime.store.last_event_id(record.turn_id))
+    return Created(record, await services.store.last_event_id(record.turn_id))
 
 
 def _answers(
@@ -323,7 +325,7 @@ def _answers(
 
 
 async def _resume_waiting(
-    runtime: Runtime,
+    services: Services,
     responses: ResponseStore,
     tenant: str,
     response_id: str,
@@ -337,7 +339,7 @@ async def _resume_waiting(
     """Resume the paused turn these outputs answer; None when no paused turn waits for them."""
     ids = [item.call_id for item in items if isinstance(item, FunctionCallOutputItem)]
     ids += [item.approval_request_id for item in items if isinstance(item, McpApprovalResponseItem)]
-    waiting = await runtime.store.pending_calls(tenant, ids)
+    waiting = await services.store.pending_calls(tenant, ids)
     if not waiting:
         return None
     turn_ids = list(dict.fromkeys(waiting[i] for i in ids if i in waiting))
@@ -345,24 +347,24 @@ async def _resume_waiting(
         raise invalid("The input answers the calls of more than one response; answer one response at a time.", "input")
     turn_id = turn_ids[-1]
     outputs, decisions, followups = _answers(items, context.items, waiting, turn_id)
-    limit = runtime.settings.max_tool_output_chars
+    limit = services.settings.max_tool_output_chars
     outputs = [output.model_copy(update={"content": truncate_content(output.content, limit)}) for output in outputs]
     segment = len(await responses.of_turn(turn_id))
     settings = turn_settings(body)
-    await runtime.store.add_turn_settings(turn_id, response_id, settings)
-    await turn_credentials.keep(runtime, turn_id, credentials)
-    after = await runtime.store.last_event_id(turn_id)
+    await services.store.add_turn_settings(turn_id, response_id, settings)
+    await keep_mcp_headers(services, turn_id, credentials)
+    after = await services.store.last_event_id(turn_id)
     record = _record(response_id, tenant, turn_id, segment, body, stored, request_hash)
     await responses.add(record)
     submission = ToolResponsesSubmission(
         tool_responses=outputs,
         approvals=decisions,
         followup_messages=followups,
-        plan=turn_plan(body, response_id, runtime.settings.max_infer_iters),
+        plan=turn_plan(body, response_id, services.settings.max_infer_iters),
         segment_id=response_id,
     )
     try:
-        await runtime.turns.submit(turn_id, submission)
+        await services.turns.submit(turn_id, submission)
     except (ResumeRejected, TurnNotRunning) as refused:
         await responses.forget(response_id)
         if isinstance(refused, ResumeRejected) and not refused.conflict and context.chained:

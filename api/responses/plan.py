@@ -22,7 +22,7 @@ from api.responses.request import (
     TextFormatJsonSchema,
     ToolNames,
 )
-from domain.runtime import ApprovalPolicy, FunctionTool, McpServer, TurnSettings
+from domain.turn_settings import ApprovalPolicy, FunctionTool, McpServer, TurnSettings
 from outbound.policy import OutboundPolicy, OutboundRefused
 from workflows.contracts import TurnPlan
 

@@ -11,20 +11,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection, select
 
-from api.event_stream import is_final, tail_events
 from api.responses.items import fold_segment, render_response
 from api.responses.stream import ResponseStream
 from api.responses.wire import KEEPALIVE_FRAME, Response, sse_frame
-from api.runtime import Runtime
-from api.stuck_turns import still_running
+from api.services import Services
+from api.streams.event_stream import is_final, tail_events
+from api.turns.stuck import still_running
 from domain.turns import TurnStatus
 from store.conversations import ConversationNotFound, Item, insert_items
-from store.repository import StoredEvent
-from store.responses import ResponseRecord, ResponseStore, mark_appended
+from store.records import StoredEvent
+from store.responses import ResponseRecord, mark_appended
 from store.tables import ConversationItemRow
 
 _ITEMS_PER_READ = 1000
@@ -73,8 +74,8 @@ def _starts(body: dict[str, Any], record: ResponseRecord) -> bool:
     return runtime.get("kind") == "segment_started" and runtime.get("segment_id") == record.response_id
 
 
-async def segment(runtime: Runtime, record: ResponseRecord) -> Segment:
-    return slice_segment(record, await runtime.store.events_with_key_prefix(record.turn_id, ""))
+async def segment(services: Services, record: ResponseRecord) -> Segment:
+    return slice_segment(record, await services.store.events_with_key_prefix(record.turn_id, ""))
 
 
 def slice_segment(record: ResponseRecord, events: list[StoredEvent]) -> Segment:
@@ -92,47 +93,47 @@ def slice_segment(record: ResponseRecord, events: list[StoredEvent]) -> Segment:
     return Segment(bodies, events[start - 1].event_id if start > 0 else 0)
 
 
-async def _turn_status(runtime: Runtime, record: ResponseRecord, bodies: list[dict[str, Any]]) -> TurnStatus | None:
+async def _turn_status(services: Services, record: ResponseRecord, bodies: list[dict[str, Any]]) -> TurnStatus | None:
     """Only an error event needs it (failed and cancelled turns end alike)."""
-    return await runtime.store.turn_status(record.turn_id) if any("error" in body for body in bodies) else None
+    return await services.store.turn_status(record.turn_id) if any("error" in body for body in bodies) else None
 
 
 async def response_object(
-    runtime: Runtime, record: ResponseRecord, bodies: list[dict[str, Any]] | None = None
+    services: Services, record: ResponseRecord, bodies: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     """The Response object as it stands (status, output), rendered from the stored events: the segment's
     `bodies` when the caller has just read them (a create that waited for its end), else read here."""
     if bodies is None:
-        bodies = (await segment(runtime, record)).bodies
-    status = await _turn_status(runtime, record, bodies)
+        bodies = (await segment(services, record)).bodies
+    status = await _turn_status(services, record, bodies)
     return render_response(base_response(record), record.turn_id, bodies, status).model_dump(mode="json")
 
 
-async def output_items(runtime: Runtime, record: ResponseRecord) -> list[dict[str, Any]] | None:
+async def output_items(services: Services, record: ResponseRecord) -> list[dict[str, Any]] | None:
     """The response's output items once its segment has ended; None while it runs."""
-    found = await segment(runtime, record)
+    found = await segment(services, record)
     fold = fold_segment(
-        record.response_id, record.turn_id, found.bodies, await _turn_status(runtime, record, found.bodies)
+        record.response_id, record.turn_id, found.bodies, await _turn_status(services, record, found.bodies)
     )
     return [item.model_dump(mode="json") for item in fold.visible_output] if fold.ended else None
 
 
-async def chain_outputs(runtime: Runtime, chain: list[ResponseRecord]) -> list[list[dict[str, Any]] | None]:
+async def chain_outputs(services: Services, chain: list[ResponseRecord]) -> list[list[dict[str, Any]] | None]:
     """output_items of each response of a chain, reading each turn's events once: the responses of a
     function-call loop are segments of one turn, and reading it per response would cost O(chain x turn)."""
     events: dict[str, list[StoredEvent]] = {}
     outputs: list[list[dict[str, Any]] | None] = []
     for record in chain:
         if record.turn_id not in events:
-            events[record.turn_id] = await runtime.store.events_with_key_prefix(record.turn_id, "")
+            events[record.turn_id] = await services.store.events_with_key_prefix(record.turn_id, "")
         bodies = slice_segment(record, events[record.turn_id]).bodies
-        fold = fold_segment(record.response_id, record.turn_id, bodies, await _turn_status(runtime, record, bodies))
+        fold = fold_segment(record.response_id, record.turn_id, bodies, await _turn_status(services, record, bodies))
         outputs.append([item.model_dump(mode="json") for item in fold.visible_output] if fold.ended else None)
     return outputs
 
 
 async def sse(
-    runtime: Runtime,
+    services: Services,
     record: ResponseRecord,
     starting_after: int | None,
     created_after: int | None = None,
@@ -143,22 +144,22 @@ async def sse(
     The renderer replays the segment from its first stored event, so every event keeps its number however
     often and wherever the stream is resumed. `created_after`: the turn's last event before the segment, known
     to the create that made the response; the stream then tails from there without looking the segment up.
-    `new_turn`: that create began the turn (api/event_hub.py, `subscribe`)."""
+    `new_turn`: that create began the turn (api/streams/event_hub.py, `subscribe`)."""
     stream = ResponseStream(base_response(record), record.turn_id, starting_after)
     for event in stream.open():
         yield sse_frame(event)
     if created_after is not None:
         cursor, begun = created_after, record.segment_index == 0
     else:
-        latest = await runtime.store.last_event_id(record.turn_id)  # before the lookup: nothing is missed
-        found = await segment(runtime, record)
+        latest = await services.store.last_event_id(record.turn_id)  # before the lookup: nothing is missed
+        found = await segment(services, record)
         begun = found.after is not None
         cursor = found.after if found.after is not None else latest
     tail = tail_events(
-        runtime.events,
+        services.events,
         record.turn_id,
         cursor,
-        lambda: still_running(runtime, record.turn_id),
+        lambda: still_running(services, record.turn_id),
         include_runtime=True,
         new_turn=new_turn,
     )
@@ -170,20 +171,20 @@ async def sse(
             begun = _starts(stored.body, record)
             if not begun:
                 continue
-        status = await runtime.store.turn_status(record.turn_id) if "error" in stored.body else None
+        status = await services.store.turn_status(record.turn_id) if "error" in stored.body else None
         for event in stream.feed(stored.body, status):
             yield sse_frame(event)
         if stream.finished:
             return
     if not stream.finished:
-        for event in stream.feed(_ENDED_UNEXPECTEDLY, await runtime.store.turn_status(record.turn_id)):
+        for event in stream.feed(_ENDED_UNEXPECTEDLY, await services.store.turn_status(record.turn_id)):
             yield sse_frame(event)
 
 
-async def conversation_items(runtime: Runtime, tenant: str, conversation_id: str) -> list[dict[str, Any]] | None:
+async def conversation_items(services: Services, tenant: str, conversation_id: str) -> list[dict[str, Any]] | None:
     """The conversation's items oldest first, finished responses settled into it first; None if unknown."""
-    await runtime.settle_conversation(runtime, tenant, conversation_id)
-    conversations = runtime.store.conversations
+    await services.settle_conversation(services, tenant, conversation_id)
+    conversations = services.store.conversations
     items: list[dict[str, Any]] = []
     after: str | None = None
     try:
@@ -197,20 +198,22 @@ async def conversation_items(runtime: Runtime, tenant: str, conversation_id: str
         return None
 
 
-async def settle_conversation(runtime: Runtime, tenant: str, conversation_id: str) -> None:
+async def settle_conversation(services: Services, tenant: str, conversation_id: str) -> None:
     """Append the input and output items of the conversation's finished responses, each response exactly once
     and in creation order (the runtime's `settle_conversation` hook: it runs before a conversation is read).
 
     The flag and the items are written in one transaction, so two processes settling at once append once. A
     response still running holds back the ones after it: the conversation stays in order."""
-    for record in await ResponseStore(runtime.store.database).of_conversation(conversation_id, unappended_only=True):
+    for record in await services.store.responses.of_conversation(conversation_id, unappended_only=True):
         if record.tenant_id != tenant:
             continue
-        output = await output_items(runtime, record)
+        output = await output_items(services, record)
         if output is None:
             return
         items = [Item(body["id"], body) for body in [*record.input_items(), *output]]
-        await runtime.store.database.write(lambda tx, r=record, i=items: _append(tx, r.response_id, conversation_id, i))
+        await services.store.database.write(
+            partial(_append, response_id=record.response_id, conversation_id=conversation_id, items=items)
+        )
 
 
 def _append(tx: Connection, response_id: str, conversation_id: str, items: list[Item]) -> None:

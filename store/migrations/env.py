@@ -7,7 +7,7 @@ the `alembic` command line connects by itself, to the store at DA_STORE_URL.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
 from alembic import context
 from alembic.autogenerate.api import AutogenContext
@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from store.tables import Base, UtcDateTime
 
 
-def _render_item(kind: str, item: Any, autogen: AutogenContext) -> str | bool:
+def _render_item(kind: str, item: Any, autogen: AutogenContext) -> str | Literal[False]:
     """Revisions are frozen history: they spell our column types in plain SQLAlchemy, not by importing tables.py."""
     if kind == "type" and isinstance(item, UtcDateTime):
         return "sa.DateTime(timezone=True)"
@@ -46,7 +46,7 @@ async def _run_from_command_line(url: str) -> None:
 
 
 def _url() -> str:
-    from settings import get_settings
+    from configuration.settings import get_settings
 
     return get_settings().store_url
 

@@ -10,6 +10,8 @@ Create Date: 2026-11-23
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -27,7 +29,7 @@ def _tenant_column() -> sa.Column[str]:
 
 def _copy_toolgroups(key: list[str], tenant: bool) -> None:
     """Replace the toolgroups table by a copy keyed by `key`, with or without the tenant column."""
-    columns = [
+    columns: list[sa.Column[Any]] = [
         *([_tenant_column()] if tenant else []),
         sa.Column("toolgroup_id", sa.String(200), nullable=False),
         sa.Column("provider_id", sa.String(100), nullable=False),

@@ -1,0 +1,78 @@
+"""Optional bearer-token auth: with `DA_API_KEYS` set, every request but the probes and the scrape needs a key.
+
+A pure ASGI middleware rather than a FastAPI dependency, so it guards every path alike (/openapi.json, /docs,
+unknown paths) and refuses a caller before any request body is read or validated. The official
+llama-stack-client sends `Authorization: Bearer <api_key>` when constructed with `api_key=`.
+The accepted key decides the request's tenant (api/guards/tenancy.py), left in the ASGI scope's state.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from functools import cached_property
+
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from api.guards.tenancy import ANONYMOUS, Principal, key_digest, principals
+from configuration.settings import Settings
+
+OPEN_ROUTES = frozenset({("GET", "/v1/health"), ("GET", "/readyz"), ("GET", "/metrics")})
+"""Load balancers and orchestrators probe liveness and readiness, and Prometheus scrapes, without credentials."""
+
+
+class BearerAuth:
+    def __init__(self, app: ASGIApp, settings: Callable[[], Settings]) -> None:
+        self._app = app
+        self._settings = settings
+        """Read at the first request: the app is built before its settings are (see api.app)."""
+
+    @cached_property
+    def _principals(self) -> tuple[tuple[bytes, Principal], ...]:
+        return tuple(principals(self._settings().key_entries()).items())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        if not self._principals or (scope["method"], scope["path"]) in OPEN_ROUTES:
+            scope.setdefault("state", {})["principal"] = ANONYMOUS
+            await self._app(scope, receive, send)
+            return
+        outcome = self._authenticate(Headers(scope=scope).get("authorization"))
+        if isinstance(outcome, Principal):
+            scope.setdefault("state", {})["principal"] = outcome
+            await self._app(scope, receive, send)
+            return
+        await outcome(scope, receive, send)
+
+    def _authenticate(self, authorization: str | None) -> Principal | JSONResponse:
+        """Who the header's key belongs to; otherwise the 401 that says what to send instead."""
+        if authorization is None:
+            return _unauthorized("This server requires an API key: send the header 'Authorization: Bearer <key>'.")
+        scheme, _, token = authorization.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return _unauthorized("The Authorization header must be 'Bearer <key>' with one of this server's API keys.")
+        principal = self._match(token.strip())
+        if principal is None:
+            return _unauthorized(
+                "The API key in the Authorization header is not accepted by this server.", error="invalid_token"
+            )
+        return principal
+
+    def _match(self, token: str) -> Principal | None:
+        # Every key is compared, in constant time, and comparing fixed-length digests keeps even a key's
+        # length out of the response time: timing tells neither whether nor which key matched.
+        presented = key_digest(token)
+        matched: Principal | None = None
+        for digest, principal in self._principals:
+            if hmac.compare_digest(presented, digest):
+                matched = principal
+        return matched
+
+
+def _unauthorized(detail: str, error: str | None = None) -> JSONResponse:
+    challenge = f'Bearer error="{error}"' if error else "Bearer"
+    return JSONResponse({"detail": detail}, status_code=401, headers={"WWW-Authenticate": challenge})

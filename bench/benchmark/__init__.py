@@ -1,0 +1,1 @@
+"""The benchmark of the running stack: `python -m bench.benchmark [--quick | --responses-only]` (see __main__.py)."""

@@ -1,0 +1,589 @@
+"""All configuration in one place: environment variables, optionally a TOML file (pydantic-settings).
+
+Each setting is one field of `Settings`. Its environment variable is `DA_` + the field name in upper
+case unless the field names another (`validation_alias`); in the TOML file named by `DA_CONFIG_FILE`
+the same setting is that variable's name without `DA_`, in lower case, under `[durable_agents]`.
+Models and shields also come as `[models."<id>"]` / `[shields."<id>"]` tables. The environment wins
+over the file; for models and shields it wins per id.
+
+Temporal's connection follows temporalio's envconfig conventions (TEMPORAL_ADDRESS,
+TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE),
+so a profile that works with the `temporal` CLI works here. Provider API keys are never values
+here: a model names the *environment variable* holding its key, which only the worker reads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from datetime import timedelta
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from cryptography.fernet import Fernet
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from configuration.allowlist import parse_allowlist
+
+OFFLINE_MODEL_ID = "offline/echo"
+DEFAULT_MAX_DOCUMENT_BYTES = 1024 * 1024
+DEFAULT_MAX_TOOL_REPLY_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
+MESSAGE_BYTES_CEILING = 1_400_000
+"""Client tool results travel in a Temporal update (payloads up to 2 MB): one turn's input stays under this."""
+ENV_PREFIX = "DA_"
+FILE_SECTION = "durable_agents"
+
+
+class SettingsError(ValueError):
+    """A configuration value is wrong; the message says which and how to fix it."""
+
+
+class ModelSpec(BaseModel):
+    """How to reach one model id that agents may name."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    provider: Literal["openai", "offline"]
+    """`openai`: any OpenAI-compatible chat-completions endpoint (vLLM, Ollama, llama.cpp, OpenAI, …)."""
+    base_url: str | None = None
+    """The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 for Ollama."""
+    api_key_env: str | None = None
+    """Name of the environment variable (read by the worker) that holds the API key."""
+    provider_model: str | None = None
+    """The model name the provider knows, when it differs from the id agents use."""
+    timeout_seconds: float = Field(default=120.0, gt=0)
+    """The model client's timeout in seconds (to connect, and between bytes of the reply); Temporal retries a call
+    that times out."""
+
+    @model_validator(mode="after")
+    def _openai_needs_an_endpoint(self) -> ModelSpec:
+        if self.provider == "openai" and not self.base_url:
+            raise ValueError("needs a base_url (the OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1)")
+        return self
+
+
+class ShieldSpec(BaseModel):
+    """A shield agents may name in input_shields / output_shields (see providers/shields.py)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    provider: Literal["regex", "llama_guard"]
+    """`regex`: patterns over new text; `llama_guard`: ask a Llama-Guard-style model (`safe` / `unsafe`)."""
+    patterns: list[str] = Field(default_factory=list)
+    """For `regex`: a violation when any matches."""
+    model: str | None = None
+    """For `llama_guard`: the configured model id of the guard model."""
+    violation_message: str = "I can't answer that. Can I help with something else?"
+    """The turn's answer when the shield finds a violation (the turn ends with it)."""
+
+
+# Parsers shared by fields of one kind. Each takes what the environment (always a string) or the
+# TOML file (typed) gives and raises ValueError saying what is expected; `load_settings` puts the
+# variable's name in front.
+
+
+def _flag(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    lowered = str(raw).strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"must be true or false, got {raw!r}")
+
+
+def _whole_number(raw: Any) -> int:
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        raise ValueError(f"must be a whole number, got {raw!r}") from None
+
+
+def _positive_int(raw: Any) -> int:
+    number = _whole_number(raw)
+    if number <= 0:
+        raise ValueError(f"must be greater than 0, got {number}")
+    return number
+
+
+def _port(raw: Any) -> int:
+    number = _whole_number(raw)
+    if not 1 <= number <= 65535:
+        raise ValueError(f"must be a port number from 1 to 65535, got {number}")
+    return number
+
+
+def _port_or_zero(raw: Any) -> int:
+    number = _whole_number(raw)
+    if not 0 <= number <= 65535:
+        raise ValueError(f"must be a port number from 1 to 65535, or 0 for none, got {number}")
+    return number
+
+
+def _log_format(raw: Any) -> str:
+    lowered = str(raw).strip().lower()
+    if lowered not in ("text", "json"):
+        raise ValueError(f"must be text or json, got {raw!r}")
+    return lowered
+
+
+def _seconds(raw: Any) -> timedelta | None:
+    """A number of seconds; 0 or less means no limit."""
+    if raw is None or isinstance(raw, timedelta):
+        return raw
+    try:
+        seconds = float(str(raw).strip())
+    except ValueError:
+        raise ValueError(f"must be a number of seconds, got {raw!r}") from None
+    if not math.isfinite(seconds) or seconds > timedelta.max.total_seconds():
+        raise ValueError(f"must be a finite number of seconds (0 for no limit), got {raw!r}")
+    return timedelta(seconds=seconds) if seconds > 0 else None
+
+
+def _whole_number_or_off(raw: Any) -> int:
+    """A whole number, 0 meaning no limit."""
+    number = _whole_number(raw)
+    if number < 0:
+        raise ValueError(f"must be 0 (no limit) or more, got {number}")
+    return number
+
+
+def _comma_list(raw: Any) -> tuple[str, ...]:
+    """`a, b` from the environment, or a list from the TOML file; blanks dropped."""
+    items = raw.split(",") if isinstance(raw, str) else raw
+    if not isinstance(items, list | tuple) or not all(isinstance(item, str) for item in items):
+        raise ValueError(f"must be comma-separated text (or a list of strings in the file), got {raw!r}")
+    return tuple(item.strip() for item in items if item.strip())
+
+
+def _comma_list_or_unset(raw: Any) -> tuple[str, ...] | None:
+    return None if raw is None else _comma_list(raw) or None
+
+
+def _positive_seconds(raw: Any) -> float:
+    try:
+        seconds = float(str(raw).strip())
+    except ValueError:
+        raise ValueError(f"must be a number of seconds, got {raw!r}") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"must be a number of seconds greater than 0, got {raw!r}")
+    return seconds
+
+
+def _outbound_allow(raw: Any) -> tuple[str, ...]:
+    entries = _comma_list(raw)
+    parse_allowlist(entries)  # raises ValueError naming the bad entry
+    return entries
+
+
+def _headers_by_url(raw: Any) -> dict[str, dict[str, str]]:
+    """A JSON object (environment) or a table (file) of URL → {header name: value}."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"is not valid JSON: {exc}") from None
+    if not isinstance(raw, dict) or not all(
+        isinstance(headers, dict) and all(isinstance(v, str) for v in headers.values()) for headers in raw.values()
+    ):
+        raise ValueError('must map endpoint URLs to headers: {"<url>": {"<name>": "<value>"}}')
+    return raw
+
+
+Flag = Annotated[bool, BeforeValidator(_flag)]
+PositiveInt = Annotated[int, BeforeValidator(_positive_int)]
+LimitOrOff = Annotated[int, BeforeValidator(_whole_number_or_off)]
+Port = Annotated[int, BeforeValidator(_port)]
+PortOrZero = Annotated[int, BeforeValidator(_port_or_zero)]
+LogFormat = Annotated[Literal["text", "json"], BeforeValidator(_log_format)]
+Seconds = Annotated[timedelta | None, BeforeValidator(_seconds)]
+CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_comma_list)]
+PositiveSeconds = Annotated[float, BeforeValidator(_positive_seconds)]
+
+
+class Settings(BaseSettings):
+    """The validated configuration. Build it with `load_settings`, which gathers the sources."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_ignore_empty=True,  # `DA_X=` means the default, as an unset variable does
+        frozen=True,
+        extra="forbid",
+        validate_by_name=True,
+        use_attribute_docstrings=True,
+    )
+
+    config_file: Path | None = None
+    """A TOML file with a [durable_agents] section and [models.*] / [shields.*] tables."""
+    data_dir: Path = Path(".data")
+    """Where `make run` keeps the dev server's and the store's SQLite files (`temporal.db`, `store.db`) and the
+    generated credentials key; its `wake/` holds the sockets by which writers on this host wake the API's streams."""
+    store_url: str = Field(default="", validate_default=True)
+    """SQLAlchemy async URL of the store, e.g. `postgresql+asyncpg://user:password@host/db`; unset: `store.db` in
+    the data dir (SQLite: one machine only)."""
+    task_queue: str = "durable-agents"
+    """Temporal task queue of the worker."""
+    temporal_address: str | None = Field(default=None, validation_alias="TEMPORAL_ADDRESS")
+    """Temporal frontend host:port; unset: the profile's, else the local dev server."""
+    temporal_profile: str | None = Field(default=None, validation_alias="TEMPORAL_PROFILE")
+    """Profile of temporalio's envconfig file to connect with."""
+    temporal_config_file: str | None = Field(default=None, validation_alias="TEMPORAL_CONFIG_FILE")
+    """temporalio's envconfig TOML file."""
+    models: Annotated[dict[str, ModelSpec], NoDecode] = Field(default_factory=dict)
+    """Model id → how to reach it; with `offline_model`, `offline/echo` too."""
+    shields: Annotated[dict[str, ShieldSpec], NoDecode] = Field(default_factory=dict)
+    """Shield id → its spec, for agents' input_shields / output_shields."""
+    awaiting_input_timeout: Seconds = None
+    """How long a paused turn waits for client tool results before it ends `expired` (a late resume gets 410);
+    unset or 0: forever."""
+    continue_as_new_after_events: PositiveInt = Field(default=4000, validation_alias="DA_CONTINUE_AS_NEW_EVENTS")
+    """History length (events) at which a long turn continues as a new workflow run, which reloads its steps from
+    the store; Temporal allows 51,200 events per run."""
+    api_host: str = "127.0.0.1"
+    """Interface `make run` serves the API on."""
+    api_port: Port = 8321
+    """Port `make run` serves the API on."""
+    temporal_port: Port = 7233
+    """The embedded dev server's frontend port (and the default address's)."""
+    temporal_ui_port: Port = 8233
+    """The embedded dev server's web UI port."""
+    api_keys: CommaList = Field(default=(), repr=False)
+    """API keys, each `key` (a tenant of its own) or `tenant:key` (keys of one named tenant); when set, every route
+    but health, readiness and metrics needs `Authorization: Bearer <key>`. Unset: no authentication, one tenant."""
+    max_request_bytes: PositiveInt = DEFAULT_MAX_REQUEST_BYTES
+    """Larger request bodies are refused with 413 before they are read."""
+    max_message_bytes: PositiveInt = Field(default=1024 * 1024, le=MESSAGE_BYTES_CEILING)
+    """The most one turn takes in: a create's messages (inline documents included), or a resume's tool results, in
+    total (else 413). At most 1400000: tool results travel in one Temporal payload."""
+    max_history_bytes: PositiveInt = 1024 * 1024
+    """How much of a session's earlier turns (their stored JSON) one model call is given: the newest turns that fit,
+    oldest first; the current turn is always whole. Set it to what your model's context holds."""
+    response_wait: PositiveSeconds = 600.0
+    """How long a non-streamed, non-background `POST /v1/responses` waits for its response to end before it
+    answers with the response as it stands (`in_progress`; GET it later)."""
+    max_tool_output_chars: PositiveInt = 256 * 1024
+    """Tool results (server or client) longer than this are cut, with a marker saying how much."""
+    worker_in_api: Flag = False
+    """The API process also runs a worker and starts turns on it eagerly: the first workflow task
+    comes back in the start call's reply. `serve.py` (`make run`) turns it on unless it is set."""
+    unstarted_turn_sweep: Seconds = timedelta(seconds=30)
+    """How often each API process starts the workflows of turns a crash left recorded but unstarted (turns at
+    least this old), and deletes what ended `store: false` responses left in the store; 0: never."""
+    # Outbound requests a caller can steer (documents, MCP servers): see outbound/.
+    outbound_allow: Annotated[tuple[str, ...], NoDecode, BeforeValidator(_outbound_allow)] = ()
+    """Hosts, addresses or CIDR ranges (optionally `:port`) that outbound requests may reach even
+    though they are loopback, private, link-local or the like."""
+    outbound_connect_timeout: PositiveSeconds = 10.0
+    """Seconds to resolve and connect, for documents and MCP servers."""
+    outbound_read_timeout: PositiveSeconds = 30.0
+    """Seconds between bytes of a reply, for documents and MCP servers."""
+    max_document_bytes: PositiveInt = DEFAULT_MAX_DOCUMENT_BYTES
+    """A larger URL document fails its turn; the download stops at the limit."""
+    max_tool_reply_bytes: PositiveInt = DEFAULT_MAX_TOOL_REPLY_BYTES
+    """Largest reply read from an MCP server; a larger one fails the call while it streams in."""
+    tool_call_deadline: PositiveSeconds = 60.0
+    """Seconds one MCP tool call may take in all, connecting and retries included; then the model gets a
+    tool error saying so and the turn goes on."""
+    tools_listing_deadline: PositiveSeconds = 10.0
+    """Seconds one MCP server may take to list its tools (`GET /v1/tools`, resolving a turn's tools)."""
+    mcp_headers: Annotated[dict[str, dict[str, str]], NoDecode, BeforeValidator(_headers_by_url)] = Field(
+        default_factory=dict, repr=False
+    )
+    """MCP endpoint URL → headers sent with every request to it, e.g. `{"https://mcp.example/mcp":
+    {"Authorization": "Bearer …"}}`; never stored or shown."""
+    credentials_key: str | None = Field(default=None, repr=False)
+    """Fernet key that encrypts the MCP headers a turn's request brings while the turn runs; every API and worker
+    needs the same one. Unset: requests with such headers are refused (`make run` generates one into the data
+    dir)."""
+    # Tenancy and limits (docs/security.md). Counters and buckets are per API process.
+    api_keys_file: Path | None = None
+    """More API key entries, one `key` or `tenant:key` a line; `#` starts a comment line."""
+    offline_model: Flag = False
+    """Whether agents may name the built-in `offline/echo` model (no LLM); unset: only when no models are
+    configured."""
+    page_limit_default: PositiveInt = 100
+    """Items a list route returns when the caller gives no `limit`."""
+    page_limit_max: PositiveInt = 1000
+    """The most items a list route returns at once."""
+    rate_limit_per_minute: LimitOrOff = 1200
+    """Requests per API key and minute, sustained (token bucket; shared by every API process on a PostgreSQL store,
+    per process on SQLite); over it: 429 with `Retry-After`; 0: no limit. Only callers with an API key are
+    counted: without configured keys nothing is rate-limited."""
+    rate_limit_burst: PositiveInt = 200
+    """Requests per API key served at once before the sustained rate applies (with API keys only)."""
+    max_streams_per_key: PositiveInt = 50
+    """Open SSE streams per API key, per API process; one more is 429 before anything starts."""
+    max_infer_iters: PositiveInt = 100
+    """The largest `max_infer_iters` an agent may ask for."""
+    max_sessions_per_agent: PositiveInt = 10000
+    """Sessions one agent may have."""
+    max_turns_per_session: PositiveInt = 10000
+    """Turns one session may have."""
+    max_toolgroups_per_tenant: PositiveInt = 100
+    """Toolgroups one tenant may register."""
+    allowed_hosts: Annotated[tuple[str, ...] | None, NoDecode, BeforeValidator(_comma_list_or_unset)] = None
+    """Host header names served (`*`: any), others 403; unset: loopback names only without API keys, any with them."""
+    allowed_origins: CommaList = ()
+    """Browser origins (scheme://host[:port]) allowed besides the API's own; other `Origin`s get 403."""
+    log_format: LogFormat = "text"
+    """`json`: every log line is one JSON object, for log shippers."""
+    worker_metrics_host: str = "127.0.0.1"
+    """Interface worker.py serves its Prometheus metrics on."""
+    worker_metrics_port: PortOrZero = 0
+    """Port worker.py serves Prometheus metrics on (the Temporal SDK's and ours); 0: not served."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Only what `load_settings` gathered: an explicit environment must not mix with os.environ."""
+        return (init_settings,)
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, data_dir: Path) -> Path:
+        return data_dir.resolve()
+
+    @field_validator("store_url")
+    @classmethod
+    def _store_in_data_dir(cls, store_url: str, info: ValidationInfo) -> str:
+        if store_url or "data_dir" not in info.data:
+            return store_url
+        return f"sqlite+aiosqlite:///{info.data['data_dir'] / 'store.db'}"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _with_offline_model(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """The offline model is offered when asked for, and by default only when no model is configured:
+        a deployment's agents must not land on a model that is no LLM by mistake."""
+        models = values.get("models") or {}
+        try:
+            offered = _flag(values["offline_model"]) if values.get("offline_model") is not None else not models
+        except ValueError:
+            return values  # the field's own validation names the variable
+        if not isinstance(models, dict):
+            return values
+        extra = {OFFLINE_MODEL_ID: ModelSpec(provider="offline")} if offered else {}
+        return {**values, "offline_model": offered, "models": {**extra, **models}}
+
+    @field_validator("credentials_key")
+    @classmethod
+    def _fernet_key(cls, key: str | None) -> str | None:
+        if key is not None:
+            try:
+                Fernet(key)
+            except ValueError:
+                raise ValueError(
+                    "must be a Fernet key (32 url-safe base64-encoded bytes), e.g. from "
+                    '`python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"`'
+                ) from None
+        return key
+
+    @field_validator("api_keys_file")
+    @classmethod
+    def _readable(cls, path: Path | None) -> Path | None:
+        if path is not None and not path.is_file():
+            raise ValueError(f"must name a readable file of API key entries; {path} is not one")
+        return path
+
+    @model_validator(mode="after")
+    def _guard_models_exist(self) -> Settings:
+        for shield_id, shield in self.shields.items():
+            if shield.provider == "llama_guard" and shield.model not in self.models:
+                raise ValueError(
+                    f"shield {shield_id!r} names model {shield.model!r}, which is not configured; "
+                    f"add it to DA_MODELS or the config file's [models] (configured: {sorted(self.models)})"
+                )
+        return self
+
+    def model(self, model_id: str) -> ModelSpec | None:
+        return self.models.get(model_id)
+
+    def key_entries(self) -> tuple[str, ...]:
+        """The API key entries of `api_keys` and of `api_keys_file`."""
+        if self.api_keys_file is None:
+            return self.api_keys
+        try:
+            lines = self.api_keys_file.read_text().splitlines()
+        except OSError as exc:
+            raise SettingsError(f"DA_API_KEYS_FILE {self.api_keys_file} cannot be read: {exc.strerror}") from None
+        return self.api_keys + tuple(
+            line.strip() for line in lines if line.strip() and not line.strip().startswith("#")
+        )
+
+
+def env_name(field_name: str) -> str:
+    """The environment variable a field is read from."""
+    alias = Settings.model_fields[field_name].validation_alias
+    return alias if isinstance(alias, str) else f"{ENV_PREFIX}{field_name.upper()}"
+
+
+SPEC_TABLES = ("models", "shields")
+# Settings of the [durable_agents] section, by their key there: the variable's name without DA_ in
+# lower case. Not the file itself, nor Temporal's connection, which temporalio's own config file
+# (TEMPORAL_CONFIG_FILE) holds; models and shields are tables of their own.
+FILE_KEYS = {
+    env_name(name).removeprefix(ENV_PREFIX).lower(): name
+    for name in Settings.model_fields
+    if env_name(name).startswith(ENV_PREFIX) and name not in ("config_file", *SPEC_TABLES)
+}
+
+
+class MappingEnvSource(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping instead of os.environ."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        # The hook pydantic-settings' own dotenv source overrides; a test proves os.environ stays out.
+        return {
+            name.lower(): value for name, value in self._environ.items() if value != "" or not self.env_ignore_empty
+        }
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise SettingsError(f"DA_CONFIG_FILE points to {path}, which does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"DA_CONFIG_FILE points to {path}, which cannot be read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path} (DA_CONFIG_FILE) is not valid TOML: {exc}") from None
+
+
+class TomlFileSource(InitSettingsSource):
+    """The TOML file: the [durable_agents] section's keys plus the [models] and [shields] tables.
+
+    Unknown keys are refused rather than ignored, so a misspelt setting does not silently keep its default.
+    """
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
+        data = _read_toml(path)
+        section = data.get(FILE_SECTION, {})
+        if not isinstance(section, dict):
+            raise SettingsError(
+                f"{path} (DA_CONFIG_FILE): {FILE_SECTION} must be a table: [{FILE_SECTION}] above its keys"
+            )
+        unknown = sorted(set(data) - {FILE_SECTION, *SPEC_TABLES}) + sorted(
+            f"{FILE_SECTION}.{key}" for key in set(section) - set(FILE_KEYS)
+        )
+        if unknown:
+            raise SettingsError(
+                f"{path} (DA_CONFIG_FILE) has unknown keys {unknown}; it takes the tables [{FILE_SECTION}], "
+                f"[models] and [shields], and in [{FILE_SECTION}] the keys {sorted(FILE_KEYS)}"
+            )
+        values = {FILE_KEYS[key]: value for key, value in section.items()}
+        values.update({table: data[table] for table in SPEC_TABLES if table in data})
+        super().__init__(settings_cls, values)
+
+
+def _spec_table(raw: str, variable: str) -> dict[str, Any]:
+    """DA_MODELS / DA_SHIELDS: a JSON object of id → spec."""
+    try:
+        table = json.loads(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{variable} is not valid JSON: {exc}") from None
+    if not isinstance(table, dict):
+        raise SettingsError(f"{variable} must be a JSON object of id → spec, got {raw!r}")
+    return table
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Settings from `env` (os.environ when None, and only `env` when given) and the TOML file it names.
+
+    Raises SettingsError naming the variable (or the file's key), what was wrong, and what it takes.
+    """
+    from_env = MappingEnvSource(Settings, os.environ if env is None else env)()
+    for table in SPEC_TABLES:
+        if table in from_env:
+            from_env[table] = _spec_table(from_env[table], env_name(table))
+    config_file = from_env.get("config_file")
+    from_file = TomlFileSource(Settings, Path(config_file))() if config_file else {}
+    values = {**from_file, **from_env}
+    for table in SPEC_TABLES:
+        if isinstance(from_file.get(table), dict) and table in from_env:
+            values[table] = {**from_file[table], **from_env[table]}  # the environment wins per id
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        origin = _Origin(from_env, config_file)
+        raise SettingsError("\n".join(origin.explain(error) for error in exc.errors())) from None
+
+
+class _Origin:
+    """Turns pydantic's errors into sentences naming where the bad value came from."""
+
+    def __init__(self, from_env: Mapping[str, Any], config_file: str | None) -> None:
+        self.from_env = from_env
+        self.config_file = config_file
+        fields = Settings.model_fields
+        self.field_by_key = {name: name for name in fields} | {
+            alias: name for name, field in fields.items() if isinstance(alias := field.validation_alias, str)
+        }
+
+    def where(self, loc: tuple[int | str, ...]) -> str | None:
+        name = self.field_by_key.get(str(loc[0])) if loc else None
+        if name is None:
+            return None
+        if name in SPEC_TABLES and len(loc) > 1:
+            came_from = env_name(name) if loc[1] in self.from_env.get(name, {}) else f"{self.config_file} [{name}]"
+            return f"{name.removesuffix('s')} {loc[1]!r} in {came_from}"
+        if str(loc[0]) in self.from_env:
+            return env_name(name)
+        if name in SPEC_TABLES:
+            return f"[{name}] of {self.config_file}"
+        key = env_name(name).removeprefix(ENV_PREFIX).lower()
+        return f"{key} in [{FILE_SECTION}] of {self.config_file} ({env_name(name)})"
+
+    def explain(self, error: ErrorDetails) -> str:
+        loc = error["loc"]
+        if error["type"] == "value_error" and "error" in error.get("ctx", {}):
+            what, separator = str(error["ctx"]["error"]), " "
+        else:
+            what, separator = error["msg"], ": "
+            if error["type"] != "missing":
+                what += f", got {error['input']!r}"
+        where = self.where(loc)
+        if where is None:
+            return what
+        inner = ".".join(str(part) for part in loc[2 if loc[0] in SPEC_TABLES else 1 :])
+        return f"{where}: {inner}: {what}" if inner else f"{where}{separator}{what}"
+
+
+@cache
+def get_settings() -> Settings:
+    return load_settings()

@@ -1,0 +1,81 @@
+"""Recorded AgentTurn histories replay on the current workflow code.
+
+A turn can wait days for a client tool, so a deployed worker replays histories that older code
+wrote. A change to `workflows/turn.py` that would make those turns fail on the next worker fails
+here first; guard it with `workflow.patched(...)` (or a field of the start, as `inference_writes_end`)
+and record a new history beside the old ones. Each replays in the runner the worker uses and in
+Temporal's sandbox (tests/support/sandbox.py), which also fails on a nondeterministic call:
+
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    Path("tests/durability/histories/<what it covers>.json").write_text(history.to_json())
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from tests.support.sandbox import sandboxed_runner
+from worker import workflow_runner
+from workflows.turn import TurnWorkflow
+
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+
+
+RUNNERS = {"as_the_worker_runs_it": workflow_runner, "in_the_sandbox": sandboxed_runner}
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+@pytest.mark.parametrize("path", HISTORIES, ids=[path.stem for path in HISTORIES])
+def test_a_recorded_turn_replays_without_nondeterminism(path: Path, runner: str) -> None:
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    replayer = Replayer(
+        workflows=[TurnWorkflow], data_converter=pydantic_data_converter, workflow_runner=RUNNERS[runner]()
+    )
+    result = asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False))
+    assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+
+
+def test_the_recordings_cover_a_pause_and_resume() -> None:
+    assert len(HISTORIES) >= 2
+    events = " ".join(path.read_text() for path in HISTORIES)
+    assert "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED" in events  # a client tool's results arrived
+    assert "EVENT_TYPE_MARKER_RECORDED" in events  # a store write as a local activity
+
+
+def test_the_recordings_cover_a_turn_still_paused() -> None:
+    """A turn that paused under an earlier release and waits: the next worker replays it before resuming it."""
+    ends = [WorkflowHistory.from_json(p.stem, p.read_text()).events[-1].event_type for p in HISTORIES]
+    assert EventType.EVENT_TYPE_MARKER_RECORDED in ends  # its last event: the pause written to the store
+
+
+def test_the_recordings_cover_a_detached_turn_resumed_as_a_segment() -> None:
+    """A Responses turn: request-named MCP server, a pause with an approval, a resume with a new plan."""
+    detached = [path.read_text() for path in HISTORIES if "list_mcp_server" in path.read_text()]
+    assert any("EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED" in history for history in detached)
+
+
+def test_the_recordings_cover_both_start_shapes() -> None:
+    """Turns started before references (inline agent config and messages) and after (an outline)."""
+    starts = [WorkflowHistory.from_json(p.stem, p.read_text()).events[0] for p in HISTORIES]
+    inputs = [e.workflow_execution_started_event_attributes.input.payloads[0].data for e in starts]
+    assert any(b'"agent_config":{' in data for data in inputs)
+    assert any(b'"agent":{' in data and b'"agent_config":null' in data for data in inputs)
+
+
+def test_the_recordings_cover_a_turn_ended_by_its_inference() -> None:
+    """A plain answer written as the turn's end by its inference activity: no store write of the workflow's."""
+
+    def ended_by_its_inference(path: Path) -> bool:
+        events = WorkflowHistory.from_json(path.stem, path.read_text()).events
+        start = events[0].workflow_execution_started_event_attributes.input.payloads[0].data
+        markers = [event for event in events if event.HasField("marker_recorded_event_attributes")]
+        return b'"inference_writes_end":true' in start and not markers
+
+    assert any(ended_by_its_inference(path) for path in HISTORIES)

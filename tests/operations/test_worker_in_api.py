@@ -1,0 +1,55 @@
+"""DA_WORKER_IN_API: one process serves HTTP and runs the turns, each started eagerly on its own worker."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.rest import create_agent, create_session, final_turn, sse_events
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import Stack
+
+
+def test_an_api_with_its_own_worker_runs_a_client_tool_turn_alone(stack: Stack, model: ScriptedModel) -> None:
+    model.script(tool_call("get_boiling_point", {"liquid_name": "water"}), text("Water boils at 100 degrees."))
+    # A task queue no other worker polls: the turn can only run on the API process's own worker.
+    alone = stack.settings.model_copy(
+        update={"worker_in_api": True, "task_queue": f"{stack.settings.task_queue}-in-api"}
+    )
+    with stack.other_api(alone) as url, httpx.Client(base_url=url, timeout=30) as http:
+        agent_id = create_agent(http)
+        turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
+        ask = {"messages": [{"role": "user", "content": "How hot?"}], "stream": True}
+        paused = final_turn(http.post(turns, json=ask))
+        call = paused["output_message"]["tool_calls"][0]
+        answer = {"call_id": call["call_id"], "tool_name": call["tool_name"], "content": "100 C"}
+        resumed = http.post(f"{turns}/{paused['turn_id']}/resume", json={"tool_responses": [answer], "stream": True})
+        sdk_metrics = _temporal_metrics_once_closed(http)
+
+    assert paused["status"] == "awaiting_input" and call["tool_name"] == "get_boiling_point"
+    events = [data["event"]["payload"] for _, data in sse_events(resumed)]
+    deltas = "".join(e["delta"].get("text", "") for e in events if e["event_type"] == "step_progress")
+    assert deltas == "Water boils at 100 degrees. "
+    done = events[-1]["turn"]
+    assert done["status"] == "completed" and done["output_message"]["content"] == "Water boils at 100 degrees. "
+    assert [step["step_type"] for step in done["steps"]] == ["inference", "tool_execution", "inference"]
+    # Its worker's Temporal SDK metrics are on the API's /metrics, in Prometheus naming.
+    assert sdk_metrics["temporal_workflow_completed_total"] >= 1
+    assert sdk_metrics["temporal_activity_execution_latency_seconds_count"] >= 2
+
+
+def _temporal_metrics_once_closed(http: httpx.Client) -> dict[str, float]:
+    """The API's temporal_* samples (summed over labels) once its worker has completed a workflow: the
+    turn's end reaches the client just before its workflow closes."""
+    deadline = time.monotonic() + 20
+    while True:
+        sums: dict[str, float] = {}
+        for family in text_string_to_metric_families(http.get("/metrics").text):
+            for sample in family.samples:
+                if sample.name.startswith("temporal_"):
+                    sums[sample.name] = sums.get(sample.name, 0.0) + sample.value
+        if sums.get("temporal_workflow_completed_total") or time.monotonic() > deadline:
+            return sums
+        time.sleep(0.1)

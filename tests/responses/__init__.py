@@ -1,0 +1,1 @@
+"""The OpenAI Responses + Conversations dialect: the openai and openai-agents SDKs, rendering, tools, durability."""

@@ -1,0 +1,278 @@
+"""The Responses dialect survives what the llama-stack dialect survives (tests/durability/test_faults.py): the worker
+SIGKILLed while the model streams, the API SIGKILLed mid-stream (the client resumes with `starting_after`),
+the Temporal dev server restarted on its database, and a function-call pause through all three. Each
+response completes exactly once, as the unmodified `openai` SDK sees it; and an operator finds a
+response's workflow in Temporal by its response ids and its conversation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from openai import AsyncOpenAI
+from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio.client import RetryConfig
+
+from api.streams.event_stream import LIVENESS_CHECK_SECONDS
+from tests.support import mcp_server
+from tests.support.processes import ProcessStack
+from tests.support.scripted_model import ThreadedServer, text, tool_call
+from tests.support.stack import SCRIPTED_MODEL
+
+pytestmark = pytest.mark.processes
+
+WORDS = " ".join(f"w{i}" for i in range(40))
+"""Streamed a word per 0.1 s: four seconds in which to kill something mid-stream, even on a loaded machine."""
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+
+
+@pytest.fixture
+async def client(processes: ProcessStack) -> AsyncIterator[AsyncOpenAI]:
+    processes.model.script()
+    async with AsyncOpenAI(base_url=f"{processes.url}/v1", api_key="unused", max_retries=0, timeout=120) as made:
+        yield made
+
+
+async def restart(processes: ProcessStack, which: str) -> None:
+    """SIGKILL the worker, the API or the dev server and start it again (off the event loop: it blocks)."""
+
+    def run() -> None:
+        processes.kill(getattr(processes, which))
+        if which == "temporal":
+            time.sleep(1)
+        getattr(processes, f"start_{which}")()
+
+    await asyncio.to_thread(run)
+
+
+async def events_of(stream: Any) -> list[Any]:
+    return [event async for event in stream]
+
+
+def dumped(events: list[Any]) -> list[dict[str, Any]]:
+    return [event.model_dump() for event in events]
+
+
+def deltas(events: list[Any]) -> list[str]:
+    return [event.delta for event in events if event.type == "response.output_text.delta"]
+
+
+def assert_completed_once(events: list[Any], answer: str) -> Any:
+    """One uninterrupted stream ending in one `response.completed` whose single message is `answer`;
+    returns the final response."""
+    kinds = [event.type for event in events]
+    assert [event.sequence_number for event in events] == list(range(len(events)))
+    assert kinds.count("response.completed") == 1 and kinds[-1] == "response.completed", kinds
+    assert kinds.count("response.output_item.added") == 1 and kinds.count("response.output_item.done") == 1, kinds
+    final = events[-1].response
+    assert [item.type for item in final.output] == ["message"]
+    assert "".join(deltas(events)) == final.output_text and final.output_text.strip() == answer
+    return final
+
+
+async def workflows_found(processes: ProcessStack, query: str) -> list[str]:
+    """The ids of the workflows a visibility query finds, once it finds any (visibility lags a little)."""
+    temporal = await processes.temporal_client()  # afresh: the dev server may have been restarted
+    found: list[str] = []
+    for _ in range(100):
+        found = [execution.id async for execution in temporal.list_workflows(query)]
+        if found:
+            break
+        await asyncio.sleep(0.2)
+    return found
+
+
+@pytest.mark.parametrize("background", [False, True], ids=["stream", "background-stream"])
+async def test_worker_killed_while_the_model_streams_a_new_worker_finishes_the_response(
+    processes: ProcessStack, client: AsyncOpenAI, background: bool
+) -> None:
+    processes.model.script(text(WORDS, token_delay_seconds=0.1), text(WORDS))
+    stream = await client.responses.create(model=SCRIPTED_MODEL, input="talk", stream=True, background=background)
+    events: list[Any] = []
+    killed = False
+    async for event in stream:
+        events.append(event)
+        if not killed and len(deltas(events)) >= 5:
+            killed = True
+            await restart(processes, "worker")
+
+    final = assert_completed_once(events, WORDS)
+    assert len(processes.model.requests) == 2  # the call cut short, and the new worker's
+    assert (await client.responses.retrieve(final.id)).model_dump() == final.model_dump()
+    if background:  # a stream is replayable when created with background (spec §5.5)
+        replay = await events_of(await client.responses.retrieve(final.id, stream=True))
+        assert dumped(replay) == dumped(events)
+
+
+async def test_worker_killed_during_an_mcp_call_the_call_runs_again_and_shows_once(
+    processes: ProcessStack, client: AsyncOpenAI, mcp: ThreadedServer
+) -> None:
+    processes.model.script(tool_call("wait_then_echo", {"seconds": 3, "text": "echoed"}), text("after the tool"))
+    slow = {
+        "type": "mcp",
+        "server_label": "slow",
+        "server_url": f"{mcp.allowed_url}/mcp",
+        "allowed_tools": ["wait_then_echo"],
+        "require_approval": "never",
+    }
+    mcp_server.STARTED.clear()
+    created = asyncio.ensure_future(client.responses.create(model=SCRIPTED_MODEL, input="use it", tools=[slow]))  # type: ignore[list-item]
+    for _ in range(300):
+        if "wait_then_echo" in mcp_server.STARTED:
+            break
+        await asyncio.sleep(0.1)
+    await restart(processes, "worker")
+    response = await created
+
+    assert response.status == "completed"
+    assert [item.type for item in response.output] == ["mcp_list_tools", "mcp_call", "message"]
+    assert response.output[1].output == "echoed" and response.output_text.strip() == "after the tool"
+    assert mcp_server.STARTED == ["wait_then_echo", "wait_then_echo"]  # the call was retried
+    assert len(processes.model.requests) == 2
+
+
+@pytest.mark.parametrize("resumed_segment", [False, True], ids=["first-segment", "resumed-segment"])
+async def test_api_killed_mid_stream_the_client_resumes_after_its_last_event(
+    processes: ProcessStack, client: AsyncOpenAI, resumed_segment: bool
+) -> None:
+    """Also for a response that continues a paused turn: its numbering starts at its own segment."""
+    answer = text(WORDS, token_delay_seconds=0.1)
+    chain: dict[str, Any] = {"input": "talk"}
+    processes.model.script(answer)
+    if resumed_segment:
+        processes.model.script(tool_call("get_weather", {"city": "Rome"}), answer)
+        paused = await client.responses.create(model=SCRIPTED_MODEL, input="Weather in Rome?", tools=[WEATHER])  # type: ignore[list-item]
+        output = {"type": "function_call_output", "call_id": paused.output[0].call_id, "output": "warm"}
+        chain = {"input": [output], "previous_response_id": paused.id, "tools": [WEATHER]}
+    stream = await client.responses.create(model=SCRIPTED_MODEL, stream=True, background=True, **chain)
+    seen: list[Any] = []
+    with pytest.raises((httpx.HTTPError, openai.APIError)):
+        async for event in stream:
+            seen.append(event)
+            if len(deltas(seen)) == 5:
+                processes.kill(processes.api)
+    await asyncio.to_thread(processes.start_api)
+    response_id, last = seen[0].response.id, seen[-1].sequence_number
+
+    resumed = await events_of(await client.responses.retrieve(response_id, stream=True, starting_after=last))
+    assert [event.sequence_number for event in resumed] == list(range(last + 1, last + 1 + len(resumed)))
+    whole = await events_of(await client.responses.retrieve(response_id, stream=True))
+    assert dumped(seen + resumed) == dumped(whole)
+    assert_completed_once(whole, WORDS)
+    assert len(processes.model.requests) == (2 if resumed_segment else 1)  # untouched by the API's death
+
+
+async def test_dev_server_restarted_mid_response_it_completes_once(
+    processes: ProcessStack, client: AsyncOpenAI
+) -> None:
+    """The dev server dies while the model streams and stays down until the API's liveness check of the quiet
+    stream has given up asking it (Temporal's client retries for a while); the stream goes on across its
+    restart and ends once."""
+    processes.model.script(text(WORDS, token_delay_seconds=0.1), text(WORDS))
+    stream = await client.responses.create(model=SCRIPTED_MODEL, input="talk", stream=True)
+    events: list[Any] = []
+    down = restarted = False
+    async for event in stream:
+        events.append(event)
+        if not down and len(deltas(events)) >= 5:
+            down = True
+            await asyncio.to_thread(processes.kill, processes.temporal)
+        if down and not restarted and "".join(deltas(events)).split() == WORDS.split():
+            restarted = True  # the model is done; its step cannot end while Temporal is away
+            await asyncio.sleep(LIVENESS_CHECK_SECONDS + (RetryConfig().max_elapsed_time_millis or 0) / 1000 + 3)
+            await asyncio.to_thread(processes.start_temporal)
+
+    assert restarted
+    final = assert_completed_once(events, WORDS)
+    assert len(processes.model.requests) in (1, 2)  # 2 if the dev server lost the first attempt's completion
+    assert (await client.responses.retrieve(final.id)).model_dump() == final.model_dump()
+
+
+async def test_a_function_call_pause_survives_every_restart_and_resumes_its_own_workflow(
+    processes: ProcessStack, client: AsyncOpenAI
+) -> None:
+    """The pause outlives a worker, an API and a dev server; its continuation, sent while no worker runs,
+    resumes the same workflow, whose new worker is killed while the resumed segment streams: it completes once."""
+    answer = text(WORDS, token_delay_seconds=0.1)
+    processes.model.script(tool_call("get_weather", {"city": "Paris"}), answer, answer)
+    first = await client.responses.create(model=SCRIPTED_MODEL, input="Weather in Paris?", tools=[WEATHER])  # type: ignore[list-item]
+    assert first.status == "completed" and [item.type for item in first.output] == ["function_call"]
+    [waiting] = await workflows_found(processes, f'ResponseId = "{first.id}" AND TurnStatus = "awaiting_input"')
+
+    await asyncio.to_thread(processes.kill, processes.worker)  # the pause outlives its worker,
+    for which in ("api", "temporal"):  # its API and its dev server
+        await restart(processes, which)
+        assert (await client.responses.retrieve(first.id)).model_dump() == first.model_dump(), which
+
+    output = {"type": "function_call_output", "call_id": first.output[0].call_id, "output": "sunny"}
+    continuation = asyncio.ensure_future(
+        client.responses.create(
+            model=SCRIPTED_MODEL,
+            previous_response_id=first.id,
+            input=[output],  # type: ignore[list-item]
+            tools=[WEATHER],  # type: ignore[list-item]
+            stream=True,
+        )
+    )
+    await asyncio.sleep(1)  # sent while no worker runs: it goes through once one does
+    processes.start_worker()
+    events: list[Any] = []
+    killed = False
+    async for event in await continuation:
+        events.append(event)
+        if not killed and len(deltas(events)) >= 5:
+            killed = True
+            await restart(processes, "worker")
+
+    second = assert_completed_once(events, WORDS)
+    assert len(processes.model.requests) == 3  # the call, the resumed answer cut short, and its retry
+    assert [m["content"] for m in processes.model.requests[-1]["messages"] if m["role"] == "tool"] == ["sunny"]
+    assert await workflows_found(processes, f'ResponseId = "{second.id}" AND TurnStatus = "completed"') == [waiting]
+    assert await workflows_found(processes, f'ResponseId = "{first.id}"') == [waiting]
+
+
+async def test_the_temporal_ui_finds_a_responses_workflow_and_tells_what_it_waits_for(
+    processes: ProcessStack, client: AsyncOpenAI
+) -> None:
+    conversation = await client.conversations.create()
+    processes.model.script(tool_call("get_weather", {"city": "Oslo"}), text("Cold."))
+    question = "What is the weather in Oslo today?"
+    first = await client.responses.create(
+        model=SCRIPTED_MODEL,
+        input=question,
+        conversation=conversation.id,
+        tools=[WEATHER],  # type: ignore[list-item]
+    )
+    call = first.output[0]
+    [workflow_id] = await workflows_found(processes, f'ResponseId = "{first.id}"')
+    handle = (await processes.temporal_client()).get_workflow_handle(workflow_id)
+    description = await handle.describe()
+    assert description.workflow_type == "AgentTurn" and await description.static_summary() == question
+    assert f"**Model:** `{SCRIPTED_MODEL}`" in (await description.static_details() or "")
+    metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+    assert "**Status:** awaiting_input" in metadata.current_details
+    assert f"`get_weather` (call_id `{call.call_id}`)" in metadata.current_details
+
+    output = {"type": "function_call_output", "call_id": call.call_id, "output": json.dumps("cold")}
+    second = await client.responses.create(
+        model=SCRIPTED_MODEL,
+        conversation=conversation.id,
+        input=[output],  # type: ignore[list-item]
+        tools=[WEATHER],  # type: ignore[list-item]
+    )
+    assert second.output_text.strip() == "Cold."
+    assert await workflows_found(processes, f'ResponseId = "{second.id}" AND TurnStatus = "completed"') == [workflow_id]
+    assert await workflows_found(processes, f'ConversationId = "{conversation.id}"') == [workflow_id]
+    metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+    assert "**Status:** completed" in metadata.current_details and "**Steps so far:** 3" in metadata.current_details

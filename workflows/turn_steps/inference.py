@@ -1,0 +1,91 @@
+"""Inference: one model call per step, with the documents a turn's input names fetched first."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.workflow import ActivityCancellationType
+
+from workflows.turn_steps.tools import ToolSteps
+
+with workflow.unsafe.imports_passed_through():
+    from domain.content import CompletionMessage
+    from workflows import steps
+    from workflows.contracts import (
+        DOCUMENT_UNAVAILABLE,
+        FETCH_DOCUMENTS_ACTIVITY,
+        INFER_ACTIVITY,
+        INFERENCE_HEARTBEAT_TIMEOUT,
+        PROVIDER_REJECTED,
+        REPLY_TOO_LARGE,
+        FetchDocumentsRequest,
+        FetchDocumentsResult,
+        InferenceRequest,
+        InferenceResult,
+        TurnEnding,
+        TurnFinished,
+    )
+
+
+class InferenceSteps(ToolSteps):
+    async def _infer(self, last: bool) -> tuple[CompletionMessage, TurnFinished | None]:
+        """The model's message, and when the activity wrote it as the turn's end, the times it gave.
+        `last`: the turn's last model call allowed (max_infer_iters)."""
+        step_id = str(workflow.uuid4())
+        started_at = self._now()
+        ending = None
+        # With output shields, an answer is checked before it may end the turn: the workflow writes the end.
+        if not self._plan.output_shields and self._start.inference_writes_end:
+            ending = TurnEnding(
+                step_index=len(self._steps),
+                started_at=started_at,
+                last_inference=last,
+                event_key=f"turn:complete:{len(self._steps) + 1}",
+                agent_id=self._start.agent_id,
+            )
+        request = InferenceRequest(
+            turn_id=self._start.turn_id,
+            session_id=self._start.session_id,
+            step_id=step_id,
+            tool_config=self._tool_config,
+            server_tools=self._offered_tools(),
+            settings_id=self._plan.settings_id,
+            ending=ending,
+        )
+        pending = await self._carry(request)
+        result = await workflow.execute_activity(
+            INFER_ACTIVITY,
+            request.model_copy(update={"pending": pending}),
+            result_type=InferenceResult,
+            summary=f"inference · {self._plan.model}",
+            start_to_close_timeout=timedelta(minutes=10),
+            heartbeat_timeout=INFERENCE_HEARTBEAT_TIMEOUT,
+            # A cancelled turn's last events are written only after its model call has stopped.
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(seconds=1),
+                maximum_interval=timedelta(seconds=30),
+                maximum_attempts=self._start.inference_max_attempts,
+                non_retryable_error_types=[PROVIDER_REJECTED, REPLY_TOO_LARGE],
+            ),
+        )
+        self._written(pending)
+        self._inferences += 1
+        message, finished = result.message, result.finished
+        completed_at = finished.step_completed_at if finished else self._now()
+        self._add_step(steps.inference(self._start.turn_id, step_id, started_at, completed_at, message))
+        return message, finished
+
+    async def _fetch_documents(self, urls: list[str]) -> None:
+        result = await workflow.execute_activity(
+            FETCH_DOCUMENTS_ACTIVITY,
+            FetchDocumentsRequest(session_id=self._start.session_id, turn_id=self._start.turn_id, urls=urls),
+            result_type=FetchDocumentsResult,
+            summary=f"documents · fetch {len(urls)}",
+            start_to_close_timeout=timedelta(minutes=2),
+            retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=[DOCUMENT_UNAVAILABLE]),
+        )
+        # Empty from this release on: the messages with their documents are in the turn's row.
+        self._input_messages = result.input_messages
