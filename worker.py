@@ -23,6 +23,7 @@ from activities.inference import InferenceActivities
 from activities.shields import ShieldActivities
 from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
+from activities.webhook_delivery import WebhookDeliveryActivities
 from configuration.settings import Settings, get_settings
 from hosting import startup_heap
 from hosting.search_attribute_schema import MissingSearchAttributes, require_search_attributes
@@ -37,9 +38,12 @@ from store.database import open_database
 from store.repository import Store
 from store.upgrade import StoreNotUpgradable, upgrade_store
 from store.wake import WakeSender, wake_dir
+from store.webhooks import WebhookStore
 from tool_runtime.catalog import ToolCatalog
 from tool_runtime.credential_seal import CredentialSeal
+from webhooks.secrets import SecretSeal
 from workflows.turn import TurnWorkflow
+from workflows.webhook_delivery import WebhookDeliveryWorkflow
 
 
 def workflow_runner() -> WorkflowRunner:
@@ -62,10 +66,17 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     seal = CredentialSeal(settings.credentials_key) if settings.credentials_key else None
     tools = ToolActivities(store, ToolCatalog.from_settings(store, settings), settings.max_tool_output_chars, seal)
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
+    webhooks = WebhookDeliveryActivities(
+        WebhookStore(store.database),
+        outbound_from(settings),
+        SecretSeal(settings.credentials_key) if settings.credentials_key else None,
+        settings.webhook_retry_delays,
+        settings.webhook_timeout,
+    )
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[TurnWorkflow],
+        workflows=[TurnWorkflow, WebhookDeliveryWorkflow],
         activities=[
             inference.infer,
             progress.save_turn_progress,
@@ -75,6 +86,7 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
             tools.list_mcp_server,
             tools.run_tool,
             shields.run_shields,
+            webhooks.attempt,
         ],
         # Cancellation reaches a model call through its heartbeat: send one at least every second.
         max_heartbeat_throttle_interval=timedelta(seconds=1),

@@ -12,6 +12,7 @@ from domain.turns import InferenceStep, Step, ToolExecutionStep, Turn
 from observability.logs import log_turn_state
 from observability.metrics import TURNS_ENDED
 from store.repository import Store
+from webhooks.dispatch import start_turn_deliveries
 from workflows.contracts import (
     LOAD_STEPS_ACTIVITY,
     PAYLOAD_BUDGET_BYTES,
@@ -67,6 +68,7 @@ async def save_progress(store: Store, progress: TurnProgress, first: Sequence[Ke
         return TurnOutcome(turn_id=ended.turn_id, status=ended.status, steps=len(ended.steps), error=ended.error)
     if progress.event is not None:  # a pause or an end; other saves keep the status as it was
         log_turn_state(progress.turn_id, progress.session_id, progress.agent_id, progress.status)
+        start_turn_deliveries(store.database, progress.turn_id)
         if progress.status.is_final:
             TURNS_ENDED.labels(progress.status.value).inc()
     return None

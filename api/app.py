@@ -18,6 +18,7 @@ from api.guards.tenancy import DEFAULT_TENANT, principals
 from api.http.errors import install_error_handlers
 from api.http.openapi import install_openapi
 from api.llama_stack import agents, sessions, shields, tools, turns
+from api.openai_platform import webhook_endpoints
 from api.operations import health, metrics
 from api.responses import conversations, routes
 from api.responses.errors import OpenAIErrorEnvelope
@@ -35,13 +36,16 @@ from observability.api_tracing import fastapi_native_telemetry_off, instrument_a
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
 from observability.worker_metrics import sdk_metrics_runtime
+from outbound.http import outbound_from
 from store.database import open_database
 from store.pg_wake import PostgresWakeReceiver
 from store.rate_buckets import StoreRateBuckets
 from store.repository import Store
 from store.upgrade import upgrade_store
 from store.wake import WakeReceiver, WakeSender, wake_dir
+from store.webhooks import WebhookStore
 from tool_runtime.catalog import ToolCatalog
+from webhooks import dispatch
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +113,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             streams,
             settle_conversation=settle_conversation,
         )
-        background = [poller]
+        webhook_store = WebhookStore(database)
+        starter = dispatch.DeliveryStarter(client, config.task_queue, webhook_store)
+        app.state.webhooks = webhook_endpoints.Webhooks(config, webhook_store, starter, outbound_from(config))
+        outbox = dispatch.sweep_forever(
+            starter, webhook_store, config.webhook_sweep_interval, config.webhook_log_retention
+        )
+        background = [poller, asyncio.create_task(outbox)]
         if config.unstarted_turn_sweep is not None:
             background.append(asyncio.create_task(sweep_forever(services, config.unstarted_turn_sweep)))
         try:
@@ -163,6 +173,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router, prefix="/v1")
     install_openapi(app, routers, prefix="/v1")
     app.include_router(routes.router, prefix="/v1")
+    app.include_router(webhook_endpoints.router, prefix="/v1")
     app.include_router(health.readiness_router)
     app.include_router(metrics.router)
     instrument_api(app, lambda turn_id: app.state.services.turns.trace_carrier(turn_id))

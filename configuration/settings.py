@@ -216,6 +216,25 @@ def _headers_by_url(raw: Any) -> dict[str, dict[str, str]]:
     return raw
 
 
+def _seconds_list(raw: Any) -> tuple[float, ...]:
+    """Comma-separated seconds (a TOML list too), each a finite number >= 0."""
+    entries = raw if isinstance(raw, list | tuple) else str(raw).split(",")
+    delays: list[float] = []
+    for entry in entries:
+        try:
+            seconds = float(str(entry).strip())
+        except ValueError:
+            raise ValueError(f"must be comma-separated numbers of seconds, got {entry!r} in {raw!r}") from None
+        if not math.isfinite(seconds) or seconds < 0:
+            raise ValueError(f"must be comma-separated numbers of seconds >= 0, got {entry!r}")
+        delays.append(seconds)
+    return tuple(delays)
+
+
+WEBHOOK_RETRY_DELAYS = (5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 36000.0, 36000.0, 36000.0, 43200.0, 43200.0)
+"""Standard Webhooks' schedule (5 s, 5 min, 30 min, 2 h, 5 h, then 10 h) stretched to about 72 hours."""
+
+
 Flag = Annotated[bool, BeforeValidator(_flag)]
 PositiveInt = Annotated[int, BeforeValidator(_positive_int)]
 LimitOrOff = Annotated[int, BeforeValidator(_whole_number_or_off)]
@@ -357,6 +376,18 @@ class Settings(BaseSettings):
     """Interface worker.py serves its Prometheus metrics on."""
     worker_metrics_port: PortOrZero = 0
     """Port worker.py serves Prometheus metrics on (the Temporal SDK's and ours); 0: not served."""
+    # Webhooks (docs/webhooks.md).
+    webhook_retry_delays: Annotated[tuple[float, ...], NoDecode, BeforeValidator(_seconds_list)] = WEBHOOK_RETRY_DELAYS
+    """Seconds to wait before each retry of a webhook delivery the receiver did not accept, comma-separated;
+    after the last, the delivery has failed. The default reaches about 72 hours."""
+    webhook_timeout: PositiveSeconds = Field(default=10.0, le=300)
+    """Seconds one webhook attempt may take, connecting included, before it counts as failed."""
+    max_webhook_endpoints_per_tenant: PositiveInt = 20
+    """Webhook endpoints one tenant may have."""
+    webhook_sweep_interval: PositiveSeconds = 30.0
+    """How often each API process starts delivery workflows that a crash left unstarted (and once at start)."""
+    webhook_log_retention: PositiveSeconds = 30 * 24 * 3600.0
+    """Seconds webhook events, their deliveries and attempts are kept (the delivery log) once none is pending."""
 
     @classmethod
     def settings_customise_sources(

@@ -108,6 +108,14 @@ class OutboundPolicy:
                 )
         return addresses
 
+    def allowlisted(self, host: str, port: int) -> bool:
+        """Whether an operator named this host, or the address it spells, in DA_OUTBOUND_ALLOW."""
+        literal = literal_address(host)
+        return any(
+            entry.admits_host(host, port) or (literal is not None and entry.admits_address(literal, port))
+            for entry in self._allow
+        )
+
     async def check_url_host(self, host: str, port: int) -> None:
         """Judge a URL before it is stored (a toolgroup's endpoint). A name that does not resolve
         (yet, or within a few seconds) passes: every connection is judged again when it is made."""

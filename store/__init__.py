@@ -5,3 +5,5 @@ SQLite by default, PostgreSQL by URL — the same SQLAlchemy 2 async code.
 
 May import configuration and domain only.
 """
+
+from store import webhook_tables as webhook_tables  # its tables join the metadata that migrations compare

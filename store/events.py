@@ -23,6 +23,7 @@ from store.tables import (
     TurnCredentialsRow,
     TurnRow,
 )
+from store.webhooks import record_turn_status
 
 _CURSORS_PER_QUERY = 100
 """Windows per UNION ALL statement; SQLite allows at most 500 terms in one compound select."""
@@ -161,6 +162,8 @@ class EventStore(StoreBase):
                     stored = [StoredEvent(event_id, row["body"]) for event_id, row in zip(ids, rows, strict=True)]
                     written = EventsWritten(turn_id, after, stored)
                     notify_events_written(tx)
+            if status is not None:  # the webhook events an end or a pause means, in this same transaction
+                record_turn_status(tx, turn_id, status, to_add[-1].key if to_add else status.value)
             if status is not None and status.is_final:
                 tx.execute(update(SessionRow).where(SessionRow.active_turn_id == turn_id).values(active_turn_id=None))
                 tx.execute(delete(TurnCredentialsRow).where(TurnCredentialsRow.turn_id == turn_id))

@@ -8,12 +8,15 @@ even counts are not for everyone.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Gauge, generate_latest
 
 from api.services import ServicesDep
 from domain.turns import TurnStatus
+from store.webhooks import WebhookStore
+from webhooks.metrics import oldest_pending_exposition
 
 router = APIRouter(tags=["metrics"])
 
@@ -38,4 +41,9 @@ async def metrics(services: ServicesDep) -> Response:
         body += _awaiting_input(await services.store.count_turns(TurnStatus.AWAITING_INPUT))
     except Exception:  # the scrape still reports the rest; the gauge's absence says the store did not answer
         log.exception("metrics: the store did not answer the count of paused turns")
+    try:
+        oldest = await WebhookStore(services.store.database).oldest_pending()
+        body += oldest_pending_exposition((datetime.now(UTC) - oldest).total_seconds() if oldest else 0.0)
+    except Exception:
+        log.exception("metrics: the store did not answer the age of the oldest pending webhook delivery")
     return Response(body, media_type=CONTENT_TYPE_LATEST)

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-PREFIXES = ("/v1/responses", "/v1/conversations")
+PREFIXES = ("/v1/responses", "/v1/conversations", "/v1/webhook_endpoints", "/v1/webhook_event_types")
 
 _TYPES = {
     401: "authentication_error",

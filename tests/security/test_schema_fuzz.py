@@ -35,6 +35,11 @@ CONFIGURATION_DEPENDENT = {
     "POST /v1/conversations/{conversation_id}/items",
     # The model must be configured, and an output must answer a call its context has.
     "POST /v1/responses",
+    # A webhook endpoint's URL must be https:// to a public address (or one the operator allows); a test
+    # delivery needs a receiver that answers.
+    "POST /v1/webhook_endpoints",
+    "POST /v1/webhook_endpoints/{endpoint_id}",
+    "POST /v1/webhook_endpoints/{endpoint_id}/test",
 }
 
 

@@ -144,6 +144,9 @@ class Stack:
                 "DA_OUTBOUND_ALLOW": ALLOWED_HOST,
                 "DA_TOOL_CALL_DEADLINE": str(TOOL_CALL_DEADLINE),
                 "DA_CREDENTIALS_KEY": Fernet.generate_key().decode(),
+                # Webhook retries within seconds, and the outbox swept often (tests/webhooks/).
+                "DA_WEBHOOK_RETRY_DELAYS": "0.2,0.5,1,1,1",
+                "DA_WEBHOOK_SWEEP_INTERVAL": "1",
                 **({"DA_STORE_URL": store_url} if store_url else {}),
             }
         )

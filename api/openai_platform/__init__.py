@@ -1,0 +1,1 @@
+"""OpenAI platform resources beside the Responses dialect: files, vector stores, embeddings, webhook endpoints."""

@@ -1,0 +1,1 @@
+"""Webhooks: endpoints, signed deliveries, their durability and their log."""

@@ -1,0 +1,105 @@
+"""Starting delivery workflows for the deliveries the store's outbox holds.
+
+The process that records an event starts its deliveries' workflows right after the commit; if it dies
+first, the sweep (each API process at start and then periodically) starts them. Both may start the
+same round: Temporal refuses the second start of a workflow id, so a delivery runs once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import UTC, datetime, timedelta
+
+from temporalio import activity
+from temporalio.client import Client
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from store.database import Database
+from store.webhooks import DeliveryToStart, WebhookStore
+from workflows.webhook_delivery import WEBHOOK_DELIVERY_WORKFLOW, DeliveryStart, delivery_workflow_id
+
+log = logging.getLogger(__name__)
+
+SWEEP_BATCH = 200
+_kicks: set[asyncio.Task[None]] = set()
+
+
+class DeliveryStarter:
+    def __init__(self, client: Client, task_queue: str, store: WebhookStore) -> None:
+        self._client = client
+        self._task_queue = task_queue
+        self._store = store
+
+    async def start(self, deliveries: list[DeliveryToStart]) -> None:
+        for delivery in deliveries:
+            with contextlib.suppress(WorkflowAlreadyStartedError):  # started before: it runs once
+                await self._client.start_workflow(
+                    WEBHOOK_DELIVERY_WORKFLOW,
+                    DeliveryStart(delivery_id=delivery.delivery_id, round=delivery.round),
+                    id=delivery_workflow_id(delivery.endpoint_id, delivery.event_id, delivery.round),
+                    task_queue=self._task_queue,
+                    id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                    memo={
+                        "delivery_id": delivery.delivery_id,
+                        "endpoint_id": delivery.endpoint_id,
+                        "event_id": delivery.event_id,
+                        "event_type": delivery.event_type,
+                    },
+                    static_summary=f"webhook {delivery.event_type} → {delivery.endpoint_id}",
+                )
+            await self._store.mark_started(delivery.delivery_id, delivery.round)
+
+    async def sweep(self) -> int:
+        """Start every delivery round that may not have been started; how many there were."""
+        started = 0
+        while batch := await self._store.unstarted(SWEEP_BATCH):
+            await self.start(batch)
+            started += len(batch)
+            if len(batch) < SWEEP_BATCH:
+                break
+        return started
+
+    async def stop(self, deliveries: list[DeliveryToStart]) -> None:
+        """Cancel the workflows of these deliveries (their endpoint is gone); best effort, as an attempt
+        that runs anyway finds nothing to send."""
+        for delivery in deliveries:
+            workflow_id = delivery_workflow_id(delivery.endpoint_id, delivery.event_id, delivery.round)
+            try:
+                await self._client.get_workflow_handle(workflow_id).cancel()
+            except Exception as failed:  # not started, or already ended
+                log.debug("webhook delivery %s not cancelled: %s", workflow_id, failed)
+
+
+async def sweep_forever(starter: DeliveryStarter, store: WebhookStore, interval: float, retention: float) -> None:
+    """Start what the outbox holds unstarted, and forget events (with their delivery log) older than
+    `retention` seconds whose deliveries have all ended; at once, then every `interval` seconds."""
+    while True:
+        try:
+            if started := await starter.sweep():
+                log.info("started %d webhook deliveries the outbox held", started)
+            await store.prune(datetime.now(UTC) - timedelta(seconds=retention))
+        except Exception:
+            log.exception("webhook delivery sweep failed; trying again in %.0f s", interval)
+        await asyncio.sleep(interval)
+
+
+def start_turn_deliveries(database: Database, turn_id: str) -> None:
+    """From the activity that just committed a turn's end or pause: start the workflows of the deliveries
+    it recorded, in the background (the turn does not wait; the sweep covers a failure)."""
+
+    async def kick() -> None:
+        try:
+            store = WebhookStore(database)
+            await DeliveryStarter(client, task_queue, store).start(await store.unstarted(SWEEP_BATCH, turn_id))
+        except Exception:
+            log.warning("webhook deliveries of turn %s not started now; the sweep will", turn_id, exc_info=True)
+
+    if not activity.in_activity():
+        return
+    client, task_queue = activity.client(), activity.info().task_queue
+    task = asyncio.create_task(kick())
+    _kicks.add(task)
+    task.add_done_callback(_kicks.discard)
