@@ -352,7 +352,8 @@ class Settings(BaseSettings):
     """Fernet key that encrypts the MCP headers a turn's request brings while the turn runs; every API and worker
     needs the same one. Unset: requests with such headers are refused (`make run` generates one into the data
     dir)."""
-    # Tenancy and limits (docs/security.md). Counters and buckets are per API process.
+    # Tenancy and limits (docs/security.md, docs/limits.md). Open-stream counters are per API process;
+    # rate buckets are shared by every API process on PostgreSQL.
     api_keys_file: Path | None = None
     """More API key entries, one `key` or `tenant:key` a line; `#` starts a comment line."""
     offline_model: Flag = False
