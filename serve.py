@@ -1,6 +1,11 @@
 """The whole service on one machine: Temporal dev server, worker and API, stopped together on Ctrl-C.
 
-A child that dies is restarted with backoff (1 s, doubling up to 10 s) and the restart is logged.
+A child that dies is restarted with backoff (1 s, doubling up to 10 s) and the restart is logged; one
+that cannot start at all (its first start ends with a "cannot start" status) stops everything instead.
+The children die with serve.py however it dies (hosting/die_with_parent.py), a pidfile in the data
+directory lets the next start stop anything an earlier one left (hosting/supervision.py), and a start
+whose ports another process holds says so and exits. At every start the Temporal namespace is given
+the search attributes it lacks (a data directory of an earlier release; hosting/search_attribute_schema.py).
 
     python serve.py
 
@@ -25,8 +30,12 @@ import time
 from pathlib import Path
 
 from cryptography.fernet import Fernet
+from temporalio.service import RPCError
 
 from configuration.settings import Settings, get_settings
+from hosting.search_attribute_schema import add_missing_search_attributes
+from hosting.supervision import EXIT_CANNOT_START, CannotStart, Pidfile, Ports, require_free_ports
+from hosting.temporal_connection import connect_temporal
 from store.upgrade import StoreNotUpgradable, upgrade_store
 from workflows import search_attributes
 
@@ -92,6 +101,31 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], seconds: float =
     raise SystemExit(f"the Temporal dev server did not open port {port} within {seconds:.0f}s")
 
 
+def add_missing_search_attributes_to_the_dev_server(settings: Settings, wait_seconds: float = 30.0) -> None:
+    """Give the dev server's namespace the search attributes of ours it lacks, before anything needs them.
+
+    Its `--search-attribute` flags apply only to a namespace it creates; a data directory written by an
+    earlier release keeps that release's namespace. Retried while the just-opened server is still starting."""
+    local = settings.model_copy(update={"temporal_address": f"127.0.0.1:{settings.temporal_port}"})
+
+    async def reconcile() -> list[str]:
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                return await add_missing_search_attributes(await connect_temporal(local))
+            except (RPCError, RuntimeError) as error:
+                if time.monotonic() > deadline:
+                    raise CannotStart(
+                        f"the Temporal dev server's search attributes could not be set: {error}"
+                    ) from None
+                await asyncio.sleep(0.5)
+
+    added = asyncio.run(reconcile())
+    if added:
+        log.info("added the search attributes %s to the Temporal namespace", ", ".join(added))
+
+
+DIE_WITH_PARENT = str(Path(__file__).resolve().parent / "hosting" / "die_with_parent.py")
 RESTART_BACKOFF_CAP = 10.0
 """Longest wait, in seconds, before restarting a child that keeps dying."""
 STABLE_AFTER = 30.0
@@ -101,32 +135,57 @@ STABLE_AFTER = 30.0
 class Child:
     """One supervised process: started again with exponential backoff whenever it dies."""
 
-    def __init__(self, name: str, command: list[str], env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        name: str,
+        command: list[str],
+        env: dict[str, str],
+        cannot_start: frozenset[int] = frozenset(),
+        ports: Ports | None = None,
+    ) -> None:
+        """`cannot_start`: exit statuses with which the child says it cannot start at all (a configuration
+        to fix): ending its first start with one stops serve.py rather than starting it again and again.
+        `ports`: the ones it listens on; should another process hold one when it is to be restarted,
+        serve.py stops and says so, rather than restart it again and again on "address already in use"."""
         self.name = name
         self._command = command
         self._env = env
+        self._cannot_start = cannot_start
+        self._ports = ports or {}
         self.process: subprocess.Popen[bytes] | None = None
+        self._starts = 0
         self._started_at = 0.0
         self._backoff = 0.0
         self._restart_at: float | None = None
 
     def start(self) -> subprocess.Popen[bytes]:
-        # Its own process group, so Ctrl-C reaches only us; we stop the children in order.
-        self.process = subprocess.Popen(self._command, env=self._env, start_new_session=True)
+        # Its own process group, so Ctrl-C reaches only us; we stop the children in order. Started
+        # through die_with_parent, it is killed by the kernel should serve.py die without stopping it.
+        command = [sys.executable, "-S", DIE_WITH_PARENT, str(os.getpid()), *self._command]
+        self.process = subprocess.Popen(command, env=self._env, start_new_session=True)
+        self._starts += 1
         self._started_at = time.monotonic()
         self._restart_at = None
         log.info("%s started (pid %d)", self.name, self.process.pid)
         return self.process
 
-    def tend(self) -> None:
-        """Notice a death and schedule the restart, or restart when its time has come."""
+    def tend(self) -> bool:
+        """Notice a death and schedule the restart, or restart when its time has come; True if it restarted.
+
+        Raises CannotStart when its first start ended with a cannot-start status."""
         now = time.monotonic()
         if self._restart_at is not None:
             if now >= self._restart_at:
+                require_free_ports(self._ports)
                 self.start()
-            return
+                return True
+            return False
         if self.process is None or self.process.poll() is None:
-            return
+            return False
+        if self._starts == 1 and self.process.returncode in self._cannot_start:
+            raise CannotStart(
+                f"the {self.name} cannot start (exit status {self.process.returncode}; its message is above)"
+            )
         ran = now - self._started_at
         self._backoff = 0.0 if ran >= STABLE_AFTER else min(max(2 * self._backoff, 1.0), RESTART_BACKOFF_CAP)
         self._restart_at = now + self._backoff
@@ -138,6 +197,7 @@ class Child:
             ran,
             self._backoff,
         )
+        return False
 
 
 def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
@@ -180,6 +240,14 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s serve %(message)s")
     settings = get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    pidfile = Pidfile(settings.data_dir)
+    pidfile.take_over()
+    temporal_ports: Ports = {
+        "Temporal": ("127.0.0.1", settings.temporal_port, "DA_TEMPORAL_PORT"),
+        "Temporal Web UI": ("127.0.0.1", settings.temporal_ui_port, "DA_TEMPORAL_UI_PORT"),
+    }
+    api_ports: Ports = {"API": (settings.api_host, settings.api_port, "DA_API_PORT")}
+    require_free_ports({**temporal_ports, **api_ports})
     # The worker and the API would each do it as they start; done first, a store that cannot be
     # upgraded stops everything before anything starts, with one message.
     try:
@@ -196,31 +264,40 @@ def main() -> None:
     stopping: list[int] = []
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda received, _frame: stopping.append(received))
-    temporal = Child("Temporal dev server", dev_server_command(settings), dict(os.environ))
+    temporal = Child("Temporal dev server", dev_server_command(settings), dict(os.environ), ports=temporal_ports)
     children = [temporal]
+
+    def record() -> None:
+        pidfile.record([(child.name, child.process) for child in children if child.process is not None])
+
     try:
         _wait_for_port(settings.temporal_port, temporal.start())
+        record()
         log.info(
             "Temporal dev server on 127.0.0.1:%s, Web UI http://127.0.0.1:%s",
             settings.temporal_port,
             settings.temporal_ui_port,
         )
+        add_missing_search_attributes_to_the_dev_server(settings)
         if not in_api:
-            children.append(Child("worker", [sys.executable, "worker.py"], env))
+            children.append(Child("worker", [sys.executable, "worker.py"], env, frozenset({EXIT_CANNOT_START})))
         api = [sys.executable, "-m", "uvicorn", "api.app:app", "--host", settings.api_host]
-        children.append(Child("API", [*api, "--port", str(settings.api_port)], env))
+        # uvicorn ends with status 3 when the application's start fails.
+        children.append(Child("API", [*api, "--port", str(settings.api_port)], env, frozenset({3}), api_ports))
         for child in children[1:]:
             child.start()
+        record()
         runs = "it runs the turns too" if in_api else "the worker runs the turns"
         log.info("API on http://%s:%s, %s (Ctrl-C stops everything)", settings.api_host, settings.api_port, runs)
         # A child that dies is started again; the others keep serving (a worker's turns move to
         # the new one, an API's clients reconnect to it).
         while not stopping:
-            for child in children:
-                child.tend()
+            if any([child.tend() for child in children]):
+                record()
             time.sleep(0.2)
     finally:
         _stop([child.process for child in children if child.process is not None])
+        pidfile.remove()
         log.info("stopped")
 
 

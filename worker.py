@@ -30,7 +30,9 @@ from activities.webhook_delivery import WebhookDeliveryActivities
 from compaction.seal import CompactionSeal
 from configuration.settings import Settings, get_settings
 from hosting import startup_heap
-from hosting.temporal_connection import connect_temporal, require_search_attributes
+from hosting.search_attribute_schema import MissingSearchAttributes, require_search_attributes
+from hosting.supervision import EXIT_CANNOT_START
+from hosting.temporal_connection import connect_temporal
 from knowledge.blobs import blob_store
 from knowledge.embeddings import EmbeddingCatalog
 from knowledge.engines import vector_index
@@ -170,5 +172,6 @@ async def main() -> None:
 if __name__ == "__main__":
     try:
         uvloop.run(main())  # the event loop in C: less CPU per task, gRPC reply and HTTP call than asyncio's own
-    except StoreNotUpgradable as refused:
-        sys.exit(str(refused))
+    except (StoreNotUpgradable, MissingSearchAttributes) as refused:
+        print(refused, file=sys.stderr)
+        sys.exit(EXIT_CANNOT_START)

@@ -7,6 +7,7 @@ import logging
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.deadline import RETRY_DELAY, Deadline
 from activities.heartbeat import heartbeating
 from activities.pending_writes import write_pending
 from domain.content import ToolResponse
@@ -128,18 +129,32 @@ class ToolActivities:
 
     @activity.defn(name=RUN_TOOL_ACTIVITY)
     async def run_tool(self, request: ToolRunRequest) -> ToolResponse:
-        """Run the call; what the tool reports as an error is its response, for the model to read."""
+        """Run the call; what the tool reports as an error is its response, for the model to read.
+
+        The call, its retries included, ends within DA_TOOL_CALL_DEADLINE: then the turn's tool step
+        answers the model with the reason (an ApplicationError that is not retried)."""
+        deadline = Deadline.of_this_attempt(self._catalog.call_deadline)
         await write_pending(self._store, request.turn_id, request.pending, *tool_run_started(request))
         arguments = request.call.arguments if isinstance(request.call.arguments, dict) else {}
         try:
+            if (left := deadline.remaining()) <= 0:
+                raise McpUnavailable(
+                    f"The tool call used up its {deadline.seconds:g} s deadline in earlier attempts", retryable=False
+                )
             headers = await self._headers(request.turn_id, request.tool)
             async with heartbeating():
                 with metrics.tool_call(request.call.tool_name):
-                    outcome = await self._catalog.call(request.tool, arguments, headers)
+                    outcome = await self._catalog.call(request.tool, arguments, headers, within=left)
         except McpUnavailable as unavailable:
-            raise ApplicationError(
-                str(unavailable), type=TOOL_UNAVAILABLE, non_retryable=not unavailable.retryable
-            ) from None
+            if not unavailable.retryable:
+                raise ApplicationError(str(unavailable), type=TOOL_UNAVAILABLE, non_retryable=True) from None
+            if not deadline.allows_retry():
+                raise ApplicationError(
+                    f"{unavailable} (gave up at the tool call's {deadline.seconds:g} s deadline)",
+                    type=TOOL_UNAVAILABLE,
+                    non_retryable=True,
+                ) from None
+            raise ApplicationError(str(unavailable), type=TOOL_UNAVAILABLE, next_retry_delay=RETRY_DELAY) from None
         except CredentialsUnreadable as unreadable:
             raise ApplicationError(str(unreadable), type=TOOL_UNAVAILABLE, non_retryable=True) from None
         if outcome.is_error:

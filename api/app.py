@@ -33,7 +33,8 @@ from api.turn_gateway import TurnGateway
 from api.turns.sweep import sweep_forever
 from configuration.settings import Settings, SettingsError, get_settings
 from hosting import startup_heap
-from hosting.temporal_connection import connect_temporal, require_search_attributes
+from hosting.search_attribute_schema import MissingSearchAttributes, require_search_attributes
+from hosting.temporal_connection import connect_temporal
 from observability.api_tracing import fastapi_native_telemetry_off, instrument_api
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
@@ -88,7 +89,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         database = open_database(config.store_url)
         # With the worker in this process, its Temporal SDK metrics join this API's /metrics.
         client = await connect_temporal(config, sdk_metrics_runtime() if config.worker_in_api else None)
-        await require_search_attributes(client)
+        try:
+            await require_search_attributes(client)
+        except MissingSearchAttributes as missing:
+            log.error("%s", missing)  # the message, before uvicorn's traceback of the failed start
+            raise
         await ensure_retention_schedule(client, config)
         store = Store(database)
         events = EventHub(store)

@@ -359,7 +359,8 @@ class Settings(BaseSettings):
     max_tool_reply_bytes: PositiveInt = DEFAULT_MAX_TOOL_REPLY_BYTES
     """Largest reply read from an MCP server; a larger one fails the call while it streams in."""
     tool_call_deadline: PositiveSeconds = 60.0
-    """Seconds one MCP tool call may take, connecting included."""
+    """Seconds one MCP tool call may take in all, connecting and retries included; then the model gets a
+    tool error saying so and the turn goes on."""
     tools_listing_deadline: PositiveSeconds = 10.0
     """Seconds one MCP server may take to list its tools (`GET /v1/tools`, resolving a turn's tools)."""
     mcp_headers: Annotated[dict[str, dict[str, str]], NoDecode, BeforeValidator(_headers_by_url)] = Field(
@@ -371,7 +372,8 @@ class Settings(BaseSettings):
     """Fernet key that encrypts the MCP headers a turn's request brings while the turn runs; every API and worker
     needs the same one. Unset: requests with such headers are refused (`make run` generates one into the data
     dir)."""
-    # Tenancy and limits (docs/security.md). Counters and buckets are per API process.
+    # Tenancy and limits (docs/security.md, docs/limits.md). Open-stream counters are per API process;
+    # rate buckets are shared by every API process on PostgreSQL.
     api_keys_file: Path | None = None
     """More API key entries, one `key` or `tenant:key` a line; `#` starts a comment line."""
     offline_model: Flag = False
@@ -383,9 +385,10 @@ class Settings(BaseSettings):
     """The most items a list route returns at once."""
     rate_limit_per_minute: LimitOrOff = 1200
     """Requests per API key and minute, sustained (token bucket; shared by every API process on a PostgreSQL store,
-    per process on SQLite); over it: 429 with `Retry-After`; 0: no limit."""
+    per process on SQLite); over it: 429 with `Retry-After`; 0: no limit. Only callers with an API key are
+    counted: without configured keys nothing is rate-limited."""
     rate_limit_burst: PositiveInt = 200
-    """Requests per API key served at once before the sustained rate applies."""
+    """Requests per API key served at once before the sustained rate applies (with API keys only)."""
     max_streams_per_key: PositiveInt = 50
     """Open SSE streams per API key, per API process; one more is 429 before anything starts."""
     max_infer_iters: PositiveInt = 100

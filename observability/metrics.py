@@ -1,4 +1,4 @@
-"""Our Prometheus metrics (names in the README's Metrics section).
+"""Our Prometheus metrics (names in docs/operations.md, "Metrics").
 
 Counters and histograms are per process: Prometheus sums them across the API and worker processes
 it scrapes. Label values are bounded: statuses and outcomes are fixed sets; model ids and tool

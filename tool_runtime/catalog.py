@@ -230,9 +230,20 @@ class ToolCatalog:
             )
         return None
 
-    async def call(self, tool: ServerTool, arguments: dict[str, Any], headers: McpHeaders | None = None) -> ToolOutcome:
+    @property
+    def call_deadline(self) -> float:
+        """Seconds one MCP tool call may take, its retries included (DA_TOOL_CALL_DEADLINE)."""
+        return self._mcp.call_deadline
+
+    async def call(
+        self,
+        tool: ServerTool,
+        arguments: dict[str, Any],
+        headers: McpHeaders | None = None,
+        within: float | None = None,
+    ) -> ToolOutcome:
         """Run one call. The tool's own failures come back as an error outcome; an MCP server that
-        cannot be used raises McpUnavailable."""
+        cannot be used raises McpUnavailable. `within`: the seconds left of the call's deadline."""
         merged = {**arguments, **tool.args}
         if tool.provider_id == BUILTIN_PROVIDER:
             try:
@@ -240,5 +251,6 @@ class ToolCatalog:
             except (calculator.CalculatorError, TypeError) as error:
                 return ToolOutcome(f"Error: {error}", is_error=True)
         assert tool.mcp_uri is not None
-        result = await self._mcp.call_tool(tool.mcp_uri, tool.name, merged, self._headers_for(tool.mcp_uri, headers))
+        uri = tool.mcp_uri
+        result = await self._mcp.call_tool(uri, tool.name, merged, self._headers_for(uri, headers), within)
         return ToolOutcome(result.text, result.is_error)

@@ -77,15 +77,24 @@ class McpConnector:
         return await self._session(uri, headers, self.listing_deadline, "list its tools", listed)
 
     async def call_tool(
-        self, uri: str, name: str, arguments: dict[str, Any], headers: dict[str, str] | None = None
+        self,
+        uri: str,
+        name: str,
+        arguments: dict[str, Any],
+        headers: dict[str, str] | None = None,
+        within: float | None = None,
     ) -> McpResult:
+        """`within`: the seconds left of the call's deadline (earlier attempts spent the rest); by default
+        the whole deadline. A missed deadline's message names the whole deadline either way."""
+
         async def called(client: Client) -> McpResult:
             result = await client.call_tool(name, arguments)
             items = result.content
             text = "\n".join(getattr(item, "text", "") for item in items if getattr(item, "type", "") == "text")
             return McpResult(text=text, is_error=bool(result.is_error))
 
-        return await self._session(uri, headers, self.call_deadline, f"run {name}", called)
+        limit = self.call_deadline if within is None else min(within, self.call_deadline)
+        return await self._session(uri, headers, self.call_deadline, f"run {name}", called, limit)
 
     async def _session(
         self,
@@ -94,11 +103,13 @@ class McpConnector:
         deadline: float,
         purpose: str,
         operation: Callable[[Client], Awaitable[T]],
+        limit: float | None = None,
     ) -> T:
+        """`limit`: when this attempt must end, if sooner than `deadline`."""
         incidents: list[Exception] = []
         where = shown_uri(uri)
         try:
-            with anyio.fail_after(deadline):
+            with anyio.fail_after(deadline if limit is None else limit):
                 async with self.outbound.client(self.max_reply_bytes, headers, incidents) as http:
                     transport = streamable_http_client(
                         uri, http_client=http, terminate_on_close=False, max_sse_event_size=self.max_reply_bytes

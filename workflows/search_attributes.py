@@ -1,8 +1,8 @@
 """Custom search attributes that let an operator find turns in the Temporal UI.
 
 e.g. `SessionId="…"` lists a session's turns, `TurnStatus="awaiting_input"` the ones waiting on a
-client. The embedded dev server registers them at start; other clusters need them created once
-(see README, "Inspecting turns in the Temporal UI").
+client. `make run` adds any its dev server's namespace lacks at every start; other clusters need them
+created once (docs/upgrades.md).
 """
 
 from __future__ import annotations
@@ -20,5 +20,15 @@ CONVERSATION_ID = SearchAttributeKey.for_keyword("ConversationId")
 """The conversation a Responses turn belongs to, if any."""
 
 ALL = (AGENT_ID, SESSION_ID, TURN_STATUS, TENANT_ID, RESPONSE_ID, CONVERSATION_ID)
-TYPE_NAMES = {key.name: "KeywordList" if key is RESPONSE_ID else "Keyword" for key in ALL}
-"""Each attribute's type as `temporal operator search-attribute create --type` and the dev server take it."""
+"""Every search attribute of ours: the one list from which the embedded dev server is given them, an
+existing namespace is brought up to date at each start, and another cluster's operator is told what to
+create (hosting/search_attribute_schema.py). One added here reaches every install that way."""
+
+
+def _type_name(key: SearchAttributeKey) -> str:
+    return "".join(word.capitalize() for word in key.indexed_value_type.name.split("_"))  # KEYWORD_LIST: KeywordList
+
+
+TYPE_NAMES = {key.name: _type_name(key) for key in ALL}
+"""Each attribute's type as `temporal operator search-attribute create --type` and the dev server take
+it: `Keyword`, `KeywordList`, `Text`, `Int`, `Double`, `Bool` or `Datetime`."""

@@ -1,9 +1,14 @@
 """Requests per API key, as a token bucket: a burst is served at once, a sustained rate no faster than configured.
 
-Over the limit, a request is refused with 429 and `Retry-After` before any handler runs, so a refused
-request changes nothing. Where the buckets are is the application's choice (`app.state.rate_buckets`):
-in the store when it is PostgreSQL, so that every API process against it shares each key's budget
-(store/rate_buckets.py), else in this process (SQLite: one machine, one API process).
+Only callers with an API key are counted. Without configured keys the server has one tenant, its owner,
+and no limit applies: one machine's own clients are never throttled by their own server (the bound on a
+keyless server is the loopback-only Host check of api/host_check.py, not a rate).
+
+Over the limit, a request is refused with 429 and `Retry-After` (the seconds until the key's bucket holds
+a token again) before any handler runs, so a refused request changes nothing. Where the buckets are is
+the application's choice (`app.state.rate_buckets`): in the store when it is PostgreSQL, so that every
+API process against it shares each key's budget (store/rate_buckets.py), else in this process (SQLite:
+one machine, one API process).
 """
 
 from __future__ import annotations
@@ -74,6 +79,9 @@ class RateLimit:
             await self._app(scope, receive, send)
             return
         principal: Principal = scope.get("state", {}).get("principal", ANONYMOUS)
+        if principal == ANONYMOUS:  # no API keys configured
+            await self._app(scope, receive, send)
+            return
         buckets: RateBuckets = scope["app"].state.rate_buckets
         try:
             wait = await buckets.take(principal.key_id, per_second, burst)

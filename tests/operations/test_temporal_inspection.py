@@ -13,7 +13,7 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client
 
-from hosting.temporal_connection import MissingSearchAttributes, require_search_attributes
+from hosting.search_attribute_schema import MissingSearchAttributes, require_search_attributes
 from tests.support.rest import create_agent, create_session, final_turn
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import Stack

@@ -1,8 +1,8 @@
 """How often a create reads its turn's events: once per continuation, however long the chain.
 
 The responses of a function-call loop are segments of one turn. Reading the turn's events per response of
-the chain, and again to answer, made the 30th continuation cost ~10x the API CPU of the first (README,
-"The Responses dialect"). The worker reads events too (with a step's key prefix); only the API's whole-turn
+the chain, and again to answer, made the 30th continuation cost ~10x the API CPU of the first (docs/benchmarks.md,
+"The Responses adapter"). The worker reads events too (with a step's key prefix); only the API's whole-turn
 reads are counted here.
 """
 

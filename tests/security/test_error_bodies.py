@@ -46,9 +46,11 @@ def test_with_the_store_down_errors_name_neither_driver_nor_role(
 ) -> None:
     """Rate-limited, each request first takes from its key's bucket in the store (store/rate_buckets.py)."""
     url, role = store_role
+    # Only callers with a key are rate-limited (api/rate_limit.py).
+    limits = dict(store_url=url, rate_limit_per_minute=rate_limit, api_keys=("error-bodies-key",))
     with (
-        stack.other_api(stack.settings.model_copy(update=dict(store_url=url, rate_limit_per_minute=rate_limit))) as api,
-        httpx.Client(base_url=api, timeout=30) as http,
+        stack.other_api(stack.settings.model_copy(update=limits)) as api,
+        httpx.Client(base_url=api, timeout=30, headers={"Authorization": "Bearer error-bodies-key"}) as http,
     ):
         assert http.get("/v1/agents").status_code == 200
         # The store refuses this API from now on: its role may no longer log in, its sessions are ended.

@@ -108,7 +108,7 @@ def test_the_tables_and_the_migrations_agree(url: str) -> None:
     differences = asyncio.run(on(url, drift))
 
     assert differences == [], (
-        "store/tables.py and store/migrations disagree; add a revision (README, 'The store's schema'):\n"
+        "store/tables.py and store/migrations disagree; add a revision (docs/operations.md):\n"
         + "\n".join(map(str, differences))
     )
 
