@@ -32,7 +32,8 @@ from pathlib import Path
 from cryptography.fernet import Fernet
 from temporalio.service import RPCError
 
-from configuration.settings import Settings, get_settings
+from configuration.loading import get_settings
+from configuration.settings import Settings
 from hosting.search_attribute_schema import add_missing_search_attributes
 from hosting.supervision import EXIT_CANNOT_START, CannotStart, Pidfile, Ports, require_free_ports
 from hosting.temporal_connection import connect_temporal

@@ -28,7 +28,8 @@ from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
 from activities.webhook_delivery import WebhookDeliveryActivities
 from compaction.seal import CompactionSeal
-from configuration.settings import Settings, get_settings
+from configuration.loading import get_settings
+from configuration.settings import Settings
 from hosting import startup_heap
 from hosting.search_attribute_schema import MissingSearchAttributes, require_search_attributes
 from hosting.supervision import EXIT_CANNOT_START

@@ -31,7 +31,8 @@ from api.streams.event_hub import EventHub
 from api.streams.stream_slots import StreamSlots
 from api.turn_gateway import TurnGateway
 from api.turns.sweep import sweep_forever
-from configuration.settings import Settings, SettingsError, get_settings
+from configuration.loading import get_settings
+from configuration.settings import Settings, SettingsError
 from hosting import startup_heap
 from hosting.search_attribute_schema import MissingSearchAttributes, require_search_attributes
 from hosting.temporal_connection import connect_temporal

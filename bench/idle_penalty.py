@@ -32,7 +32,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 import serve
 from bench.benchmark.temporal_floor import eager_start_to_activity, floor_worker
 from bench.common import free_port, spawn, stop_process, wait_for_port
-from configuration.settings import load_settings
+from configuration.loading import load_settings
 
 GAPS_MS = (0, 10, 100, 300)
 

@@ -1,4 +1,5 @@
-"""Configuration: the settings model (DA_* variables, the TOML file), the grammars of its values, and the
-reference page written from it (`python -m configuration.reference`, `make docs`).
+"""Configuration: the settings model (`settings`: DA_* variables and the grammars of their values), how it is
+read from the environment and the TOML file (`loading`), and the reference page written from it
+(`python -m configuration.reference`, `make docs`).
 
 The bottom of the stack beside domain/: imports nothing of ours, so every other package may import it."""

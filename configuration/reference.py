@@ -20,7 +20,8 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from configuration.settings import ENV_PREFIX, FILE_KEYS, ModelSpec, Settings, ShieldSpec, env_name
+from configuration.loading import FILE_KEYS, env_name
+from configuration.settings import ENV_PREFIX, ModelSpec, Settings, ShieldSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 

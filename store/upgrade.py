@@ -154,7 +154,7 @@ def _shown(url: str) -> str:
 
 
 def main() -> None:
-    from configuration.settings import get_settings
+    from configuration.loading import get_settings
 
     url = get_settings().store_url
     print(f"Upgrading the store at {_shown(url)} to revision {head_revision()} …", flush=True)

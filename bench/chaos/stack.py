@@ -28,7 +28,7 @@ from bench.common import (
     wait_for_http,
     wait_for_port,
 )
-from configuration.settings import load_settings
+from configuration.loading import load_settings
 
 # --- The stack, piece by piece -------------------------------------------------------------------
 

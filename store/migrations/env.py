@@ -47,7 +47,7 @@ async def _run_from_command_line(url: str) -> None:
 
 
 def _url() -> str:
-    from configuration.settings import get_settings
+    from configuration.loading import get_settings
 
     return get_settings().store_url
 

@@ -8,7 +8,8 @@ import httpx
 import pytest
 from openai import AsyncOpenAI
 
-from configuration.settings import OFFLINE_MODEL_ID, SettingsError, load_settings
+from configuration.loading import load_settings
+from configuration.settings import OFFLINE_MODEL_ID, SettingsError
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
 MODELS = json.dumps({"real": {"provider": "openai", "base_url": "http://127.0.0.1:9/v1"}})

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from configuration import reference
-from configuration.settings import ModelSpec, Settings, ShieldSpec, env_name, load_settings
+from configuration.loading import env_name, load_settings
+from configuration.settings import ModelSpec, Settings, ShieldSpec
 from tests.support.stack import Stack
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from configuration.settings import load_settings
+from configuration.loading import load_settings
 from serve import dev_server_command
 from tests.support.databases import postgres_database
 from tests.support.processes import ROOT, _wait_until

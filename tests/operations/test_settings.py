@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from configuration.settings import OFFLINE_MODEL_ID, Settings, SettingsError, env_name, load_settings
+from configuration.loading import env_name, load_settings
+from configuration.settings import OFFLINE_MODEL_ID, Settings, SettingsError
 
 OPENAI_MODEL = {"provider": "openai", "base_url": "http://127.0.0.1:9/v1"}
 

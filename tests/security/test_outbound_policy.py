@@ -13,7 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from configuration.allowlist import IPAddress, parse_allowlist
-from configuration.settings import SettingsError, load_settings
+from configuration.loading import load_settings
+from configuration.settings import SettingsError
 from outbound.http import Outbound, ReplyTooLarge
 from outbound.policy import OutboundPolicy, OutboundRefused, refusal_rule
 from tests.support.listener import Listener, Reply

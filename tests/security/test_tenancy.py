@@ -18,7 +18,8 @@ from mcp.server.mcpserver import MCPServer
 from temporalio.common import SearchAttributeKey
 
 from api.guards.tenancy import principals
-from configuration.settings import OFFLINE_MODEL_ID, SettingsError, load_settings
+from configuration.loading import load_settings
+from configuration.settings import OFFLINE_MODEL_ID, SettingsError
 from tests.knowledge.test_knowledge_tenancy import KNOWLEDGE_ROUTES
 from tests.operations.test_retention import OPERATOR_ROUTES
 from tests.responses.test_compaction_api import COMPACTION_ROUTES

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 from temporalio.client import Client
 
-from configuration.settings import load_settings
+from configuration.loading import load_settings
 from hosting.temporal_connection import connect_temporal
 from serve import dev_server_command
 from tests.support.scripted_model import ALLOWED_HOST, ScriptedModel, ThreadedServer

@@ -28,7 +28,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from api.app import create_app
-from configuration.settings import Settings, load_settings
+from configuration.loading import load_settings
+from configuration.settings import Settings
 from domain.content import CompletionMessage, UserMessage
 from domain.turns import InferenceStep, TurnStatus
 from serve import DEV_SERVER_TUNING, temporal_binary
