@@ -4,7 +4,8 @@ Enabled only by the test-only variable `DA_TEST_FAULT` (deliberately not a setti
 production should ever turn it on). With `DA_TEST_FAULT=after_turn_row`, an API process dies by
 SIGKILL right after it recorded a new turn and before it started the turn's workflow; with
 `after_turn_end`, a worker dies right after its inference activity wrote the turn's end and before
-it reported its result.
+it reported its result; with `after_attachment_row`, an API process dies right after it attached files to a
+vector store (their rows `in_progress`) and before it started their ingestion.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import signal
 
 AFTER_TURN_ROW = "after_turn_row"
 AFTER_TURN_END = "after_turn_end"
+AFTER_ATTACHMENT_ROW = "after_attachment_row"
 
 
 def crash_point(name: str) -> None:
