@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, delete, func, insert, select, tuple_, update
+from sqlalchemy import Connection, String, delete, func, insert, literal_column, select, tuple_, update
 
 from store.database import Database
 from store.files import UnknownCursor
@@ -22,6 +22,7 @@ from store.vector_index import IndexedChunk, VectorIndex
 
 Order = Literal["asc", "desc"]
 FINAL = ("completed", "failed", "cancelled")
+_IN_PROGRESS = literal_column("'in_progress'", String)
 
 
 class LimitReached(Exception):
@@ -499,7 +500,8 @@ class VectorStores:
                     func.coalesce(VectorStoreFileBatchRow.cancelled, False),
                 )
                 .outerjoin(VectorStoreFileBatchRow, VectorStoreFileBatchRow.batch_id == VectorStoreFileRow.batch_id)
-                .where(VectorStoreFileRow.status == "in_progress", VectorStoreFileRow.created_at < created_before)
+                # A literal, not a parameter: so that a generic (prepared) plan can still use the partial index.
+                .where(VectorStoreFileRow.status == _IN_PROGRESS, VectorStoreFileRow.created_at < created_before)
                 .order_by(VectorStoreFileRow.created_at)
                 .limit(limit)
             )
