@@ -36,6 +36,7 @@ from configuration.settings import Settings, SettingsError
 from hosting import startup_heap
 from hosting.search_attribute_schema import MissingSearchAttributes, require_search_attributes
 from hosting.temporal_connection import connect_temporal
+from knowledge import ingestion_sweep
 from observability.api_tracing import fastapi_native_telemetry_off, instrument_api
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
@@ -125,10 +126,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         outbox = dispatch.sweep_forever(
             starter, webhook_store, config.webhook_sweep_interval, config.webhook_log_retention
         )
-        app.state.knowledge = knowledge_for(config, database, client)
+        app.state.knowledge = knowledge = knowledge_for(config, database, client)
         background = [poller, asyncio.create_task(outbox)]
         if config.unstarted_turn_sweep is not None:
             background.append(asyncio.create_task(sweep_forever(services, config.unstarted_turn_sweep)))
+        if config.ingestion_sweep is not None:
+            ingestions = ingestion_sweep.sweep_forever(knowledge.stores, knowledge.ingestion, config.ingestion_sweep)
+            background.append(asyncio.create_task(ingestions))
         try:
             if config.worker_in_api:
                 # Imported here: the worker's dependencies (the OpenAI SDK among them) add ~0.8 s to

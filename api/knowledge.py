@@ -15,6 +15,7 @@ from fastapi import Depends, HTTPException, Request
 from temporalio.client import Client
 
 from configuration.settings import Settings
+from hosting.fault_points import AFTER_ATTACHMENT_ROW, crash_point
 from knowledge.blobs import BlobStore, blob_store
 from knowledge.embeddings import EmbeddingCatalog, EmbeddingModel, UnknownEmbeddingModel
 from knowledge.engines import vector_index
@@ -91,5 +92,6 @@ async def attach_files(
         raise HTTPException(400, str(limit)) from None
     if attached is None:
         raise HTTPException(404, f"Vector store with id '{vector_store_id}' not found.")
+    crash_point(AFTER_ATTACHMENT_ROW)  # the sweep (knowledge/ingestion_sweep.py) starts what a crash here leaves
     await knowledge.ingestion.start(vector_store_id, [attachment.file_id for attachment in attachments])
     return attached

@@ -447,6 +447,9 @@ class Settings(BaseSettings):
     """The largest `max_num_results` a vector store search may ask for."""
     ingestion_batch_size: PositiveInt = 128
     """Chunks embedded and written per transaction while a file is ingested."""
+    ingestion_sweep: Seconds = timedelta(seconds=30)
+    """How often each API process (and once at its start) starts the ingestion of files a crash left attached
+    `in_progress` with no workflow (files at least this old); 0: never."""
 
     @classmethod
     def settings_customise_sources(

@@ -6,7 +6,8 @@ SIGKILL right after it recorded a new turn and before it started the turn's work
 `after_turn_end`, a worker dies right after its inference activity wrote the turn's end and before
 it reported its result; with `after_compaction`, a worker dies right after a turn's compaction step wrote
 its summary and before it reported so; with `after_erase_batch`, a worker dies right after a tenant
-erasure deleted a batch.
+erasure deleted a batch; with `after_attachment_row`, an API process dies right after it attached files to a
+vector store (their rows `in_progress`) and before it started their ingestion.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ AFTER_TURN_ROW = "after_turn_row"
 AFTER_TURN_END = "after_turn_end"
 AFTER_COMPACTION = "after_compaction"
 AFTER_ERASE_BATCH = "after_erase_batch"
+AFTER_ATTACHMENT_ROW = "after_attachment_row"
 
 
 def crash_point(name: str) -> None:

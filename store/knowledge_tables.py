@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, BigInteger, Index, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Index, Integer, LargeBinary, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from store.tables import Base, EventId
@@ -73,7 +73,16 @@ class VectorStoreFileRow(Base):
     """A file attached to a vector store, and where its ingestion stands."""
 
     __tablename__ = "vector_store_files"
-    __table_args__ = (Index("ix_vector_store_files_order", "vector_store_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_vector_store_files_order", "vector_store_id", "created_at"),
+        # The sweep of ingestions a crash left unstarted reads only the few files still in progress.
+        Index(
+            "ix_vector_store_files_in_progress",
+            "created_at",
+            sqlite_where=text("status = 'in_progress'"),
+            postgresql_where=text("status = 'in_progress'"),
+        ),
+    )
 
     vector_store_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     file_id: Mapped[str] = mapped_column(String(64), primary_key=True)

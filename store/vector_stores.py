@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, delete, func, insert, select, tuple_, update
+from sqlalchemy import Connection, String, delete, func, insert, literal_column, select, tuple_, update
 
 from store.database import Database
 from store.files import UnknownCursor
@@ -22,6 +22,7 @@ from store.vector_index import IndexedChunk, VectorIndex
 
 Order = Literal["asc", "desc"]
 FINAL = ("completed", "failed", "cancelled")
+_IN_PROGRESS = literal_column("'in_progress'", String)
 
 
 class LimitReached(Exception):
@@ -94,6 +95,15 @@ class IngestionTarget:
     chunking_strategy: dict[str, Any]
     embedding_model: str
     embedding_dimension: int
+
+
+@dataclass(frozen=True)
+class PendingIngestion:
+    """A file still `in_progress`, for the sweep of ingestions a crash left unstarted."""
+
+    vector_store_id: str
+    file_id: str
+    batch_cancelled: bool
 
 
 @dataclass(frozen=True)
@@ -475,6 +485,58 @@ class VectorStores:
                     )
                 ).scalars()
             )
+
+        return await self.database.write(write)
+
+    async def in_progress_since(self, created_before: datetime, limit: int) -> list[PendingIngestion]:
+        """Files still in progress that were attached before `created_before`, oldest first (a partial index
+        holds only files in progress, so with nothing to do this reads nothing)."""
+
+        def read(tx: Connection) -> list[PendingIngestion]:
+            rows = tx.execute(
+                select(
+                    VectorStoreFileRow.vector_store_id,
+                    VectorStoreFileRow.file_id,
+                    func.coalesce(VectorStoreFileBatchRow.cancelled, False),
+                )
+                .outerjoin(VectorStoreFileBatchRow, VectorStoreFileBatchRow.batch_id == VectorStoreFileRow.batch_id)
+                # A literal, not a parameter: so that a generic (prepared) plan can still use the partial index.
+                .where(VectorStoreFileRow.status == _IN_PROGRESS, VectorStoreFileRow.created_at < created_before)
+                .order_by(VectorStoreFileRow.created_at)
+                .limit(limit)
+            )
+            return [PendingIngestion(*row) for row in rows]
+
+        return await self.database.read(read)
+
+    async def batch_cancelled(self, vector_store_id: str, file_id: str) -> bool:
+        """Whether the file belongs to a file batch that was cancelled."""
+
+        def read(tx: Connection) -> bool:
+            return bool(
+                tx.execute(
+                    select(VectorStoreFileBatchRow.cancelled)
+                    .join(VectorStoreFileRow, VectorStoreFileRow.batch_id == VectorStoreFileBatchRow.batch_id)
+                    .where(VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.file_id == file_id)
+                ).scalar()
+            )
+
+        return await self.database.read(read)
+
+    async def cancel_unstarted(self, vector_store_id: str, file_id: str) -> bool:
+        """Mark a file still in progress `cancelled` (its batch was, and it has no ingestion to do it)."""
+
+        def write(tx: Connection) -> bool:
+            done = tx.execute(
+                update(VectorStoreFileRow)
+                .where(
+                    VectorStoreFileRow.vector_store_id == vector_store_id,
+                    VectorStoreFileRow.file_id == file_id,
+                    VectorStoreFileRow.status == "in_progress",
+                )
+                .values(status="cancelled")
+            )
+            return done.rowcount > 0
 
         return await self.database.write(write)
 

@@ -1,20 +1,26 @@
-"""Ingestion survives a worker SIGKILLed mid-file: the file completes once, with an uninterrupted run's chunks."""
+"""Ingestion survives a worker SIGKILLed mid-file: the file completes once, with an uninterrupted run's chunks.
+An API process SIGKILLed between attaching a file and starting its ingestion leaves nothing stuck: the sweep of
+unstarted ingestions starts it (or, for a cancelled batch, cancels it)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import random
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import openai
 import pytest
 import sqlite_vec
 
+from hosting.fault_points import AFTER_ATTACHMENT_ROW
 from store.database import sqlite_module
 from tests.support.knowledge_files import wait_for_file
 from tests.support.processes import ProcessStack
+from workflows.ingestion import workflow_id
 
 pytestmark = pytest.mark.processes
 
@@ -122,3 +128,85 @@ def test_whole_stack_killed_mid_ingestion_completes_once(processes: ProcessStack
         processes.start_api()
 
     _interrupted(processes, corpus, crash)
+
+
+NO_SWEEP = {"DA_INGESTION_SWEEP": "0"}
+
+
+def _attach_and_crash(processes: ProcessStack, path: str, body: dict) -> None:
+    """Restart the API armed to die between the attachment rows and their workflows, and attach there."""
+    processes.kill(processes.api)
+    processes.start_api(DA_TEST_FAULT=AFTER_ATTACHMENT_ROW, **NO_SWEEP)
+    with pytest.raises(httpx.TransportError), httpx.Client(base_url=processes.url, timeout=30) as http:
+        http.post(path, json=body)
+    assert processes.api is not None and processes.api.wait(timeout=10) == -9
+    processes.start_api(**NO_SWEEP)
+
+
+def _ingestion_runs(processes: ProcessStack, vector_store_id: str, file_id: str) -> int:
+    async def count() -> int:
+        client = await processes.temporal_client()
+        query = f"WorkflowId = '{workflow_id(vector_store_id, file_id)}'"
+        return len([execution async for execution in client.list_workflows(query)])
+
+    return asyncio.run(count())
+
+
+@pytest.fixture(scope="module")
+def small_file(processes: ProcessStack) -> tuple[str, int]:
+    """A small file, and the chunks an uninterrupted ingestion of it makes."""
+    client = _client(processes)
+    file = client.files.create(file=("small.txt", _document(1)[:40_000]), purpose="assistants")
+    calm = client.vector_stores.create(name="uninterrupted", file_ids=[file.id])
+    assert wait_for_file(client, calm.id, file.id).status == "completed"
+    expected, *_ = _index_rows(_data_dir(processes), calm.id)
+    assert expected > 5
+    return file.id, expected
+
+
+@pytest.mark.timeout(300)
+def test_the_sweep_starts_an_ingestion_the_crashed_api_did_not(
+    processes: ProcessStack, small_file: tuple[str, int]
+) -> None:
+    file_id, expected = small_file
+    store_id = _client(processes).vector_stores.create(name="orphaned").id
+    _attach_and_crash(processes, f"/v1/vector_stores/{store_id}/files", {"file_id": file_id})
+
+    client = _client(processes)
+    assert client.vector_stores.files.retrieve(file_id, vector_store_id=store_id).status == "in_progress"
+    assert _ingestion_runs(processes, store_id, file_id) == 0  # nothing would ever finish it
+
+    processes.kill(processes.api)
+    processes.start_api(DA_INGESTION_SWEEP="1")
+    client = _client(processes)
+    done = wait_for_file(client, store_id, file_id, seconds=60)
+    assert done.status == "completed", done
+    assert _index_rows(_data_dir(processes), store_id) == (expected, expected, expected, expected)
+    assert client.vector_stores.retrieve(store_id).file_counts.completed == 1
+    time.sleep(3)  # sweeps after the file completed start nothing more
+    assert _ingestion_runs(processes, store_id, file_id) == 1
+    assert client.vector_stores.files.retrieve(file_id, vector_store_id=store_id).status == "completed"
+
+
+@pytest.mark.timeout(300)
+def test_a_cancelled_batch_the_crashed_api_never_started_stays_cancelled(
+    processes: ProcessStack, small_file: tuple[str, int]
+) -> None:
+    file_id, _ = small_file
+    store_id = _client(processes).vector_stores.create(name="orphaned batch").id
+    _attach_and_crash(processes, f"/v1/vector_stores/{store_id}/file_batches", {"file_ids": [file_id]})
+
+    with contextlib.closing(sqlite_module().connect(_data_dir(processes) / "store.db")) as db:
+        # The crashed create never answered: its batch id is only in the store.
+        [(batch_id,)] = db.execute("SELECT batch_id FROM vector_store_files WHERE vector_store_id = ?", (store_id,))
+    client = _client(processes)
+    client.vector_stores.file_batches.cancel(batch_id, vector_store_id=store_id)
+
+    processes.kill(processes.api)
+    processes.start_api(DA_INGESTION_SWEEP="1")
+    client = _client(processes)
+    done = wait_for_file(client, store_id, file_id, seconds=30)
+    assert done.status == "cancelled", done
+    time.sleep(3)
+    assert _ingestion_runs(processes, store_id, file_id) == 0
+    assert _index_rows(_data_dir(processes), store_id) == (0, 0, 0, 0)

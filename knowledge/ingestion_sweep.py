@@ -1,0 +1,60 @@
+"""The sweep of unstarted ingestions: a crash between attaching a file (its row `in_progress`) and starting
+its workflow must not leave the file in progress forever.
+
+Every API process runs it, at start and then periodically; they may overlap safely, because a file's workflow
+id is the file's (`ingest-<vector store>-<file>`) and the sweep starts it only if no workflow of that id runs
+or ran: a second start starts nothing, and a file whose ingestion ended is never ingested again. A file of a
+cancelled batch is cancelled, not started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime, timedelta
+
+from knowledge.ingestion_starter import IngestionStarter
+from store.vector_stores import VectorStores
+
+log = logging.getLogger(__name__)
+
+SWEEP_BATCH = 100
+"""Files looked at per sweep; the rest wait for the next one."""
+
+
+async def start_unstarted_ingestions(
+    stores: VectorStores, starter: IngestionStarter, older_than: timedelta
+) -> list[tuple[str, str]]:
+    """Start the ingestion of each file in progress for longer than `older_than` that has no workflow; the
+    (vector store, file) ids started."""
+    started: list[tuple[str, str]] = []
+    for pending in await stores.in_progress_since(datetime.now(UTC) - older_than, SWEEP_BATCH):
+        ids = (pending.vector_store_id, pending.file_id)
+        if pending.batch_cancelled:
+            # Its batch was cancelled: a running ingestion is asked to stop (and records `cancelled`); a file
+            # with none, because the API died before starting or cancelling it, is marked cancelled here.
+            if not await starter.cancel_one(*ids) and await stores.cancel_unstarted(*ids):
+                log.warning("cancelled file %s of vector store %s: its batch was cancelled", ids[1], ids[0])
+            continue
+        if await starter.start_once(*ids):
+            log.warning(
+                "started the ingestion of file %s into vector store %s: the process that attached it died first",
+                ids[1],
+                ids[0],
+            )
+            started.append(ids)
+            # The batch may have been cancelled after the read above and before the start: its cancel found
+            # no workflow to stop, so this one is stopped here.
+            if await stores.batch_cancelled(*ids):
+                await starter.cancel_one(*ids)
+    return started
+
+
+async def sweep_forever(stores: VectorStores, starter: IngestionStarter, every: timedelta) -> None:
+    """Sweep at once, then every `every`, for files at least that old; a failed sweep is logged and tried again."""
+    while True:
+        try:
+            await start_unstarted_ingestions(stores, starter, every)
+        except Exception:
+            log.exception("the sweep of unstarted ingestions failed; trying again in %s", every)
+        await asyncio.sleep(every.total_seconds())
