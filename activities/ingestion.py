@@ -20,7 +20,8 @@ from knowledge.chunking import StaticChunking, chunks
 from knowledge.embeddings import EmbeddingCatalog, EmbeddingUnavailable, WordLlamaEmbeddings
 from knowledge.extraction import Unreadable, extract_text
 from store.vector_index import IndexedChunk
-from store.vector_stores import IngestionTarget, LimitReached, VectorStores
+from store.vector_store_records import IngestionTarget, LimitReached
+from store.vector_stores import VectorStores
 from workflows.ingestion import (
     CHUNK_FILE_ACTIVITY,
     EMBED_CHUNKS_ACTIVITY,

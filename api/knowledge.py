@@ -22,7 +22,8 @@ from knowledge.engines import vector_index
 from knowledge.ingestion_starter import IngestionStarter
 from store.database import Database
 from store.files import FileStore, StoredFile
-from store.vector_stores import Attachment, LimitReached, VectorStoreFile, VectorStores
+from store.vector_store_records import Attachment, LimitReached, VectorStoreFile
+from store.vector_stores import VectorStores
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from sqlalchemy import Connection
 from knowledge import filters as attribute_filters
 from knowledge.embeddings import EmbeddingModel
 from store.vector_index import Hit
-from store.vector_stores import VectorStore, VectorStores
+from store.vector_store_records import VectorStore
+from store.vector_stores import VectorStores
 
 RRF_K = 60
 CANDIDATES = 4

@@ -1,131 +1,36 @@
-"""Vector stores in the store: the stores, the files attached to them, file batches, and the chunks ingested.
+"""Vector stores in the store, scoped to a tenant: the stores, the files attached to them and file batches.
 
-Reads and writes the API makes are scoped to a tenant: another tenant's vector store is as absent as one that
-never existed. Ingestion's operations (`chunk_*`, `embed_*`, `finish_file`) take the ids its workflow was
-started with, which the API checked. The vector and keyword index (store/vector_index.py) is written and cleaned
-in the same transactions as the chunks, so a chunk is searchable exactly when its row says it is embedded.
+Another tenant's vector store is as absent as one that never existed. The chunks ingested from the files, and
+search's reads of them, are `VectorStoreChunks` (store/vector_store_chunks.py), which this class extends; the
+records it hands out are in store/vector_store_records.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import Connection, String, delete, func, insert, literal_column, select, tuple_, update
 
-from store.database import Database
 from store.files import UnknownCursor
-from store.knowledge_tables import ChunkRow, FileRow, VectorStoreFileBatchRow, VectorStoreFileRow, VectorStoreRow
-from store.vector_index import IndexedChunk, VectorIndex
+from store.knowledge_tables import ChunkRow, VectorStoreFileBatchRow, VectorStoreFileRow, VectorStoreRow
+from store.vector_store_chunks import STORE_COLUMNS, VectorStoreChunks, owned_store
+from store.vector_store_records import (
+    FINAL,
+    Attachment,
+    FileBatch,
+    FileCounts,
+    LimitReached,
+    Order,
+    PendingIngestion,
+    VectorStore,
+    VectorStoreFile,
+)
 
-Order = Literal["asc", "desc"]
-FINAL = ("completed", "failed", "cancelled")
 _IN_PROGRESS = literal_column("'in_progress'", String)
 
 
-class LimitReached(Exception):
-    """A configured cap (files or chunks per vector store) would be passed; the message names it."""
-
-
-@dataclass(frozen=True)
-class FileCounts:
-    in_progress: int = 0
-    completed: int = 0
-    failed: int = 0
-    cancelled: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.in_progress + self.completed + self.failed + self.cancelled
-
-
-@dataclass(frozen=True)
-class VectorStore:
-    vector_store_id: str
-    name: str | None
-    metadata: dict[str, Any]
-    embedding_model: str
-    embedding_dimension: int
-    expires_after: dict[str, Any] | None
-    created_at: datetime
-    last_active_at: datetime
-    provider_vector_db_id: str | None = None
-    file_counts: FileCounts = field(default_factory=FileCounts)
-    usage_bytes: int = 0
-
-
-@dataclass(frozen=True)
-class VectorStoreFile:
-    vector_store_id: str
-    file_id: str
-    status: str
-    attributes: dict[str, Any]
-    chunking_strategy: dict[str, Any]
-    last_error: dict[str, Any] | None
-    usage_bytes: int
-    chunk_count: int
-    batch_id: str | None
-    created_at: datetime
-
-
-@dataclass(frozen=True)
-class FileBatch:
-    batch_id: str
-    vector_store_id: str
-    created_at: datetime
-    cancelled: bool
-    file_counts: FileCounts
-
-
-@dataclass(frozen=True)
-class Attachment:
-    file_id: str
-    attributes: dict[str, Any]
-    chunking_strategy: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class IngestionTarget:
-    """What ingesting one attached file needs to know, read by its activities."""
-
-    status: str
-    filename: str
-    chunking_strategy: dict[str, Any]
-    embedding_model: str
-    embedding_dimension: int
-
-
-@dataclass(frozen=True)
-class PendingIngestion:
-    """A file still `in_progress`, for the sweep of ingestions a crash left unstarted."""
-
-    vector_store_id: str
-    file_id: str
-    batch_cancelled: bool
-
-
-@dataclass(frozen=True)
-class StoredChunk:
-    chunk_id: int
-    file_id: str
-    seq: int
-    text: str
-    metadata: dict[str, Any] | None
-
-
-_STORE_COLUMNS = (
-    VectorStoreRow.vector_store_id,
-    VectorStoreRow.name,
-    VectorStoreRow.metadata_,
-    VectorStoreRow.embedding_model,
-    VectorStoreRow.embedding_dimension,
-    VectorStoreRow.expires_after,
-    VectorStoreRow.created_at,
-    VectorStoreRow.last_active_at,
-    VectorStoreRow.provider_vector_db_id,
-)
 _FILE_COLUMNS = (
     VectorStoreFileRow.vector_store_id,
     VectorStoreFileRow.file_id,
@@ -169,12 +74,6 @@ def _store(tx: Connection, row: Any) -> VectorStore:
     )
 
 
-def _owned(tenant: str, vector_store_id: str) -> Any:
-    return select(*_STORE_COLUMNS).where(
-        VectorStoreRow.tenant_id == tenant, VectorStoreRow.vector_store_id == vector_store_id
-    )
-
-
 def _after(tx: Connection, query: Any, position: Any, cursor_query: Any, after: str | None, order: Order) -> Any:
     if after is None:
         return query
@@ -184,11 +83,7 @@ def _after(tx: Connection, query: Any, position: Any, cursor_query: Any, after: 
     return query.where(position < tuple_(*cursor) if order == "desc" else position > tuple_(*cursor))
 
 
-class VectorStores:
-    def __init__(self, database: Database, index: VectorIndex) -> None:
-        self.database = database
-        self.index = index
-
+class VectorStores(VectorStoreChunks):
     # The API's reads and writes, scoped to a tenant.
 
     async def create(self, tenant: str, store: VectorStore) -> None:
@@ -208,7 +103,7 @@ class VectorStores:
 
     async def get(self, tenant: str, vector_store_id: str) -> VectorStore | None:
         def read(tx: Connection) -> VectorStore | None:
-            row = tx.execute(_owned(tenant, vector_store_id)).first()
+            row = tx.execute(owned_store(tenant, vector_store_id)).first()
             return _store(tx, row) if row is not None else None
 
         return await self.database.read(read)
@@ -219,7 +114,7 @@ class VectorStores:
             position = tuple_(rows_.created_at, rows_.vector_store_id)
             query = _after(
                 tx,
-                select(*_STORE_COLUMNS).where(rows_.tenant_id == tenant),
+                select(*STORE_COLUMNS).where(rows_.tenant_id == tenant),
                 position,
                 select(rows_.created_at, rows_.vector_store_id).where(
                     rows_.tenant_id == tenant, rows_.vector_store_id == after
@@ -245,7 +140,7 @@ class VectorStores:
                     .where(VectorStoreRow.tenant_id == tenant, VectorStoreRow.vector_store_id == vector_store_id)
                     .values(**changes)
                 )
-            row = tx.execute(_owned(tenant, vector_store_id)).first()
+            row = tx.execute(owned_store(tenant, vector_store_id)).first()
             return _store(tx, row) if row is not None else None
 
         return await self.database.write(write)
@@ -254,10 +149,10 @@ class VectorStores:
         """The store, its file attachments and batches, its chunks and their index entries, in one transaction."""
 
         def write(tx: Connection) -> bool:
-            row = tx.execute(_owned(tenant, vector_store_id)).first()
+            row = tx.execute(owned_store(tenant, vector_store_id)).first()
             if row is None:
                 return False
-            self._remove_chunks(tx, row.embedding_dimension, ChunkRow.vector_store_id == vector_store_id)
+            self.remove_chunks(tx, row.embedding_dimension, ChunkRow.vector_store_id == vector_store_id)
             tx.execute(delete(VectorStoreFileRow).where(VectorStoreFileRow.vector_store_id == vector_store_id))
             tx.execute(
                 delete(VectorStoreFileBatchRow).where(VectorStoreFileBatchRow.vector_store_id == vector_store_id)
@@ -266,12 +161,6 @@ class VectorStores:
             return True
 
         return await self.database.write(write)
-
-    def _remove_chunks(self, tx: Connection, dimension: int, *where: Any) -> None:
-        chunk_ids = list(tx.execute(select(ChunkRow.chunk_id).where(*where)).scalars())
-        self.index.remove(tx, dimension, chunk_ids)
-        for start in range(0, len(chunk_ids), 500):
-            tx.execute(delete(ChunkRow).where(ChunkRow.chunk_id.in_(chunk_ids[start : start + 500])))
 
     async def attach(
         self,
@@ -286,7 +175,7 @@ class VectorStores:
         attached anew (its chunks removed). None if the tenant has no such vector store."""
 
         def write(tx: Connection) -> list[VectorStoreFile] | None:
-            store = tx.execute(_owned(tenant, vector_store_id)).first()
+            store = tx.execute(owned_store(tenant, vector_store_id)).first()
             if store is None:
                 return None
             file_ids = [attachment.file_id for attachment in attachments]
@@ -339,7 +228,7 @@ class VectorStores:
         return await self.database.write(write)
 
     def _detach(self, tx: Connection, dimension: int, vector_store_id: str, file_id: str) -> None:
-        self._remove_chunks(tx, dimension, ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
+        self.remove_chunks(tx, dimension, ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
         tx.execute(
             delete(VectorStoreFileRow).where(
                 VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.file_id == file_id
@@ -348,7 +237,7 @@ class VectorStores:
 
     async def get_file(self, tenant: str, vector_store_id: str, file_id: str) -> VectorStoreFile | None:
         def read(tx: Connection) -> VectorStoreFile | None:
-            if tx.execute(_owned(tenant, vector_store_id)).first() is None:
+            if tx.execute(owned_store(tenant, vector_store_id)).first() is None:
                 return None
             row = tx.execute(
                 select(*_FILE_COLUMNS).where(
@@ -370,7 +259,7 @@ class VectorStores:
         batch_id: str | None = None,
     ) -> tuple[list[VectorStoreFile], bool] | None:
         def read(tx: Connection) -> tuple[list[VectorStoreFile], bool] | None:
-            if tx.execute(_owned(tenant, vector_store_id)).first() is None:
+            if tx.execute(owned_store(tenant, vector_store_id)).first() is None:
                 return None
             rows_ = VectorStoreFileRow
             query = select(*_FILE_COLUMNS).where(rows_.vector_store_id == vector_store_id)
@@ -402,7 +291,7 @@ class VectorStores:
         self, tenant: str, vector_store_id: str, file_id: str, attributes: dict[str, Any]
     ) -> VectorStoreFile | None:
         def write(tx: Connection) -> VectorStoreFile | None:
-            if tx.execute(_owned(tenant, vector_store_id)).first() is None:
+            if tx.execute(owned_store(tenant, vector_store_id)).first() is None:
                 return None
             where = (VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.file_id == file_id)
             tx.execute(update(VectorStoreFileRow).where(*where).values(attributes=attributes))
@@ -415,7 +304,7 @@ class VectorStores:
         """The file's attachment, chunks and index entries; False if there was none to remove."""
 
         def write(tx: Connection) -> bool:
-            store = tx.execute(_owned(tenant, vector_store_id)).first()
+            store = tx.execute(owned_store(tenant, vector_store_id)).first()
             if store is None:
                 return False
             found = tx.execute(
@@ -447,7 +336,7 @@ class VectorStores:
 
     async def get_batch(self, tenant: str, vector_store_id: str, batch_id: str) -> FileBatch | None:
         def read(tx: Connection) -> FileBatch | None:
-            if tx.execute(_owned(tenant, vector_store_id)).first() is None:
+            if tx.execute(owned_store(tenant, vector_store_id)).first() is None:
                 return None
             row = tx.execute(
                 select(VectorStoreFileBatchRow.created_at, VectorStoreFileBatchRow.cancelled).where(
@@ -466,7 +355,7 @@ class VectorStores:
         """Mark the batch cancelled; the ids of its files still in progress (whose workflows to cancel)."""
 
         def write(tx: Connection) -> list[str] | None:
-            if tx.execute(_owned(tenant, vector_store_id)).first() is None:
+            if tx.execute(owned_store(tenant, vector_store_id)).first() is None:
                 return None
             done = tx.execute(
                 update(VectorStoreFileBatchRow)
@@ -539,246 +428,6 @@ class VectorStores:
             return done.rowcount > 0
 
         return await self.database.write(write)
-
-    # Ingestion's operations, by the ids its workflow was started with.
-
-    async def ingestion_target(self, vector_store_id: str, file_id: str) -> IngestionTarget | None:
-        def read(tx: Connection) -> IngestionTarget | None:
-            row = tx.execute(
-                select(
-                    VectorStoreFileRow.status,
-                    FileRow.filename,
-                    VectorStoreFileRow.chunking_strategy,
-                    VectorStoreRow.embedding_model,
-                    VectorStoreRow.embedding_dimension,
-                )
-                .join(VectorStoreRow, VectorStoreRow.vector_store_id == VectorStoreFileRow.vector_store_id)
-                .join(FileRow, FileRow.file_id == VectorStoreFileRow.file_id)
-                .where(VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.file_id == file_id)
-            ).first()
-            return IngestionTarget(*row) if row is not None else None
-
-        return await self.database.read(read)
-
-    async def write_chunks(
-        self, vector_store_id: str, file_id: str, chunks: Sequence[tuple[str, int]], max_chunks: int
-    ) -> int:
-        """The file's chunks (text, tokens) in order, not yet embedded; if an earlier attempt wrote them all
-        already, nothing changes. Raises LimitReached past the store's chunk limit."""
-
-        def write(tx: Connection) -> int:
-            mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
-            written = tx.execute(select(func.count()).where(*mine)).scalar_one()
-            if written == len(chunks):
-                return written
-            if written:  # cannot happen with one transaction per call; kept exact all the same
-                tx.execute(delete(ChunkRow).where(*mine))
-            total = tx.execute(select(func.count()).where(ChunkRow.vector_store_id == vector_store_id)).scalar_one()
-            if total - written + len(chunks) > max_chunks:
-                raise LimitReached(
-                    f"This file has {len(chunks)} chunks and its vector store {total} already: more than this "
-                    f"server's limit of {max_chunks} chunks per vector store (DA_MAX_CHUNKS_PER_VECTOR_STORE). "
-                    "Use another vector store, or a larger chunk size."
-                )
-            rows = [
-                {
-                    "vector_store_id": vector_store_id,
-                    "file_id": file_id,
-                    "seq": seq,
-                    "text": text,
-                    "tokens": tokens,
-                    "embedded": False,
-                    "metadata": None,
-                }
-                for seq, (text, tokens) in enumerate(chunks)
-            ]
-            for start in range(0, len(rows), 1000):
-                tx.execute(insert(ChunkRow), rows[start : start + 1000])
-            return len(rows)
-
-        return await self.database.write(write)
-
-    async def unembedded(self, vector_store_id: str, file_id: str, limit: int) -> list[StoredChunk]:
-        def read(tx: Connection) -> list[StoredChunk]:
-            rows = tx.execute(
-                select(ChunkRow.chunk_id, ChunkRow.file_id, ChunkRow.seq, ChunkRow.text, ChunkRow.metadata_)
-                .where(
-                    ChunkRow.vector_store_id == vector_store_id,
-                    ChunkRow.file_id == file_id,
-                    ChunkRow.embedded.is_(False),
-                )
-                .order_by(ChunkRow.seq)
-                .limit(limit)
-            ).all()
-            return [StoredChunk(*row) for row in rows]
-
-        return await self.database.read(read)
-
-    async def write_vectors(self, vector_store_id: str, dimension: int, chunks: Sequence[IndexedChunk]) -> int:
-        """Index a batch and mark its chunks embedded, in one transaction. Chunks another attempt has indexed
-        meanwhile (or that are gone: the file was detached) are skipped, so a retried batch adds nothing twice."""
-
-        def write(tx: Connection) -> int:
-            ids = [chunk.chunk_id for chunk in chunks]
-            pending = set(
-                tx.execute(
-                    select(ChunkRow.chunk_id).where(ChunkRow.chunk_id.in_(ids), ChunkRow.embedded.is_(False))
-                ).scalars()
-            )
-            fresh = [chunk for chunk in chunks if chunk.chunk_id in pending]
-            if fresh:
-                self.index.add(tx, vector_store_id, dimension, fresh)
-                tx.execute(
-                    update(ChunkRow).where(ChunkRow.chunk_id.in_([c.chunk_id for c in fresh])).values(embedded=True)
-                )
-            return len(fresh)
-
-        return await self.database.write(write)
-
-    async def finish_file(
-        self, vector_store_id: str, file_id: str, status: str, last_error: dict[str, Any] | None, vector_bytes: int
-    ) -> None:
-        """Record the outcome; a file that did not complete keeps no chunks."""
-
-        def write(tx: Connection) -> None:
-            store = tx.execute(
-                select(VectorStoreRow.embedding_dimension).where(VectorStoreRow.vector_store_id == vector_store_id)
-            ).first()
-            if store is None:
-                return
-            mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
-            if status != "completed":
-                self._remove_chunks(tx, store.embedding_dimension, *mine)
-            count, text_bytes = tx.execute(
-                select(func.count(), func.coalesce(func.sum(func.length(ChunkRow.text)), 0)).where(*mine)
-            ).one()
-            tx.execute(
-                update(VectorStoreFileRow)
-                .where(VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.file_id == file_id)
-                .values(
-                    status=status,
-                    last_error=last_error,
-                    chunk_count=count,
-                    usage_bytes=int(text_bytes) + count * vector_bytes,
-                )
-            )
-
-        await self.database.write(write)
-
-    async def insert_chunks(
-        self,
-        tenant: str,
-        vector_store_id: str,
-        document_id: str,
-        chunks: Sequence[tuple[str, int, dict[str, Any], Any]],
-        created_at: datetime,
-        max_chunks: int,
-    ) -> bool:
-        """Chunks given whole with their vectors (text, tokens, metadata, vector) — the llama-stack dialect's
-        `vector-io/insert` — added to the document's attachment, which is made `completed` if new. One
-        transaction; False if the tenant has no such vector store."""
-
-        def write(tx: Connection) -> bool:
-            store = tx.execute(_owned(tenant, vector_store_id)).first()
-            if store is None:
-                return False
-            total = tx.execute(select(func.count()).where(ChunkRow.vector_store_id == vector_store_id)).scalar_one()
-            if total + len(chunks) > max_chunks:
-                raise LimitReached(
-                    f"Vector DB {vector_store_id} holds {total} chunks; {len(chunks)} more would pass this server's "
-                    f"limit of {max_chunks} (DA_MAX_CHUNKS_PER_VECTOR_STORE)."
-                )
-            where = (VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.file_id == document_id)
-            if tx.execute(select(VectorStoreFileRow.status).where(*where)).first() is None:
-                tx.execute(
-                    insert(VectorStoreFileRow),
-                    {
-                        "vector_store_id": vector_store_id,
-                        "file_id": document_id,
-                        "status": "completed",
-                        "attributes": {"document_id": document_id},
-                        "chunking_strategy": {"type": "other"},
-                        "last_error": None,
-                        "usage_bytes": 0,
-                        "chunk_count": 0,
-                        "created_at": created_at,
-                    },
-                )
-            mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == document_id)
-            first = tx.execute(select(func.coalesce(func.max(ChunkRow.seq) + 1, 0)).where(*mine)).scalar_one()
-            rows = [
-                {
-                    "vector_store_id": vector_store_id,
-                    "file_id": document_id,
-                    "seq": first + offset,
-                    "text": text,
-                    "tokens": tokens,
-                    "embedded": True,
-                    "metadata": metadata,
-                }
-                for offset, (text, tokens, metadata, _) in enumerate(chunks)
-            ]
-            ids = tx.execute(insert(ChunkRow).returning(ChunkRow.chunk_id, sort_by_parameter_order=True), rows)
-            indexed = [
-                IndexedChunk(chunk_id, document_id, text, vector)
-                for chunk_id, (text, _, _, vector) in zip(ids.scalars(), chunks, strict=True)
-            ]
-            self.index.add(tx, vector_store_id, store.embedding_dimension, indexed)
-            count, text_bytes = tx.execute(
-                select(func.count(), func.coalesce(func.sum(func.length(ChunkRow.text)), 0)).where(*mine)
-            ).one()
-            tx.execute(
-                update(VectorStoreFileRow)
-                .where(*where)
-                .values(chunk_count=count, usage_bytes=int(text_bytes) + count * store.embedding_dimension * 4)
-            )
-            return True
-
-        return await self.database.write(write)
-
-    # Search's reads.
-
-    async def searchable_files(self, tenant: str, vector_store_id: str) -> dict[str, tuple[str, dict[str, Any]]] | None:
-        """file id → (filename, attributes) of the store's completed files; None if there is no such store."""
-
-        def read(tx: Connection) -> dict[str, tuple[str, dict[str, Any]]] | None:
-            if tx.execute(_owned(tenant, vector_store_id)).first() is None:
-                return None
-            rows = tx.execute(
-                select(VectorStoreFileRow.file_id, FileRow.filename, VectorStoreFileRow.attributes)
-                .outerjoin(FileRow, FileRow.file_id == VectorStoreFileRow.file_id)
-                .where(VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.status == "completed")
-            ).all()
-            return {row[0]: (row[1] or row[0], row[2] or {}) for row in rows}
-
-        return await self.database.read(read)
-
-    async def search(self, operation: Any) -> Any:
-        """Run a search's index reads (a function of a connection) in one read transaction."""
-        return await self.database.read(operation)
-
-    async def chunks(self, chunk_ids: Sequence[int]) -> dict[int, StoredChunk]:
-        def read(tx: Connection) -> dict[int, StoredChunk]:
-            rows = tx.execute(
-                select(ChunkRow.chunk_id, ChunkRow.file_id, ChunkRow.seq, ChunkRow.text, ChunkRow.metadata_).where(
-                    ChunkRow.chunk_id.in_(list(chunk_ids))
-                )
-            ).all()
-            return {row[0]: StoredChunk(*row) for row in rows}
-
-        return await self.database.read(read)
-
-    async def file_chunks(self, vector_store_id: str, file_id: str, limit: int) -> list[StoredChunk]:
-        def read(tx: Connection) -> list[StoredChunk]:
-            rows = tx.execute(
-                select(ChunkRow.chunk_id, ChunkRow.file_id, ChunkRow.seq, ChunkRow.text, ChunkRow.metadata_)
-                .where(ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
-                .order_by(ChunkRow.seq)
-                .limit(limit)
-            ).all()
-            return [StoredChunk(*row) for row in rows]
-
-        return await self.database.read(read)
 
 
 def _file_keys() -> tuple[str, ...]:

@@ -26,7 +26,7 @@ from knowledge.search import SearchResult
 from outbound.http import ReplyTooLarge, outbound_from
 from outbound.policy import OutboundRefused
 from store.files import StoredFile
-from store.vector_stores import Attachment
+from store.vector_store_records import Attachment
 
 router = APIRouter(tags=["ToolRuntime"])
 

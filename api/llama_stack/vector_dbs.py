@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from api.guards.tenancy import TenantDep
 from api.knowledge import Knowledge, KnowledgeDep, embedding_model
 from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
-from store.vector_stores import VectorStore
+from store.vector_store_records import VectorStore
 
 router = APIRouter(tags=["VectorDBs"])
 

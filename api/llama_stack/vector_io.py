@@ -15,7 +15,7 @@ from api.llama_stack.vector_dbs import owned_vector_db
 from knowledge.chunking import count_tokens
 from knowledge.embeddings import EmbeddingUnavailable, unit_rows
 from knowledge.search import Hybrid, SearchResult, search
-from store.vector_stores import LimitReached, VectorStore
+from store.vector_store_records import LimitReached, VectorStore
 
 router = APIRouter(tags=["VectorIO"])
 

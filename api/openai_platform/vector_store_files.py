@@ -23,7 +23,7 @@ from api.openai_platform.vector_store_shapes import (
 )
 from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
 from store.files import UnknownCursor
-from store.vector_stores import Attachment
+from store.vector_store_records import Attachment
 
 router = APIRouter(tags=["Vector store files"], responses=ERROR_RESPONSES)
 

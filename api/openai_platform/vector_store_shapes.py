@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from api.knowledge import Knowledge
 from api.responses.errors import invalid, not_found
 from knowledge.chunking import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS
-from store.vector_stores import FileBatch, FileCounts, VectorStore, VectorStoreFile
+from store.vector_store_records import FileBatch, FileCounts, VectorStore, VectorStoreFile
 
 MAX_ATTRIBUTES = 16
 MAX_ATTRIBUTE_KEY = 64

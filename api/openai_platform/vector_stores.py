@@ -25,7 +25,7 @@ from knowledge import filters as attribute_filters
 from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.search import Hybrid, UnknownFilterKey, search
 from store.files import UnknownCursor
-from store.vector_stores import Attachment, VectorStore
+from store.vector_store_records import Attachment, VectorStore
 
 router = APIRouter(tags=["Vector stores"], responses=ERROR_RESPONSES)
 
