@@ -22,7 +22,7 @@ from activities.compaction import CompactionActivities
 from activities.documents import DocumentActivities
 from activities.inference import InferenceActivities
 from activities.ingestion import IngestionActivities
-from activities.retention import RetentionActivities
+from activities.retention import KnowledgeRetention, RetentionActivities
 from activities.shields import ShieldActivities
 from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
@@ -43,6 +43,7 @@ from observability.worker_metrics import serve_worker_metrics
 from outbound.http import outbound_from
 from providers.registry import ModelRegistry
 from store.database import open_database
+from store.files import FileStore
 from store.repository import Store
 from store.upgrade import StoreNotUpgradable, upgrade_store
 from store.vector_stores import VectorStores
@@ -81,7 +82,9 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
     compaction_seal = CompactionSeal(settings.credentials_key) if settings.credentials_key else None
     compaction = CompactionActivities(store, models, compaction_seal, settings.max_history_bytes)
-    retention = RetentionActivities(store, client)
+    blobs = blob_store(settings.store_url, store.database, settings.blob_dir)
+    vector_stores = VectorStores(store.database, vector_index(settings.store_url))
+    retention = RetentionActivities(store, client, KnowledgeRetention(FileStore(store.database), vector_stores, blobs))
     webhooks = WebhookDeliveryActivities(
         WebhookStore(store.database),
         outbound_from(settings),
@@ -90,8 +93,8 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
         settings.webhook_timeout,
     )
     ingestion = IngestionActivities(
-        VectorStores(store.database, vector_index(settings.store_url)),
-        blob_store(settings.store_url, store.database, settings.blob_dir),
+        vector_stores,
+        blobs,
         EmbeddingCatalog(settings),
         settings,
     )

@@ -221,8 +221,8 @@ def _headers_by_url(raw: Any) -> dict[str, dict[str, str]]:
     return raw
 
 
-RETENTION_KINDS = ("responses", "conversations", "sessions", "turns", "compactions")
-"""The kinds store/retention.py registers; a kind added there is added here."""
+RETENTION_KINDS = ("responses", "conversations", "sessions", "turns", "compactions", "files", "vector_stores")
+"""The kinds store/retention.py registers, then store/knowledge_retention.py's; a kind added there is added here."""
 
 
 def _retention(raw: Any) -> dict[str, timedelta]:
@@ -407,8 +407,9 @@ class Settings(BaseSettings):
     summarise its prior context (docs/long-conversations.md); a request's `context_management` overrides it.
     Unset: only requests with `context_management` compact."""
     retention: Annotated[dict[str, timedelta], NoDecode, BeforeValidator(_retention)] = Field(default_factory=dict)
-    """Time-to-live by kind, `kind=seconds,…` (kinds: responses, conversations, sessions, turns, compactions;
-    docs/retention.md); a Temporal Schedule deletes what is older. Empty: everything is kept."""
+    """Time-to-live by kind, `kind=seconds,…` (kinds: responses, conversations, sessions, turns, compactions,
+    files, vector_stores; docs/retention.md); a Temporal Schedule deletes what is older. Empty: everything is
+    kept."""
     retention_period: PositiveSeconds = 3600.0
     """Seconds between two retention sweeps (the Schedule's interval)."""
     retention_batch: PositiveInt = 500

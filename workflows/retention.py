@@ -2,6 +2,9 @@
 time-to-live; `TenantErasure` deletes everything of one tenant. Both delete in bounded batches, one
 activity (one store transaction) each (store/retention.py), so a crash costs at most a batch's retry.
 
+Every sweep also deletes the vector stores whose own `expires_after` has passed (the kind
+`EXPIRED_VECTOR_STORES`, whose cutoff is the sweep's start), whether or not a TTL names vector stores.
+
 A sweep stops a kind after `max_batches` batches; the rest waits for the next period, so one run stays short
 whatever the backlog. An erasure runs until the tenant has nothing left: started again after a crash, or
 asked for again, it goes on where the store stands.
@@ -21,6 +24,9 @@ PRUNE_ACTIVITY = "prune_expired"
 ERASE_ACTIVITY = "erase_tenant_batch"
 STOP_TURNS_ACTIVITY = "stop_tenant_turns"
 SWEEP_WORKFLOW_ID = "retention-sweep"
+EXPIRED_VECTOR_STORES = "expired_vector_stores"
+"""Not a DA_RETENTION kind: vector stores past their own `expires_after`, swept whatever the TTLs."""
+_VECTOR_STORE_EXPIRY_PATCH = "vector-store-expiry"
 SCHEDULE_ID = "retention"
 ERASURE_PREFIX = "erase-tenant-"
 
@@ -83,10 +89,13 @@ class RetentionSweep:
     async def run(self, policy: RetentionPolicy) -> dict[str, int]:
         now = workflow.now()
         pruned: dict[str, int] = {}
-        for kind, ttl in sorted(policy.ttls.items()):
+        cutoffs = {kind: now - ttl for kind, ttl in sorted(policy.ttls.items())}
+        if workflow.patched(_VECTOR_STORE_EXPIRY_PATCH):
+            cutoffs[EXPIRED_VECTOR_STORES] = now
+        for kind, cutoff in cutoffs.items():
             pruned[kind] = 0
             for _ in range(policy.max_batches):
-                request = PruneRequest(kind=kind, cutoff=now - ttl, limit=policy.batch)
+                request = PruneRequest(kind=kind, cutoff=cutoff, limit=policy.batch)
                 result = await _call(PRUNE_ACTIVITY, request, PruneResult)
                 assert isinstance(result, PruneResult)
                 pruned[kind] += result.deleted

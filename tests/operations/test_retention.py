@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,7 +16,10 @@ from openai import OpenAI
 
 from api.guards.auth import OPERATOR_PREFIX
 from configuration.settings import RETENTION_KINDS, Settings
+from store.database import sqlite_module
+from store.knowledge_retention import KNOWLEDGE_KINDS
 from store.retention import KINDS
+from tests.knowledge.test_knowledge_vector_stores import chunk_rows
 from tests.support.rest import create_agent, create_session, final_turn
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
@@ -55,7 +59,8 @@ def retention(stack: Stack) -> Iterator[Any]:
 
 
 def test_every_kind_with_a_ttl_is_registered() -> None:
-    assert {name for name, kind in KINDS.items() if kind.prune is not None} == set(RETENTION_KINDS)
+    with_ttl = {name for name, kind in KINDS.items() if kind.prune is not None}
+    assert with_ttl | set(KNOWLEDGE_KINDS) == set(RETENTION_KINDS)
 
 
 def test_expired_rows_go_within_a_period_and_a_paused_turn_stays(
@@ -155,3 +160,68 @@ def test_an_operator_erases_one_tenant_in_one_call(stack: Stack, model: Scripted
     with stack.other_api(stack.settings) as url:
         off = httpx.delete(f"{url}{OPERATOR_PREFIX}tenants/alice", headers={"Authorization": "Bearer x"})
         assert off.status_code == 404 and "DA_OPERATOR_KEY" in off.json()["detail"]
+
+
+FILES_TTL = 6.0
+"""Long enough that the fresh file outlives the wait for the old one's deletion."""
+
+
+def _store_sql(stack: Stack, statement: str, *args: object) -> None:
+    db = sqlite_module().connect(Path(stack.settings.store_url.removeprefix("sqlite+aiosqlite:///")))
+    try:
+        db.execute(statement, args)
+        db.commit()
+    finally:
+        db.close()
+
+
+def test_old_files_and_expired_vector_stores_go_as_their_deletes_do(
+    stack: Stack, client: OpenAI, retention: Any
+) -> None:
+    """Files past the files TTL leave every vector store and the blob directory; vector stores past their own
+    `expires_after`, or idle past the vector_stores TTL, go with their chunks; fresh ones stay."""
+    notes = b"The harbour seal rests on rocky shores and dives for herring and cod."
+    old_file = client.files.create(file=("old.md", notes), purpose="assistants")
+    busy_file = client.files.create(file=("busy.md", notes), purpose="assistants")
+    born = time.monotonic()
+    kept = client.vector_stores.create(name="kept")
+    expiring = client.vector_stores.create(name="expiring", expires_after={"anchor": "last_active_at", "days": 1})
+    idle = client.vector_stores.create(name="idle")
+    for store in (kept, expiring, idle):
+        attached = client.vector_stores.files.create_and_poll(file_id=old_file.id, vector_store_id=store.id)
+        assert attached.status == "completed"
+    # A store still ingesting a file keeps it, however old (its ingestion workflow, ended, is never rerun).
+    client.vector_stores.files.create_and_poll(file_id=busy_file.id, vector_store_id=kept.id)
+    _store_sql(stack, "UPDATE vector_store_files SET status = 'in_progress' WHERE file_id = ?", busy_file.id)
+    # One inactive past its `expires_after` (a day) though not the vector_stores TTL (two days); one past that.
+    for store, idle_for in ((expiring, timedelta(hours=30)), (idle, timedelta(days=3))):
+        since = (datetime.now(UTC) - idle_for).strftime("%Y-%m-%d %H:%M:%S.%f")  # as SQLAlchemy writes it
+        _store_sql(stack, "UPDATE vector_stores SET last_active_at = ? WHERE vector_store_id = ?", since, store.id)
+    assert client.vector_stores.retrieve(expiring.id).status == "expired"
+    blob_dir = stack.settings.data_dir / "files"
+    assert (blob_dir / old_file.id).exists() and chunk_rows(stack, expiring.id) > 0
+
+    time.sleep(max(0.0, born + FILES_TTL + 1 - time.monotonic()))  # the old file is now older than its TTL
+    fresh_file = client.files.create(file=("fresh.md", notes), purpose="assistants")
+    retention({"files": FILES_TTL, "vector_stores": 2 * 86400}, period=1)
+    with httpx.Client(base_url=stack.base_url, timeout=60) as http:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if http.get(f"/v1/files/{old_file.id}").status_code == 404 and all(
+                http.get(f"/v1/vector_stores/{store.id}").status_code == 404 for store in (expiring, idle)
+            ):
+                break
+            time.sleep(0.5)
+        assert http.get(f"/v1/files/{old_file.id}").status_code == 404
+        assert not (blob_dir / old_file.id).exists()
+        for gone in (expiring, idle):
+            assert http.get(f"/v1/vector_stores/{gone.id}").status_code == 404
+            assert chunk_rows(stack, gone.id) == 0
+        assert http.get(f"/v1/files/{fresh_file.id}").status_code == 200 and (blob_dir / fresh_file.id).exists()
+        assert http.get(f"/v1/vector_stores/{kept.id}").status_code == 200
+        metrics = http.get("/metrics").text
+    # The old file left the kept store; the busy one stays in it.
+    assert [file.id for file in client.vector_stores.files.list(vector_store_id=kept.id).data] == [busy_file.id]
+    assert client.files.retrieve(busy_file.id).id == busy_file.id and (blob_dir / busy_file.id).exists()
+    assert 'durable_agents_retention_pruned_rows_total{kind="files",reason="ttl"}' in metrics
+    assert 'durable_agents_retention_pruned_rows_total{kind="vector_stores",reason="expires_after"}' in metrics
