@@ -12,34 +12,23 @@ Temporal's sandbox (tests/support/sandbox.py), which also fails on a nondetermin
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
 
-from tests.support.sandbox import sandboxed_runner
-from worker import workflow_runner
+from tests.support.replay import RUNNERS, replay_failure
 from workflows.turn import TurnWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
-RUNNERS = {"as_the_worker_runs_it": workflow_runner, "in_the_sandbox": sandboxed_runner}
-
-
 @pytest.mark.parametrize("runner", RUNNERS)
 @pytest.mark.parametrize("path", HISTORIES, ids=[path.stem for path in HISTORIES])
 def test_a_recorded_turn_replays_without_nondeterminism(path: Path, runner: str) -> None:
-    history = WorkflowHistory.from_json(path.stem, path.read_text())
-    replayer = Replayer(
-        workflows=[TurnWorkflow], data_converter=pydantic_data_converter, workflow_runner=RUNNERS[runner]()
-    )
-    result = asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False))
-    assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+    failure = replay_failure(TurnWorkflow, path, runner)
+    assert failure is None, f"{path.name}: {failure}"
 
 
 def test_the_recordings_cover_a_pause_and_resume() -> None:

@@ -46,7 +46,8 @@ KNOWLEDGE_ROUTES = {
     ("post", "/v1/tool-runtime/rag-tool/insert"),
     ("post", "/v1/tool-runtime/rag-tool/query"),
 }
-"""Walked here (tests/test_tenancy.py counts them as walked); models and embeddings read no tenant's objects."""
+"""Walked here (tests/security/test_tenancy.py counts them as walked); models and embeddings read no tenant's
+objects."""
 
 _TENANT_FREE = {
     ("get", "/v1/models"),

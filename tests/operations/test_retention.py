@@ -33,7 +33,8 @@ WEATHER = {
 }
 OPERATOR_KEY = "operator-key-0123456789"
 OPERATOR_ROUTES = {("delete", "/v1/operator/tenants/{tenant}")}
-"""An operator's, not a tenant's (tests/test_tenancy.py counts them as walked): proven here to refuse API keys."""
+"""An operator's, not a tenant's (tests/security/test_tenancy.py counts them as walked): proven here to refuse
+API keys."""
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from tests.support.stack import SCRIPTED_MODEL, Stack
 
 CHAIN = 12
 COMPACTION_ROUTES = {("post", "/v1/responses/compact")}
-"""Walked for tenancy here (another tenant's chain and items; tests/test_tenancy.py counts them as walked)."""
+"""Walked for tenancy here (another tenant's chain and items; tests/security/test_tenancy.py counts them as walked)."""
 
 
 @pytest.fixture
