@@ -29,7 +29,7 @@ from bench.peers.compare import KNOWLEDGE_TARGETS, LLAMA_STACK_TARGETS, RESPONSE
 from bench.peers.llama_stack import LlamaStack
 from bench.peers.ogx import Ogx
 from bench.peers.plan import PeerPlan
-from bench.peers.systems import FAST_MODEL, SLOW_MODEL, ModelServers, Ours, System
+from bench.peers.systems import ModelServers, Ours, System
 
 PEER_PARTS = {"ogx": ("responses", "knowledge"), "llama-stack": ("agents",)}
 TARGETS = {"responses": RESPONSES_TARGETS, "knowledge": KNOWLEDGE_TARGETS, "agents": LLAMA_STACK_TARGETS}
@@ -45,9 +45,13 @@ def measure_parts(system: System, parts: tuple[str, ...], models: ModelServers, 
             log(f"{system.name}: {part} (load average {load})")
             try:
                 if part == "responses":
-                    found = asyncio.run(responses_figures.measure(system.base_url, FAST_MODEL, SLOW_MODEL, plan))
+                    found = asyncio.run(
+                        responses_figures.measure(system.base_url, system.fast_model, system.slow_model, plan)
+                    )
                 elif part == "agents":
-                    measuring = agents_figures.measure(system.base_url, FAST_MODEL, SLOW_MODEL, models.slow, plan)
+                    measuring = agents_figures.measure(
+                        system.base_url, system.fast_model, system.slow_model, models.slow, plan
+                    )
                     found = asyncio.run(measuring)
                 else:
                     found = knowledge_figures.measure(system.base_url, plan)

@@ -52,6 +52,8 @@ class LlamaStack:
     workdir: Path
     models: ModelServers
     name: str = "llama-stack"
+    fast_model: str = "bench"
+    slow_model: str = "bench-ttft"
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
 

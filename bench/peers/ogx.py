@@ -71,6 +71,9 @@ class Ogx:
     workdir: Path
     models: ModelServers
     name: str = "ogx"
+    fast_model: str = "bench/bench"
+    """OGX names the models its providers list `provider/model`."""
+    slow_model: str = "bench-ttft/bench"
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
 

@@ -54,6 +54,10 @@ class System(Protocol):
     """One side of a comparison: a server on loopback with the models FAST, SLOW and EMBEDDING."""
 
     name: str
+    fast_model: str
+    """The id clients name for the 0 ms model."""
+    slow_model: str
+    """The id clients name for the 100 ms TTFT model."""
 
     @property
     def base_url(self) -> str: ...
@@ -71,6 +75,8 @@ class Ours:
     workdir: Path
     models: ModelServers
     name: str = "durable-agents"
+    fast_model: str = FAST_MODEL
+    slow_model: str = SLOW_MODEL
     api_port: int = field(default_factory=free_port)
     serve: subprocess.Popen[bytes] | None = None
 
