@@ -46,15 +46,17 @@ def measure_parts(system: System, parts: tuple[str, ...], models: ModelServers, 
             try:
                 if part == "responses":
                     found = asyncio.run(
-                        responses_figures.measure(system.base_url, system.fast_model, system.slow_model, plan)
+                        responses_figures.measure(
+                            system.base_url, system.fast_model, system.slow_model, system.root_pid, plan
+                        )
                     )
                 elif part == "agents":
                     measuring = agents_figures.measure(
-                        system.base_url, system.fast_model, system.slow_model, models.slow, plan
+                        system.base_url, system.fast_model, system.slow_model, models.slow, system.root_pid, plan
                     )
                     found = asyncio.run(measuring)
                 else:
-                    found = knowledge_figures.measure(system.base_url, plan)
+                    found = knowledge_figures.measure(system.base_url, system.root_pid, plan)
             except Exception as error:
                 log(f"{system.name}: {part} failed: {error!r}")
                 found = {"failed": repr(error)[:500]}
@@ -76,6 +78,7 @@ def run_peer(peer: str, parts: tuple[str, ...], workdir: Path, plan: PeerPlan) -
     rows = []
     for part in parts:
         rows += compare(TARGETS[part], peer, ours[part], theirs[part], context)
+        rows.append({"figure": f"{part}_details", "peer": peer, "ours": ours[part], "theirs": theirs[part], **context})
         for side, figures in (("ours", ours[part]), (peer, theirs[part])):
             if "failed" in figures:
                 rows.append({"figure": f"{part}_failed", "peer": peer, "side": side, "error": figures["failed"]})

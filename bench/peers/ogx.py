@@ -97,6 +97,11 @@ class Ogx:
         self.process = spawn(command, self.workdir / "ogx.log", env, cwd=store)
         wait_for_http(f"{self.base_url}/v1/health", [self.process], 180)
 
+    @property
+    def root_pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
     def stop(self) -> None:
         if self.process is not None:
             stop_process(self.process, signal.SIGINT, 30)

@@ -3,7 +3,8 @@
 Plain httpx over loopback, as bench/benchmark/responses.py does, with the model ids passed in (a peer may
 name its models differently): non-streamed response p50, POST → first `response.output_text.delta` p50 with
 the 0 ms model and with the 100 ms TTFT / 30 ms-per-token model, and N concurrent clients each creating M
-non-streamed responses one after another (responses/s and errors).
+non-streamed responses one after another (responses/s and errors). Each figure carries the CPU
+milliseconds per response of the system's processes (`root` and its descendants).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import httpx
 
 from bench.benchmark.turns import ThroughputResult, describe, repeat
 from bench.common import HttpStatusError, iter_sse, json_request, log
+from bench.peers.cpu import tree_cpu_seconds, with_cpu_ms
 from bench.peers.plan import PeerPlan
 
 TERMINAL = ("response.completed", "response.failed", "response.incomplete", "error")
@@ -66,29 +68,36 @@ async def _one_client(
             result.errors.append(describe(error))
 
 
-async def measure(base_url: str, fast: str, slow: str, plan: PeerPlan) -> dict[str, Any]:
+async def measure(base_url: str, fast: str, slow: str, root: int, plan: PeerPlan) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
-    timeout = httpx.Timeout(plan.timeout, connect=5.0)
+    timeout, seconds = httpx.Timeout(plan.timeout, connect=5.0), plan.timeout
+    figures: dict[str, Any] = {}
     async with httpx.AsyncClient(base_url=base_url, timeout=timeout, limits=limits) as client:
         log(f"responses: warm-up x{plan.warmup}")
-        for one in (non_streamed, first_delta):
-            await repeat(plan.warmup, lambda one=one: one(client, fast), plan.timeout, "responses: warm-up")  # type: ignore[misc]
-        await repeat(plan.warmup, lambda: first_delta(client, slow), plan.timeout, "responses: warm-up")
-        log(f"responses: non-streamed x{plan.iterations}")
-        plain = await repeat(plan.iterations, lambda: non_streamed(client, fast), plan.timeout, "non-streamed")
-        log(f"responses: first delta x{plan.iterations} (0 ms model)")
-        delta = await repeat(plan.iterations, lambda: first_delta(client, fast), plan.timeout, "first delta")
-        log(f"responses: first delta x{plan.iterations} (100 ms TTFT model)")
-        slow_delta = await repeat(plan.iterations, lambda: first_delta(client, slow), plan.timeout, "first delta, TTFT")
+        await repeat(plan.warmup, lambda: non_streamed(client, fast), seconds, "responses: warm-up")
+        await repeat(plan.warmup, lambda: first_delta(client, fast), seconds, "responses: warm-up")
+        await repeat(plan.warmup, lambda: first_delta(client, slow), seconds, "responses: warm-up")
+        sequential = {
+            "non_streamed_ms": lambda: non_streamed(client, fast),
+            "first_delta_ms": lambda: first_delta(client, fast),
+            "first_delta_ttft100_ms": lambda: first_delta(client, slow),
+        }
+        for name, one in sequential.items():
+            log(f"responses: {name} x{plan.iterations}")
+            phase, cpu = await with_cpu_ms(
+                root, lambda phase: len(phase.results), repeat(plan.iterations, one, seconds, name)
+            )
+            figures[name] = {**phase.figure(phase.results), "cpu_ms_per_response": cpu}
         clients, each = plan.clients, plan.responses_per_client
         log(f"responses: {clients} concurrent clients x {each}")
-        result = ThroughputResult([], [], 0.0)
+        result = ThroughputResult([], [], 0.0, cpu_before={"system": tree_cpu_seconds(root)})
         started = time.perf_counter()
-        await asyncio.gather(*(_one_client(client, fast, each, plan.timeout, result) for _ in range(clients)))
+        await asyncio.gather(*(_one_client(client, fast, each, seconds, result) for _ in range(clients)))
         result.elapsed = time.perf_counter() - started
-    return {
-        "non_streamed_ms": plain.figure(plain.results),
-        "first_delta_ms": delta.figure(delta.results),
-        "first_delta_ttft100_ms": slow_delta.figure(slow_delta.results),
-        "concurrent": {"clients": clients, "each": each, **result.figures("per_s", "response_ms", "cpu_ms")},
+        result.cpu_after = {"system": tree_cpu_seconds(root)}
+    figures["concurrent"] = {
+        "clients": clients,
+        "each": each,
+        **result.figures("per_s", "response_ms", "cpu_ms_per_response"),
     }
+    return figures

@@ -62,6 +62,11 @@ class System(Protocol):
     @property
     def base_url(self) -> str: ...
 
+    @property
+    def root_pid(self) -> int:
+        """The process the benchmark started: its tree is the system's CPU."""
+        ...
+
     def start(self) -> None: ...
 
     def stop(self) -> None: ...
@@ -107,6 +112,11 @@ class Ours:
         log(f"starting durable-agents (serve.py) at {self.base_url}")
         self.serve = spawn([sys.executable, str(REPO_ROOT / "serve.py")], self.workdir / "ours.log", env)
         wait_for_http(f"{self.base_url}/v1/health", [self.serve], 180)
+
+    @property
+    def root_pid(self) -> int:
+        assert self.serve is not None
+        return self.serve.pid
 
     def stop(self) -> None:
         if self.serve is not None:
