@@ -59,7 +59,10 @@ def tool_run_started(request: ToolRunRequest) -> list[KeyedEvent]:
         KeyedEvent(key=f"{step_id}:call", body=chunk_of(progress).model_dump(mode="json")),
     ]
     if request.tool.toolgroup_id == FILE_SEARCH and is_knowledge_tool(request.tool):
-        events.append(runtime_event(f"{step_id}:file_search_started", "file_search_started", step_id=step_id))
+        call = request.call.model_dump(mode="json")
+        events.append(
+            runtime_event(f"{step_id}:file_search_started", "file_search_started", step_id=step_id, call=call)
+        )
     if request.tool.server_label is not None:
         events.append(
             runtime_event(

@@ -20,6 +20,8 @@ from pydantic import TypeAdapter
 from api.responses import ids
 from api.responses.wire import (
     CompactionItem,
+    FileSearchCallItem,
+    FileSearchResult,
     FunctionCallItem,
     IncompleteDetails,
     McpApprovalRequestItem,
@@ -38,6 +40,7 @@ from api.responses.wire import (
 from domain.content import ToolCall, ToolResponse, content_as_text
 from domain.events import Payload
 from domain.turns import InferenceStep, ShieldCallStep, ToolExecutionStep, Turn, TurnStatus
+from knowledge.rag_results import CITATION
 
 _payloads: TypeAdapter[Any] = TypeAdapter(Payload)
 _READ = frozenset({"step_progress", "step_complete", "turn_awaiting_input", "turn_complete"})
@@ -88,11 +91,35 @@ class McpCallEnded:
 
 
 @dataclass(frozen=True)
+class FileSearchStarted:
+    """A file_search call began: output[index] is its in-progress form."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class FileSearchEnded:
+    """The file_search call at `index` finished (or failed): output[index] is final."""
+
+    index: int
+
+
+@dataclass(frozen=True)
 class Ended:
     """The segment is over; the fold's status, error and output are final."""
 
 
-Move = MessageOpened | TextAdded | MessageClosed | ItemWhole | McpCallStarted | McpCallEnded | Ended
+Move = (
+    MessageOpened
+    | TextAdded
+    | MessageClosed
+    | ItemWhole
+    | McpCallStarted
+    | McpCallEnded
+    | FileSearchStarted
+    | FileSearchEnded
+    | Ended
+)
 
 
 # --- stored things → items ------------------------------------------------------------------------
@@ -134,6 +161,65 @@ def mcp_call_item(turn_id: str, step_id: str, call: ToolCall, response: ToolResp
         approval_request_id=metadata.get("approval_request_id"),
         status="failed" if failed else "completed",
     )
+
+
+def _queries(call: ToolCall) -> list[str]:
+    arguments = call.arguments if isinstance(call.arguments, dict) else {}
+    found = arguments.get("queries")
+    queries = [str(query) for query in found] if isinstance(found, list) else []
+    if isinstance(arguments.get("query"), str):
+        queries.insert(0, arguments["query"])
+    return queries
+
+
+def file_search_call_item(
+    turn_id: str, step_id: str, call: ToolCall, response: ToolResponse
+) -> FileSearchCallItem | None:
+    """The file_search_call item of a server step's call; None for any other call. Its results are shown
+    when the request included them (the activity then recorded them)."""
+    record = (response.metadata or {}).get("file_search")
+    if not isinstance(record, dict):
+        return None
+    results = record.get("results")
+    return FileSearchCallItem(
+        id=ids.file_search_call_id(turn_id, step_id, call.call_id),
+        queries=[str(query) for query in record.get("queries") or _queries(call)],
+        status="failed" if record.get("status") == "failed" else "completed",
+        results=[FileSearchResult.model_validate(result) for result in results] if results is not None else None,
+    )
+
+
+def running_file_search_item(turn_id: str, started: dict[str, Any]) -> FileSearchCallItem:
+    call = ToolCall.model_validate(started.get("call") or {})
+    return FileSearchCallItem(
+        id=ids.file_search_call_id(turn_id, str(started.get("step_id", "")), call.call_id),
+        queries=_queries(call),
+        status="in_progress",
+    )
+
+
+def cited(text: str) -> tuple[str, list[dict[str, Any]]]:
+    """The text without its citation markers, and a `file_citation` annotation for each, at the position in
+    the shown text where its marker stood (knowledge/rag_results.py writes the markers the model copies)."""
+    shown: list[str] = []
+    annotations: list[dict[str, Any]] = []
+    length = 0
+    last = 0
+    for found in CITATION.finditer(text):
+        before = text[last : found.start()]
+        shown.append(before)
+        length += len(before)
+        file_id, filename = found.group(1), found.group(2).strip()
+        annotations.append({"type": "file_citation", "file_id": file_id, "filename": filename, "index": length})
+        last = found.end()
+    shown.append(text[last:])
+    return "".join(shown), annotations
+
+
+def _streamable(text: str) -> str:
+    """The part of a message's text so far that can be shown: up to a marker that may still be arriving."""
+    opening = text.rfind("【")
+    return text if opening < 0 or "】" in text[opening:] else text[:opening]
 
 
 def running_mcp_call_item(turn_id: str, started: dict[str, Any]) -> McpCallItem:
@@ -191,6 +277,9 @@ class _OpenMessage:
     index: int
     step_id: str
     text: str = ""
+    """As the model wrote it, citation markers included."""
+    shown: str = ""
+    """What the deltas so far showed: `text` without its markers, up to a marker still arriving."""
 
 
 @dataclass
@@ -216,6 +305,8 @@ class SegmentFold:
     _listings: dict[str, int] = field(default_factory=dict)
     _running_calls: dict[str, int] = field(default_factory=dict)
     """Output indexes of the MCP calls shown in progress, by their tool step's id."""
+    _running_searches: dict[str, int] = field(default_factory=dict)
+    """Output indexes of the file_search calls shown in progress, by their tool step's id."""
 
     def feed(self, body: dict[str, Any], turn_status: TurnStatus | None = None) -> list[Move]:
         """Fold one stored event. `turn_status`: the turn's stored status, read when `body` is an
@@ -256,6 +347,10 @@ class SegmentFold:
             self.output.append(running_mcp_call_item(self.turn_id, event))
             self._running_calls[str(event.get("step_id", ""))] = len(self.output) - 1
             return [McpCallStarted(len(self.output) - 1)]
+        if kind == "file_search_started" and self._open is None:
+            self.output.append(running_file_search_item(self.turn_id, event))
+            self._running_searches[str(event.get("step_id", ""))] = len(self.output) - 1
+            return [FileSearchStarted(len(self.output) - 1)]
         if kind == "approval_requested":
             return self._whole(approval_request_item(event))
         if kind == "compaction":  # the turn's compaction step (activities/compaction.py)
@@ -279,7 +374,17 @@ class SegmentFold:
         assert self._open is not None
         self._open.text += text
         self._set_open_item("in_progress")  # a GET while it streams shows the text so far
-        return [*moves, TextAdded(self._open.index, text)]
+        return [*moves, *self._show(_streamable(self._open.text))]
+
+    def _show(self, text: str) -> list[Move]:
+        """The delta that brings the open message's shown text up to `text` (markers taken out)."""
+        assert self._open is not None
+        visible, _ = cited(text)
+        delta = visible[len(self._open.shown) :]
+        if not delta:
+            return []
+        self._open.shown = visible
+        return [TextAdded(self._open.index, delta)]
 
     def _step(self, step: Any) -> list[Move]:
         if isinstance(step, InferenceStep):
@@ -289,7 +394,16 @@ class SegmentFold:
         if isinstance(step, ToolExecutionStep):
             moves: list[Move] = []
             running = self._running_calls.pop(step.step_id, None)
+            searching = self._running_searches.pop(step.step_id, None)
             for call, response in zip(step.tool_calls, step.tool_responses, strict=False):
+                search = file_search_call_item(self.turn_id, step.step_id, call, response)
+                if search is not None and searching is not None:
+                    self.output[searching] = search
+                    moves.append(FileSearchEnded(searching))
+                    continue
+                if search is not None:
+                    moves += self._whole(search)
+                    continue
                 item = mcp_call_item(self.turn_id, step.step_id, call, response)
                 if item is not None and running is not None:
                     self.output[running] = item
@@ -333,9 +447,9 @@ class SegmentFold:
             if not text:
                 return []  # calls only: no message item
             moves += self._open_message(step_id)
-            moves.append(TextAdded(self._open_index(), text))
         assert self._open is not None
         self._open.text = text
+        moves += self._show(text)
         return [*moves, *self._close_open(incomplete)]
 
     def _open_message(self, step_id: str) -> list[Move]:
@@ -352,16 +466,18 @@ class SegmentFold:
     def _set_open_item(self, status: Literal["in_progress", "completed", "incomplete"]) -> None:
         assert self._open is not None
         item = self.output[self._open.index]
-        content = [OutputText(text=self._open.text)]
+        shown, annotations = cited(self._open.text if status != "in_progress" else _streamable(self._open.text))
+        content = [OutputText(text=shown, annotations=annotations)]
         self.output[self._open.index] = item.model_copy(update={"status": status, "content": content})
 
     def _close_open(self, incomplete: bool) -> list[Move]:
         if self._open is None:
             return []
+        moves: list[Move] = self._show(self._open.text)  # a marker that never closed is text after all
         index = self._open.index
         self._set_open_item("incomplete" if incomplete else "completed")
         self._open = None
-        moves: list[Move] = [MessageClosed(index)]
+        moves.append(MessageClosed(index))
         held, self._held = self._held, []
         for item in held:
             moves += self._whole(item)
@@ -376,9 +492,10 @@ class SegmentFold:
 
     def _end(self, status: ResponseStatus, completed_at: int | None = None) -> list[Move]:
         moves = self._close_open(incomplete=status != "completed")
-        for index in self._running_calls.values():  # the turn ended while they ran
+        for index in [*self._running_calls.values(), *self._running_searches.values()]:  # ended while they ran
             self.output[index] = self.output[index].model_copy(update={"status": "incomplete"})
         self._running_calls.clear()
+        self._running_searches.clear()
         self.status = status
         self.completed_at = completed_at if status == "completed" else None
         self.ended = True
