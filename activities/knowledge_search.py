@@ -102,8 +102,8 @@ class KnowledgeSearch:
                 )
             except _Missing as missing:
                 error = (
-                    f"Error: vector store {missing.vector_store_id} no longer exists (it was deleted); "
-                    "answer without its files."
+                    f"Error: vector store {missing.vector_store_id} was not found (it was deleted, or it is "
+                    "not this account's); answer without its files."
                 )
             except UnknownFilterKey as unknown:
                 error = f"Error: {unknown}"
@@ -147,7 +147,10 @@ class KnowledgeSearch:
         try:
             results = await self._search(tenant, [str(i) for i in store_ids], [query], max_chunks, hybrid=hybrid)
         except _Missing as missing:
-            text = f"Error: vector DB {missing.vector_store_id} no longer exists (it was unregistered or deleted)."
+            text = (
+                f"Error: vector DB {missing.vector_store_id} was not found (it was unregistered or deleted, "
+                "or it is not this account's)."
+            )
             return _response(call, text, {"is_error": True})
         template = config.get("chunk_template")
         texts, metadata = rag_answer(
