@@ -13,9 +13,11 @@ from llama_stack_client.lib.agents.event_logger import EventLogger
 
 from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID, OFFLINE_MODEL_ID
 
+DRILLS = "Lifeboat drills happen every Tuesday at noon on deck four."
+GALLEY = "The galley serves herring on Sundays and rye bread on Fridays."
 DOCUMENTS = [
-    {"document_id": "num-0", "content": "Lifeboat drills happen every Tuesday at noon on deck four.", "metadata": {}},
-    {"document_id": "num-1", "content": "The galley serves herring on Sundays and rye bread on Fridays.", "metadata": {}},
+    {"document_id": "num-0", "content": DRILLS, "metadata": {}},
+    {"document_id": "num-1", "content": GALLEY, "metadata": {}},
 ]
 
 
@@ -73,7 +75,7 @@ def test_query_config_limits_the_chunks_and_fills_the_template(llama: LlamaStack
     turn, _ = _turn(agent, agent.create_session("cfg"), "search the documents for herring")
     response = turn.steps[1].tool_responses[0]
     assert response.metadata["document_ids"] == ["num-1"]
-    assert [item.text for item in response.content][1] == "[1] The galley serves herring on Sundays and rye bread on Fridays.\n"
+    assert [item.text for item in response.content][1] == f"[1] {GALLEY}\n"
 
 
 def test_a_vector_db_deleted_between_turns_is_a_tool_error_not_a_failed_turn(
