@@ -4,12 +4,15 @@ and the stream carries the three search events in the SDK's order."""
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Iterator
 
 import openai
 import pytest
 
 from configuration.settings import OFFLINE_MODEL_ID
+from tests.operations.test_docs import readme_blocks, run_block
 from tests.support.knowledge_files import wait_for_file
 from tests.support.stack import Stack
 
@@ -168,3 +171,17 @@ def test_a_request_naming_a_deleted_store_is_a_404(oai: openai.OpenAI) -> None:
     oai.vector_stores.delete(other.id)
     with pytest.raises(openai.NotFoundError):
         oai.responses.create(model=OFFLINE_MODEL_ID, input=ASK, previous_response_id=first.id, tools=[_tool(other.id)])
+
+
+@pytest.mark.parametrize("dialect", ["openai", "llama_stack_client"])
+def test_the_readme_chat_with_your_documents_quickstart_runs_as_written(stack: Stack, dialect: str) -> None:
+    block = next(
+        block
+        for block in readme_blocks("python")
+        if re.search(rf"^from {dialect} import", block, re.M) and ("file_search" in block or "builtin::rag" in block)
+    )
+    assert len([line for line in block.splitlines() if line.strip()]) <= 10
+    out = run_block(block, [sys.executable, "-c"], stack.base_url)
+    assert "Lifeboat drills are on Tuesdays at noon." in out
+    if dialect == "openai":
+        assert out.splitlines()[-1] == "handbook.txt"

@@ -61,9 +61,14 @@ def test_the_agent_searches_the_vector_db_and_answers_from_the_chunks(
     assert "Tuesday at noon" in turn.output_message.content
     # The event logger shows the call and its result as the 0.2.12 client prints them.
     assert "knowledge_search" in printed and "Tuesday at noon" in printed
-    assert agent.client.agents.steps.retrieve(
-        agent_id=agent.agent_id, session_id=session_id, turn_id=turn.turn_id, step_id=step.step_id
-    ).step.tool_responses[0].metadata["document_ids"] == response.metadata["document_ids"]
+    assert (
+        agent.client.agents.steps.retrieve(
+            agent_id=agent.agent_id, session_id=session_id, turn_id=turn.turn_id, step_id=step.step_id
+        )
+        .step.tool_responses[0]
+        .metadata["document_ids"]
+        == response.metadata["document_ids"]
+    )
 
 
 def test_query_config_limits_the_chunks_and_fills_the_template(llama: LlamaStackClient, vector_db: str) -> None:
