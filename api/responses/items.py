@@ -216,10 +216,10 @@ def cited(text: str) -> tuple[str, list[dict[str, Any]]]:
     return "".join(shown), annotations
 
 
-def _streamable(text: str) -> str:
-    """The part of a message's text so far that can be shown: up to a marker that may still be arriving."""
-    opening = text.rfind("【")
-    return text if opening < 0 or "】" in text[opening:] else text[:opening]
+def _showable_end(text: str, start: int) -> int:
+    """Where the part of a message's text that can be shown ends: before a marker that may still be arriving."""
+    opening = text.rfind("【", start)
+    return len(text) if opening < 0 or "】" in text[opening:] else opening
 
 
 def running_mcp_call_item(turn_id: str, started: dict[str, Any]) -> McpCallItem:
@@ -278,8 +278,12 @@ class _OpenMessage:
     step_id: str
     text: str = ""
     """As the model wrote it, citation markers included."""
+    consumed: int = 0
+    """How much of `text` is shown (up to a marker still arriving)."""
     shown: str = ""
-    """What the deltas so far showed: `text` without its markers, up to a marker still arriving."""
+    """What the deltas so far showed: `text[:consumed]` without its markers."""
+    annotations: list[dict[str, Any]] = field(default_factory=list)
+    """The citations of `shown`."""
 
 
 @dataclass
@@ -373,18 +377,23 @@ class SegmentFold:
         moves = self._open_message(step_id) if self._open is None or self._open.step_id != step_id else []
         assert self._open is not None
         self._open.text += text
+        shown = self._show(final=False)
         self._set_open_item("in_progress")  # a GET while it streams shows the text so far
-        return [*moves, *self._show(_streamable(self._open.text))]
+        return [*moves, *shown]
 
-    def _show(self, text: str) -> list[Move]:
-        """The delta that brings the open message's shown text up to `text` (markers taken out)."""
-        assert self._open is not None
-        visible, _ = cited(text)
-        delta = visible[len(self._open.shown) :]
-        if not delta:
-            return []
-        self._open.shown = visible
-        return [TextAdded(self._open.index, delta)]
+    def _show(self, final: bool) -> list[Move]:
+        """The delta that shows the open message's text so far (all of it when `final`), markers taken out;
+        only the text not yet shown is read, so a long message costs no more per delta than a short one."""
+        message = self._open
+        assert message is not None
+        end = len(message.text) if final else _showable_end(message.text, message.consumed)
+        visible, annotations = cited(message.text[message.consumed : end])
+        for annotation in annotations:
+            annotation["index"] += len(message.shown)
+        message.consumed = end
+        message.shown += visible
+        message.annotations += annotations
+        return [TextAdded(message.index, visible)] if visible else []
 
     def _step(self, step: Any) -> list[Move]:
         if isinstance(step, InferenceStep):
@@ -447,9 +456,16 @@ class SegmentFold:
             if not text:
                 return []  # calls only: no message item
             moves += self._open_message(step_id)
-        assert self._open is not None
-        self._open.text = text
-        moves += self._show(text)
+        message = self._open
+        assert message is not None
+        if not text.startswith(message.text[: message.consumed]):
+            # The recorded answer is not what streamed (not expected): show it afresh; what streamed stays shown.
+            before = message.shown
+            message.text, message.consumed, message.shown, message.annotations = text, 0, "", []
+            self._show(final=True)
+            if message.shown.startswith(before) and len(message.shown) > len(before):
+                moves.append(TextAdded(message.index, message.shown[len(before) :]))
+        message.text = text
         return [*moves, *self._close_open(incomplete)]
 
     def _open_message(self, step_id: str) -> list[Move]:
@@ -466,14 +482,13 @@ class SegmentFold:
     def _set_open_item(self, status: Literal["in_progress", "completed", "incomplete"]) -> None:
         assert self._open is not None
         item = self.output[self._open.index]
-        shown, annotations = cited(self._open.text if status != "in_progress" else _streamable(self._open.text))
-        content = [OutputText(text=shown, annotations=annotations)]
+        content = [OutputText(text=self._open.shown, annotations=list(self._open.annotations))]
         self.output[self._open.index] = item.model_copy(update={"status": status, "content": content})
 
     def _close_open(self, incomplete: bool) -> list[Move]:
         if self._open is None:
             return []
-        moves: list[Move] = self._show(self._open.text)  # a marker that never closed is text after all
+        moves: list[Move] = self._show(final=True)  # a marker that never closed is text after all
         index = self._open.index
         self._set_open_item("incomplete" if incomplete else "completed")
         self._open = None
