@@ -9,7 +9,8 @@ store with the corpus, then sends blocking `POST /v1/responses` one after anothe
 - `plain_ms`: p50/p99 of a response with no tools ("hello" echoed: one inference step).
 - `file_search_ms`: p50/p99 of a response whose model calls file_search (three steps: inference, the search as
   an activity — the query embedded, the index searched — and the inference reading its results).
-- `retrieval_cost_ms`: the difference of the p50s.
+- `retrieval_cost_ms`: the difference of the p50s. The offline model reports the passages it was given word
+  for word (`answer_chars`), so a larger `--max-results` also measures a longer streamed answer.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from bench.knowledge_bench import WORDS, corpus, p50_p99
 from configuration.settings import OFFLINE_MODEL_ID
 
 
-def timed(client: openai.OpenAI, count: int, **request: object) -> list[float]:
+def timed(client: openai.OpenAI, count: int, **request: object) -> tuple[list[float], int]:
+    """Latencies of `count` blocking creates, and the length of the last answer's text."""
     timings = []
     for index in range(count + 5):
         started = time.perf_counter()
@@ -39,13 +41,14 @@ def timed(client: openai.OpenAI, count: int, **request: object) -> list[float]:
         assert response.status == "completed", response
         if index >= 5:  # the first ones warm the caches
             timings.append(elapsed)
-    return timings
+    return timings, len(response.output_text)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--responses", type=int, default=100)
     parser.add_argument("--corpus-mb", type=float, default=2)
+    parser.add_argument("--max-results", type=int, default=3)
     arguments = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="da-bench-file-search-"))
     api_port = free_port()
@@ -71,19 +74,15 @@ def main() -> None:
         assert batch.file_counts.completed == len(file_ids), batch
         chunks = sum(len(list(client.vector_stores.files.content(f, vector_store_id=store.id))) for f in file_ids)
         log(f"{arguments.responses} plain responses")
-        plain = p50_p99(timed(client, arguments.responses, input="hello"))
+        plain_timings, _ = timed(client, arguments.responses, input="hello")
         log(f"{arguments.responses} file_search responses")
         words = random.Random(3)
-        searched = p50_p99(
-            timed(
-                client,
-                arguments.responses,
-                input=f"Look up {' '.join(words.choices(WORDS, k=4))} in the documents.",
-                tools=[{"type": "file_search", "vector_store_ids": [store.id], "max_num_results": 10}],
-            )
-        )
+        tool = {"type": "file_search", "vector_store_ids": [store.id], "max_num_results": arguments.max_results}
+        question = f"Look up {' '.join(words.choices(WORDS, k=4))} in the documents."
+        searched_timings, answer_chars = timed(client, arguments.responses, input=question, tools=[tool])
     finally:
         stop_process(service)
+    plain, searched = p50_p99(plain_timings), p50_p99(searched_timings)
     print(
         json.dumps(
             {
@@ -91,6 +90,8 @@ def main() -> None:
                 "cpus": os.cpu_count(),
                 "load_average": [round(load, 2) for load in os.getloadavg()],
                 "chunks": chunks,
+                "max_num_results": arguments.max_results,
+                "answer_chars": answer_chars,
                 "plain_ms": plain,
                 "file_search_ms": searched,
                 "retrieval_cost_ms": round(float(searched["p50"]) - float(plain["p50"]), 1),
