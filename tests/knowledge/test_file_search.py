@@ -14,7 +14,8 @@ import pytest
 from configuration.settings import OFFLINE_MODEL_ID
 from tests.operations.test_docs import readme_blocks, run_block
 from tests.support.knowledge_files import wait_for_file
-from tests.support.stack import Stack
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import SCRIPTED_MODEL, Stack
 
 HANDBOOK = "Crew handbook. Lifeboat drills happen every Tuesday at noon on deck four."
 RECIPES = "Galley recipes. The cook bakes rye bread on Fridays and serves herring on Sundays."
@@ -185,3 +186,67 @@ def test_the_readme_chat_with_your_documents_quickstart_runs_as_written(stack: S
     assert "Lifeboat drills are on Tuesdays at noon." in out
     if dialect == "openai":
         assert out.splitlines()[-1] == "handbook.txt"
+
+
+def test_another_tenants_vector_store_is_a_404_and_its_files_are_never_searched(stack: Stack) -> None:
+    settings = stack.settings.model_copy(update={"api_keys": ("fs-owner-0123", "fs-other-4567")})
+    with stack.other_api(settings) as url:
+        owner = openai.OpenAI(base_url=f"{url}/v1", api_key="fs-owner-0123", max_retries=0)
+        other = openai.OpenAI(base_url=f"{url}/v1", api_key="fs-other-4567", max_retries=0)
+        secret = owner.files.create(file=("secret.txt", b"The vault code is 0451."), purpose="assistants")
+        store = owner.vector_stores.create(name="secret", file_ids=[secret.id])
+        assert wait_for_file(owner, store.id, secret.id).status == "completed"
+        ask = "Look up the vault code in the documents."
+        with pytest.raises(openai.NotFoundError, match=store.id):
+            other.responses.create(model=OFFLINE_MODEL_ID, input=ask, tools=[_tool(store.id)])
+        mine = owner.responses.create(model=OFFLINE_MODEL_ID, input=ask, tools=[_tool(store.id)])
+        assert "0451" in mine.output_text
+
+
+def test_filters_and_score_threshold_narrow_the_search(oai: openai.OpenAI, library: tuple[str, str]) -> None:
+    store_id, handbook_id = library
+    files = {f.id for f in oai.vector_stores.files.list(store_id)}
+    recipes_id = next(file_id for file_id in files if file_id != handbook_id)
+    oai.vector_stores.files.update(file_id=recipes_id, vector_store_id=store_id, attributes={"kind": "galley"})
+    oai.vector_stores.files.update(file_id=handbook_id, vector_store_id=store_id, attributes={"kind": "safety"})
+    filtered = oai.responses.create(
+        model=OFFLINE_MODEL_ID,
+        input=ASK,
+        tools=[_tool(store_id, filters={"type": "eq", "key": "kind", "value": "galley"})],
+        include=["file_search_call.results"],
+    )
+    assert [r.file_id for r in filtered.output[0].results] == [recipes_id]
+    assert filtered.output[0].results[0].attributes == {"kind": "galley"}
+    strict = oai.responses.create(
+        model=OFFLINE_MODEL_ID,
+        input=ASK,
+        tools=[_tool(store_id, ranking_options={"score_threshold": 1.0})],
+        include=["file_search_call.results"],
+    )
+    assert strict.output[0].results == [] and "found no passages" in strict.output_text
+    unknown = oai.responses.create(
+        model=OFFLINE_MODEL_ID,
+        input=ASK,
+        tools=[_tool(store_id, filters={"type": "eq", "key": "colour", "value": "red"})],
+    )
+    assert unknown.status == "completed" and unknown.output[0].status == "failed"
+    assert "colour" in unknown.output_text
+    with pytest.raises(openai.BadRequestError, match="filters"):
+        oai.responses.create(
+            model=OFFLINE_MODEL_ID, input=ASK, tools=[_tool(store_id, filters={"type": "near", "key": "k"})]
+        )
+
+
+def test_a_forced_search_is_forced_once_then_the_model_answers(
+    oai: openai.OpenAI, library: tuple[str, str], model: ScriptedModel
+) -> None:
+    store_id, _ = library
+    model.script(tool_call("file_search", {"query": "drills"}), text("On Tuesdays."))
+    response = oai.responses.create(
+        model=SCRIPTED_MODEL, input="When?", tools=[_tool(store_id)], tool_choice={"type": "file_search"}
+    )
+    assert [item.type for item in response.output] == ["file_search_call", "message"]
+    first, second = model.requests
+    assert first["tool_choice"] == {"type": "function", "function": {"name": "file_search"}}
+    assert second["tool_choice"] == "auto"
+    assert [tool["function"]["name"] for tool in first["tools"]] == ["file_search"]
