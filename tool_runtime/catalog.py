@@ -16,7 +16,7 @@ from store.repository import Store
 from tool_runtime import calculator
 from tool_runtime.mcp import McpConnector, McpUnavailable
 from workflows.contracts import ServerTool
-from workflows.knowledge_tools import KNOWLEDGE_SEARCH_TOOL, RAG_TOOLGROUP, is_knowledge_tool
+from workflows.knowledge_tools import KNOWLEDGE_SEARCH_TOOL, RAG_TOOLGROUP
 
 BUILTIN_TOOLS: dict[str, list[ServerTool]] = {
     calculator.TOOLGROUP_ID: [
@@ -30,7 +30,8 @@ BUILTIN_TOOLS: dict[str, list[ServerTool]] = {
     ],
     RAG_TOOLGROUP: [KNOWLEDGE_SEARCH_TOOL],
 }
-"""Built-in toolgroups. The RAG group's tool is run by the tool activity's knowledge search, not `call`."""
+"""Built-in toolgroups. The RAG group's tool is run by the knowledge search (activities/knowledge_search.py),
+not by `call`."""
 
 
 class UnknownToolGroup(LookupError):
@@ -248,8 +249,6 @@ class ToolCatalog:
         """Run one call. The tool's own failures come back as an error outcome; an MCP server that
         cannot be used raises McpUnavailable. `within`: the seconds left of the call's deadline."""
         merged = {**arguments, **tool.args}
-        if is_knowledge_tool(tool):
-            return ToolOutcome(f"Error: {tool.name} runs within a turn only", is_error=True)
         if tool.provider_id == BUILTIN_PROVIDER:
             try:
                 return ToolOutcome(calculator.calculate(**merged), is_error=False)

@@ -105,3 +105,14 @@ def test_turn_documents_reach_the_model_of_an_agent_with_the_rag_tool(llama: Lla
     documents = [{"content": "The captain's parrot is called Flint.", "mime_type": "text/plain"}]
     turn, _ = _turn(agent, agent.create_session("docs"), "Who is Flint?", documents=documents)
     assert "Flint" in turn.output_message.content and "parrot" in turn.output_message.content
+
+
+def test_knowledge_search_invoked_outside_a_turn_answers_like_the_rag_query(
+    llama: LlamaStackClient, vector_db: str
+) -> None:
+    invoked = llama.tool_runtime.invoke_tool(
+        tool_name="knowledge_search", kwargs={"query": "lifeboat drills", "vector_db_ids": [vector_db]}
+    )
+    assert invoked.error_code == 0 and invoked.metadata["document_ids"][0] == "num-0"
+    queried = llama.tool_runtime.rag_tool.query(content="lifeboat drills", vector_db_ids=[vector_db])
+    assert [item.text for item in invoked.content] == [item.text for item in queried.content]
