@@ -377,9 +377,7 @@ class SegmentFold:
         moves = self._open_message(step_id) if self._open is None or self._open.step_id != step_id else []
         assert self._open is not None
         self._open.text += text
-        shown = self._show(final=False)
-        self._set_open_item("in_progress")  # a GET while it streams shows the text so far
-        return [*moves, *shown]
+        return [*moves, *self._show(final=False)]  # the item itself is brought up to date when read
 
     def _show(self, final: bool) -> list[Move]:
         """The delta that shows the open message's text so far (all of it when `final`), markers taken out;
@@ -518,7 +516,10 @@ class SegmentFold:
 
     @property
     def visible_output(self) -> list[OutputItem]:
-        """The output a response shows: none once cancelled, as OpenAI clears a cancelled response's."""
+        """The output a response shows: none once cancelled, as OpenAI clears a cancelled response's. A message
+        still streaming shows its text so far (rebuilt here, once, rather than at each delta)."""
+        if self._open is not None:
+            self._set_open_item("in_progress")
         return [] if self.status == "cancelled" else list(self.output)
 
 
