@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from collections.abc import Iterator
 
 import openai
@@ -151,6 +152,7 @@ def test_chained_background_and_unstored_responses_search_too(oai: openai.OpenAI
 
     background = oai.responses.create(model=OFFLINE_MODEL_ID, input=ASK, tools=[_tool(store_id)], background=True)
     while background.status in ("queued", "in_progress"):
+        time.sleep(0.1)
         background = oai.responses.retrieve(background.id)
     assert background.status == "completed" and background.output[0].type == "file_search_call"
 
@@ -250,3 +252,23 @@ def test_a_forced_search_is_forced_once_then_the_model_answers(
     assert first["tool_choice"] == {"type": "function", "function": {"name": "file_search"}}
     assert second["tool_choice"] == "auto"
     assert [tool["function"]["name"] for tool in first["tools"]] == ["file_search"]
+
+
+def test_a_store_deleted_while_the_response_runs_is_a_tool_error_the_model_reads(
+    oai: openai.OpenAI, model: ScriptedModel
+) -> None:
+    doomed = oai.files.create(file=("doomed.txt", b"Soon gone."), purpose="assistants")
+    store = oai.vector_stores.create(name="doomed", file_ids=[doomed.id])
+    assert wait_for_file(oai, store.id, doomed.id).status == "completed"
+    model.script(tool_call("file_search", {"query": "gone"}, delay_seconds=1.5), text("I could not search."))
+    response = oai.responses.create(model=SCRIPTED_MODEL, input="Search", tools=[_tool(store.id)], background=True)
+    oai.vector_stores.delete(store.id)  # while the model decides to search
+    while response.status in ("queued", "in_progress"):
+        time.sleep(0.1)
+        response = oai.responses.retrieve(response.id)
+    assert response.status == "completed", response.error
+    call, message = response.output
+    assert call.type == "file_search_call" and call.status == "failed" and call.queries == ["gone"]
+    assert message.content[0].text.strip() == "I could not search."
+    read = model.requests[-1]["messages"][-1]
+    assert read["role"] == "tool" and f"vector store {store.id} was not found" in read["content"]
