@@ -18,10 +18,9 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from api.responses import ids
+from api.responses.file_search import cited, file_search_call_item, running_file_search_item, showable_end
 from api.responses.wire import (
     CompactionItem,
-    FileSearchCallItem,
-    FileSearchResult,
     FunctionCallItem,
     IncompleteDetails,
     McpApprovalRequestItem,
@@ -40,7 +39,6 @@ from api.responses.wire import (
 from domain.content import ToolCall, ToolResponse, content_as_text
 from domain.events import Payload
 from domain.turns import InferenceStep, ShieldCallStep, ToolExecutionStep, Turn, TurnStatus
-from knowledge.rag_results import CITATION
 
 _payloads: TypeAdapter[Any] = TypeAdapter(Payload)
 _READ = frozenset({"step_progress", "step_complete", "turn_awaiting_input", "turn_complete"})
@@ -161,65 +159,6 @@ def mcp_call_item(turn_id: str, step_id: str, call: ToolCall, response: ToolResp
         approval_request_id=metadata.get("approval_request_id"),
         status="failed" if failed else "completed",
     )
-
-
-def _queries(call: ToolCall) -> list[str]:
-    arguments = call.arguments if isinstance(call.arguments, dict) else {}
-    found = arguments.get("queries")
-    queries = [str(query) for query in found] if isinstance(found, list) else []
-    if isinstance(arguments.get("query"), str):
-        queries.insert(0, arguments["query"])
-    return queries
-
-
-def file_search_call_item(
-    turn_id: str, step_id: str, call: ToolCall, response: ToolResponse
-) -> FileSearchCallItem | None:
-    """The file_search_call item of a server step's call; None for any other call. Its results are shown
-    when the request included them (the activity then recorded them)."""
-    record = (response.metadata or {}).get("file_search")
-    if not isinstance(record, dict):
-        return None
-    results = record.get("results")
-    return FileSearchCallItem(
-        id=ids.file_search_call_id(turn_id, step_id, call.call_id),
-        queries=[str(query) for query in record.get("queries") or _queries(call)],
-        status="failed" if record.get("status") == "failed" else "completed",
-        results=[FileSearchResult.model_validate(result) for result in results] if results is not None else None,
-    )
-
-
-def running_file_search_item(turn_id: str, started: dict[str, Any]) -> FileSearchCallItem:
-    call = ToolCall.model_validate(started.get("call") or {})
-    return FileSearchCallItem(
-        id=ids.file_search_call_id(turn_id, str(started.get("step_id", "")), call.call_id),
-        queries=_queries(call),
-        status="in_progress",
-    )
-
-
-def cited(text: str) -> tuple[str, list[dict[str, Any]]]:
-    """The text without its citation markers, and a `file_citation` annotation for each, at the position in
-    the shown text where its marker stood (knowledge/rag_results.py writes the markers the model copies)."""
-    shown: list[str] = []
-    annotations: list[dict[str, Any]] = []
-    length = 0
-    last = 0
-    for found in CITATION.finditer(text):
-        before = text[last : found.start()]
-        shown.append(before)
-        length += len(before)
-        file_id, filename = found.group(1), found.group(2).strip()
-        annotations.append({"type": "file_citation", "file_id": file_id, "filename": filename, "index": length})
-        last = found.end()
-    shown.append(text[last:])
-    return "".join(shown), annotations
-
-
-def _showable_end(text: str, start: int) -> int:
-    """Where the part of a message's text that can be shown ends: before a marker that may still be arriving."""
-    opening = text.rfind("【", start)
-    return len(text) if opening < 0 or "】" in text[opening:] else opening
 
 
 def running_mcp_call_item(turn_id: str, started: dict[str, Any]) -> McpCallItem:
@@ -384,7 +323,7 @@ class SegmentFold:
         only the text not yet shown is read, so a long message costs no more per delta than a short one."""
         message = self._open
         assert message is not None
-        end = len(message.text) if final else _showable_end(message.text, message.consumed)
+        end = len(message.text) if final else showable_end(message.text, message.consumed)
         visible, annotations = cited(message.text[message.consumed : end])
         for annotation in annotations:
             annotation["index"] += len(message.shown)

@@ -2,8 +2,8 @@
 
 Liberal where clients differ: a message without `type` (openai-agents), content as a string or parts,
 `conversation` as a string or `{"id"}`, `include` empty or absent, unknown fields ignored (agents inject
-`extra_body` keys). Clear where the runtime cannot do what was asked: tool types other than function and
-mcp, unknown `include` values and out-of-range numbers are a 400 naming the field (`parse_create`).
+`extra_body` keys). Clear where the runtime cannot do what was asked: tool types other than function, mcp
+and file_search, unknown `include` values and out-of-range numbers are a 400 naming the field (`parse_create`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from api.responses.errors import OpenAIError, invalid
+from api.responses.file_search import FileSearchTool
 from knowledge import filters as attribute_filters
 
 
@@ -278,25 +279,6 @@ class McpTool(Lenient):
     def echo(self) -> dict[str, Any]:
         """The tool as the Response echoes it and as it is stored: without headers or authorization."""
         return self.model_dump(exclude={"headers", "authorization"}, exclude_none=True)
-
-
-class HybridSearchWeights(Lenient):
-    embedding_weight: float = Field(default=1.0, ge=0)
-    text_weight: float = Field(default=1.0, ge=0)
-
-
-class FileSearchRanking(Lenient):
-    ranker: str | None = None
-    score_threshold: float = Field(default=0.0, ge=0.0, le=1.0)
-    hybrid_search: HybridSearchWeights | None = None
-
-
-class FileSearchTool(Lenient):
-    type: Literal["file_search"]
-    vector_store_ids: list[str] = Field(min_length=1, max_length=20)
-    max_num_results: int = Field(default=10, ge=1, le=50)
-    filters: dict[str, Any] | None = None
-    ranking_options: FileSearchRanking | None = None
 
 
 SUPPORTED_TOOLS = ("function", "mcp", "file_search")
