@@ -59,5 +59,5 @@ def test_a_marker_split_across_deltas_never_shows_and_the_stream_matches_the_fin
         state.handle_event(sdk_events.validate_python(event))
     final = render_response(base(), "turn-1", log.bodies)
     part = final.output[0].content[0]
-    assert part.text == "Drills are on Tuesdays. Bread on Fridays."  # type: ignore[union-attr]
-    assert [a["file_id"] for a in part.annotations] == ["file-abc123", "file-def456"]  # type: ignore[union-attr]
+    assert part.text == "Drills are on Tuesdays. Bread on Fridays."
+    assert [a["file_id"] for a in part.annotations] == ["file-abc123", "file-def456"]
