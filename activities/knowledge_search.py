@@ -66,8 +66,10 @@ class KnowledgeSearch:
         threshold: float = 0.0,
         hybrid: Hybrid | None = None,
     ) -> list[SearchResult]:
-        """The best results across the stores, best first. Raises _Missing for a store that is gone."""
+        """The best results across the stores, best first. Raises _Missing for a store that is gone, and
+        UnknownFilterKey when no store's files have the attributes the filters name."""
         results: list[SearchResult] = []
+        lacking: list[UnknownFilterKey] = []
         for store_id in store_ids:
             store = await self._stores.get(tenant, store_id)
             if store is None:
@@ -77,10 +79,14 @@ class KnowledgeSearch:
                 results += await search(
                     self._stores, model, tenant, store, queries, max_results, filters, threshold, hybrid
                 )
+            except UnknownFilterKey as missing_key:
+                lacking.append(missing_key)  # this store's files lack the attribute; another's may have it
             except EmbeddingUnavailable as unavailable:
                 raise SearchUnavailable(str(unavailable)) from None
             except UnknownEmbeddingModel as unknown:
                 raise SearchUnavailable(f"vector store {store_id}: {unknown}") from None
+        if lacking and len(lacking) == len(store_ids):
+            raise lacking[0]
         return sorted(results, key=lambda result: -result.score)[:max_results]
 
     async def _file_search(self, tenant: str, call: ToolCall, config: FileSearchConfig) -> ToolResponse:
