@@ -40,6 +40,7 @@ class ProcessStack:
         """`extra_env` is added to every process's environment; with `log_dir`, the worker's and the
         API's output go to `worker.log` and `api.log` there (appended across restarts)."""
         self._log_dir = log_dir
+        self.data_dir = data_dir
         self.model = ScriptedModel()
         self._model_server = ThreadedServer(self.model.app(), free_port()).start()
         self.temporal_port, self.api_port = free_port(), free_port()
