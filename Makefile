@@ -31,11 +31,10 @@ run: $(VENV)/.run-deps
 
 # ruff (style, errors), import-linter (the layers, no import circles, the shared API edge apart from the
 # dialects: [tool.importlinter] in pyproject.toml) and mypy (types: [tool.mypy]).
+LINT = $(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/lint-imports && $(BIN)/mypy
+
 lint: $(VENV)/.test-deps
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/lint-imports
-	$(BIN)/mypy
+	$(LINT)
 
 # docs/testing.md says how the suite runs and why so. The lint, and .venv-lsc (the current llama-stack-client,
 # which needs Python >= 3.12: tests/support/client_venvs.py; its tests wait for it on a lock), are built in
@@ -48,7 +47,7 @@ LINT_LOG := .lint.log
 
 test: $(VENV)/.test-deps
 	@status=0; \
-	( $(MAKE) --no-print-directory lint > $(LINT_LOG) 2>&1 ) & lint=$$!; \
+	( $(LINT) ) > $(LINT_LOG) 2>&1 & lint=$$!; \
 	$(BIN)/python -m tests.support.client_venvs & venv_lsc=$$!; \
 	$(BIN)/pytest -m "not processes" -n $(TEST_WORKERS) --dist loadfile || status=$$?; \
 	wait $$venv_lsc || status=$$?; \

@@ -67,9 +67,13 @@ class ProcessStack:
         self.temporal: subprocess.Popen[bytes] | None = None
         self.worker: subprocess.Popen[bytes] | None = None
         self.api: subprocess.Popen[bytes] | None = None
-        self.start_temporal()
-        self.start_worker()
-        self.start_api()
+        try:
+            self.start_temporal()
+            self.start_worker()
+            self.start_api()
+        except BaseException:  # a start that failed (a service not up in time) leaves none of them running
+            self.close()
+            raise
 
     @property
     def model_url(self) -> str:
