@@ -23,7 +23,7 @@ from activities.documents import DocumentActivities
 from activities.inference import InferenceActivities
 from activities.ingestion import IngestionActivities
 from activities.knowledge_search import KnowledgeSearch
-from activities.retention import KnowledgeRetention, RetentionActivities
+from activities.retention import KnowledgeRetention, RetentionActivities, WebhookErasure
 from activities.shields import ShieldActivities
 from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
@@ -52,6 +52,7 @@ from store.wake import WakeSender, wake_dir
 from store.webhooks import WebhookStore
 from tool_runtime.catalog import ToolCatalog
 from tool_runtime.credential_seal import CredentialSeal
+from webhooks.dispatch import DeliveryStarter
 from webhooks.secrets import SecretSeal
 from workflows.compaction import CompactionWorkflow
 from workflows.ingestion import IngestFileWorkflow
@@ -88,9 +89,12 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     compaction_seal = CompactionSeal(settings.credentials_key) if settings.credentials_key else None
     compaction = CompactionActivities(store, models, compaction_seal, settings.max_history_bytes)
     blobs = blob_store(settings.store_url, store.database, settings.blob_dir)
-    retention = RetentionActivities(store, client, KnowledgeRetention(FileStore(store.database), vector_stores, blobs))
+    knowledge_retention = KnowledgeRetention(FileStore(store.database), vector_stores, blobs)
+    webhook_store = WebhookStore(store.database)
+    webhook_erasure = WebhookErasure(webhook_store, DeliveryStarter(client, settings.task_queue, webhook_store))
+    retention = RetentionActivities(store, client, knowledge_retention, webhook_erasure, settings)
     webhooks = WebhookDeliveryActivities(
-        WebhookStore(store.database),
+        webhook_store,
         outbound_from(settings),
         SecretSeal(settings.credentials_key) if settings.credentials_key else None,
         settings.webhook_retry_delays,
@@ -128,6 +132,7 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
             ingestion.finish_file,
             compaction.write_summary,
             compaction.compact_turn,
+            retention.retention_policy,
             retention.prune_expired,
             retention.stop_tenant_turns,
             retention.erase_tenant_batch,

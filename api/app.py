@@ -96,7 +96,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except MissingSearchAttributes as missing:
             log.error("%s", missing)  # the message, before uvicorn's traceback of the failed start
             raise
-        await ensure_retention_schedule(client, config)
+        if config.worker_in_api:  # the retention schedule is the workers' (workflows/retention_schedule.py)
+            await ensure_retention_schedule(client, config)
         store = Store(database)
         events = EventHub(store)
         poller = asyncio.create_task(events.run())
@@ -123,9 +124,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         webhook_store = WebhookStore(database)
         starter = dispatch.DeliveryStarter(client, config.task_queue, webhook_store)
         app.state.webhooks = webhook_endpoints.Webhooks(config, webhook_store, starter, outbound_from(config))
-        outbox = dispatch.sweep_forever(
-            starter, webhook_store, config.webhook_sweep_interval, config.webhook_log_retention
-        )
+        outbox = dispatch.sweep_forever(starter, config.webhook_sweep_interval)
         app.state.knowledge = knowledge = knowledge_for(config, database, client)
         background = [poller, asyncio.create_task(outbox)]
         if config.unstarted_turn_sweep is not None:

@@ -221,7 +221,16 @@ def _headers_by_url(raw: Any) -> dict[str, dict[str, str]]:
     return raw
 
 
-RETENTION_KINDS = ("responses", "conversations", "sessions", "turns", "compactions", "files", "vector_stores")
+RETENTION_KINDS = (
+    "responses",
+    "conversations",
+    "sessions",
+    "turns",
+    "compactions",
+    "webhook_deliveries",
+    "files",
+    "vector_stores",
+)
 """The kinds store/retention.py registers, then store/knowledge_retention.py's; a kind added there is added here."""
 
 
@@ -408,8 +417,9 @@ class Settings(BaseSettings):
     Unset: only requests with `context_management` compact."""
     retention: Annotated[dict[str, timedelta], NoDecode, BeforeValidator(_retention)] = Field(default_factory=dict)
     """Time-to-live by kind, `kind=seconds,…` (kinds: responses, conversations, sessions, turns, compactions,
-    files, vector_stores; docs/retention.md); a Temporal Schedule deletes what is older. Empty: everything is
-    kept."""
+    webhook_deliveries, files, vector_stores; docs/retention.md); a Temporal Schedule deletes what is older,
+    with the TTLs of the worker that runs it. Empty: everything is kept (but the webhook delivery log, and
+    what has its own `expires_after`)."""
     retention_period: PositiveSeconds = 3600.0
     """Seconds between two retention sweeps (the Schedule's interval)."""
     retention_batch: PositiveInt = 500
@@ -430,7 +440,8 @@ class Settings(BaseSettings):
     webhook_sweep_interval: PositiveSeconds = 30.0
     """How often each API process starts delivery workflows that a crash left unstarted (and once at start)."""
     webhook_log_retention: PositiveSeconds = 30 * 24 * 3600.0
-    """Seconds webhook events, their deliveries and attempts are kept (the delivery log) once none is pending."""
+    """Seconds webhook events, their deliveries and attempts are kept (the delivery log) once none is pending;
+    `webhook_deliveries` in DA_RETENTION overrides it."""
     # Knowledge: files, vector stores, embeddings (docs/knowledge.md).
     default_embedding_model: str = BUILTIN_EMBEDDING_MODEL_ID
     """The embedding model of a vector store whose creator names none: the built-in one, or the id of a

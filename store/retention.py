@@ -4,8 +4,8 @@ Each kind says how to delete a bounded batch of its rows that expired before a c
 oldest kept row is (`oldest`, a metric), and how to delete a bounded batch of one tenant's rows (`erase`).
 Each call is one transaction of at most `limit` rows (with what hangs off them: a turn's steps and events, a
 conversation's items), so neither a sweep nor an erasure holds the store for long, and either, cut short by
-a crash, simply goes on with the next batch. Kinds built elsewhere (files and vector stores, webhook
-delivery logs) join by registering an entry of their own in their module.
+a crash, simply goes on with the next batch. Files, vector stores and webhook endpoints are not entries here:
+their deletes reach beyond the store (blobs, workflows), so activities/retention.py runs them.
 
 Never pruned: a turn still running or paused (a paused turn is pruned only once it has ended — its own
 expiry ends it), and a response whose items its conversation has not yet taken in.
@@ -31,6 +31,7 @@ from store.tables import (
     ToolGroupRow,
     TurnRow,
 )
+from store.webhooks import erase_tenant_events, oldest_event, prune_delivery_log
 
 Prune = Callable[[Connection, datetime, int], int]
 Oldest = Callable[[Connection], datetime | None]
@@ -258,6 +259,9 @@ register(
         _erase_compactions,
     )
 )
+
+register(Kind("webhook_deliveries", prune_delivery_log, oldest_event, erase_tenant_events))
+"""Webhook events (the outbox) with their deliveries and attempts: the delivery log."""
 
 
 def unfinished_turns_of(tx: Connection, tenant: str, limit: int) -> list[str]:

@@ -497,33 +497,44 @@ class WebhookStore:
 
         await self.database.write(run)
 
-    async def prune(self, recorded_before: datetime, limit: int = 1000) -> int:
-        """Delete up to `limit` events recorded before then, with their deliveries and attempts, unless a
-        delivery of theirs is still pending; how many events went."""
-
-        def run(tx: Connection) -> int:
-            pending = select(WebhookDeliveryRow.event_id).where(
-                WebhookDeliveryRow.event_id == WebhookEventRow.event_id, WebhookDeliveryRow.status == PENDING
-            )
-            old = list(
-                tx.scalars(
-                    select(WebhookEventRow.event_id)
-                    .where(WebhookEventRow.created_at < recorded_before, ~pending.exists())
-                    .limit(limit)
-                )
-            )
-            if old:
-                deliveries = select(WebhookDeliveryRow.delivery_id).where(WebhookDeliveryRow.event_id.in_(old))
-                tx.execute(delete(WebhookAttemptRow).where(WebhookAttemptRow.delivery_id.in_(deliveries)))
-                tx.execute(delete(WebhookDeliveryRow).where(WebhookDeliveryRow.event_id.in_(old)))
-                tx.execute(delete(WebhookEventRow).where(WebhookEventRow.event_id.in_(old)))
-            return len(old)
-
-        return await self.database.write(run)
-
     async def oldest_pending(self) -> datetime | None:
         query = select(func.min(WebhookDeliveryRow.pending_since)).where(WebhookDeliveryRow.status == PENDING)
         return await self.database.read(lambda tx: tx.scalar(query))
+
+
+def _delete_events(tx: Connection, events: list[str]) -> int:
+    """These events with their deliveries and those deliveries' attempts (the delivery log)."""
+    if events:
+        deliveries = select(WebhookDeliveryRow.delivery_id).where(WebhookDeliveryRow.event_id.in_(events))
+        tx.execute(delete(WebhookAttemptRow).where(WebhookAttemptRow.delivery_id.in_(deliveries)))
+        tx.execute(delete(WebhookDeliveryRow).where(WebhookDeliveryRow.event_id.in_(events)))
+        tx.execute(delete(WebhookEventRow).where(WebhookEventRow.event_id.in_(events)))
+    return len(events)
+
+
+def prune_delivery_log(tx: Connection, recorded_before: datetime, limit: int) -> int:
+    """Up to `limit` events recorded before then whose deliveries have all ended, with their delivery log."""
+    pending = select(WebhookDeliveryRow.event_id).where(
+        WebhookDeliveryRow.event_id == WebhookEventRow.event_id, WebhookDeliveryRow.status == PENDING
+    )
+    old = select(WebhookEventRow.event_id).where(WebhookEventRow.created_at < recorded_before, ~pending.exists())
+    return _delete_events(tx, list(tx.scalars(old.order_by(WebhookEventRow.created_at).limit(limit))))
+
+
+def erase_tenant_events(tx: Connection, tenant: str, limit: int) -> int:
+    """Up to `limit` of the tenant's events (the outbox), with their delivery log, pending or not: an erasure
+    deletes the tenant's endpoints first, which stops the workflows of its pending deliveries."""
+    events = select(WebhookEventRow.event_id).where(WebhookEventRow.tenant_id == tenant).limit(limit)
+    return _delete_events(tx, list(tx.scalars(events)))
+
+
+def oldest_event(tx: Connection) -> datetime | None:
+    return tx.scalar(select(func.min(WebhookEventRow.created_at)))
+
+
+def tenant_endpoints(tx: Connection, tenant: str, limit: int) -> list[str]:
+    query = select(WebhookEndpointRow.endpoint_id).where(WebhookEndpointRow.tenant_id == tenant).limit(limit)
+    return list(tx.scalars(query))
 
 
 def _signing(current: str, previous: str | None, previous_until: datetime | None) -> list[str]:

@@ -176,9 +176,11 @@ class Stack:
         finally:
             server.stop()
 
-    def start_worker(self) -> None:
+    def start_worker(self, settings: Settings | None = None) -> None:
+        """The stack's worker, with the stack's settings or these (a worker of another configuration)."""
+
         async def start() -> None:
-            self._worker = build_worker(self.client, self.settings, self.store, sandboxed_runner())
+            self._worker = build_worker(self.client, settings or self.settings, self.store, sandboxed_runner())
             self._worker_task = asyncio.create_task(self._worker.run())
 
         self.background.run(start())
