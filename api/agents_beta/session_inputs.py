@@ -25,7 +25,7 @@ from api.guards.tenancy import PrincipalDep
 from api.responses.errors import OpenAIError, invalid
 from api.services import Services, ServicesDep
 from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
-from domain.content import TextContentItem, ToolResponse
+from domain.content import InterleavedContent, TextContentItem, ToolResponse
 from domain.turns import TurnStatus
 from store.agent_sessions import BetaSessionRecord
 from tool_runtime.output_limit import truncate_content
@@ -135,7 +135,7 @@ async def _tool_result(services: Services, record: BetaSessionRecord, event: dic
     responses = []
     for pending, call in calls.items():
         body, is_error = results[pending]
-        value = body if isinstance(body, str) else [TextContentItem.model_validate(part) for part in body]
+        value: InterleavedContent = body if isinstance(body, str) else [TextContentItem.model_validate(p) for p in body]
         responses.append(
             ToolResponse(
                 call_id=pending,

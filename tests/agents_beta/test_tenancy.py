@@ -80,7 +80,7 @@ def test_another_tenant_gets_404_everywhere_and_the_owner_loses_nothing(keyed_ap
             break
         time.sleep(0.05)
     (action,) = session.required_actions
-    ids = {"agent_id": agent.id, "session_id": session.id, "turn_id": action.turn_id, "call_id": action.call_id}  # type: ignore[union-attr]
+    ids = {"agent_id": agent.id, "session_id": session.id, "turn_id": action.turn_id, "call_id": action.call_id}
     unknown = {key: f"{value[:5]}unknown" for key, value in ids.items()}
     with httpx.Client(
         base_url=keyed_api, timeout=30, headers={"Authorization": f"Bearer {OTHER_KEY}", **BETA}
