@@ -146,10 +146,13 @@ async def _tool_result(services: Services, record: BetaSessionRecord, event: dic
         )
     try:
         await services.turns.submit(turn_id, ToolResponsesSubmission(tool_responses=responses))
-    except (ResumeRejected, TurnNotRunning) as refused:
-        if await services.store.turn_status(turn_id) != TurnStatus.AWAITING_INPUT:
-            return  # another post of the same results resumed it meanwhile
-        raise invalid(f"Turn {turn_id} did not take the results: {refused}", "events") from refused
+    except ResumeRejected as refused:
+        if not refused.conflict:
+            raise invalid(f"Turn {turn_id} did not take the results: {refused}", "events") from refused
+        # It no longer waits: these results resumed it already (an attempt of the update that reached the
+        # workflow while a worker was being replaced), or another post of them did.
+    except TurnNotRunning as gone:
+        raise invalid(f"Turn {turn_id} has ended; its calls wait for nothing.", "events") from gone
     except TurnUnavailable as unavailable:
         raise OpenAIError(503, str(unavailable)) from unavailable
     await sessions.forget_tool_results(turn_id)

@@ -43,12 +43,13 @@ def sdk(processes: ProcessStack) -> OpenAI:
 def follow(
     processes: ProcessStack, session_id: str, until: Callable[[list[dict[str, Any]]], bool]
 ) -> list[dict[str, Any]]:
-    """The session's events until `until` says so, reconnecting after `Last-Event-ID` whenever the connection
-    drops (the API was killed) or cannot be made yet (it is starting again)."""
+    """The session's events from its first turn's start until `until` says so, reconnecting after
+    `Last-Event-ID` whenever the connection drops (the API was killed) or cannot be made yet (it is starting)."""
     events: list[dict[str, Any]] = []
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        headers = BETA | ({"Last-Event-ID": events[-1]["event_id"]} if events else {})
+        after = events[-1]["event_id"] if events else f"{session_id}:created"  # the first turn from its start
+        headers = BETA | {"Last-Event-ID": after}
         try:
             with httpx.stream(
                 "GET", f"{processes.url}/v1/agents/sessions/{session_id}/events", headers=headers, timeout=60
