@@ -4,6 +4,7 @@ waits with no connection open, cancel, and the refusals a caller can act on."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -219,3 +220,24 @@ def test_refusals_say_what_to_change(client: OpenAI, stack: Stack) -> None:
         sessions.create(environment=NONE, agent={"model": "no-such-model"}, input="x")
     with pytest.raises(openai.NotFoundError, match="hosted environments"):
         client.beta.agents.environments.list()
+
+
+def test_an_operator_finds_a_sessions_turns_in_temporal(client: OpenAI, model: ScriptedModel, stack: Stack) -> None:
+    model.script(text("one"), text("two"))
+    agent = client.beta.agents.create(model=SCRIPTED_MODEL)
+    session = client.beta.agents.sessions.create(environment=NONE, agent_id=agent.id, input="first")
+    wait_status(client, session.id, "idle")
+    with client.beta.agents.sessions.stream(session.id, input="second") as stream:
+        stream.until_done()
+    turns = {f"turn-{turn.id}" for turn in client.beta.agents.sessions.turns.list(session.id)}
+
+    async def found(query: str) -> set[str]:
+        for _ in range(50):  # visibility catches up within moments
+            ids = {execution.id async for execution in stack.client.list_workflows(query)}
+            if len(ids) >= len(turns):
+                return ids
+            await asyncio.sleep(0.2)
+        return ids
+
+    assert stack.background.run(found(f'SessionId = "{session.id}"')) == turns
+    assert stack.background.run(found(f'AgentId = "{agent.id}"')) == turns
