@@ -8,6 +8,7 @@ import asyncio
 import time
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from openai import OpenAI
@@ -268,3 +269,26 @@ def test_sessions_keep_metadata_and_spend_control_and_list_by_agent_and_metadata
     assert sessions.delete(other.id).deleted is True
     with pytest.raises(openai.NotFoundError):
         sessions.retrieve(other.id)
+
+
+def test_a_stream_resumed_after_any_event_gives_exactly_the_rest(
+    client: OpenAI, model: ScriptedModel, stack: Stack
+) -> None:
+    model.script(text("one two three four five"))
+    events = list(
+        client.beta.agents.sessions.create(environment=NONE, agent={"model": SCRIPTED_MODEL}, input="x", stream=True)
+    )
+    session_id = events[0].session.id
+    whole = [event.event_id for event in events]
+    path = f"{stack.base_url}/v1/agents/sessions/{session_id}/events"
+    for cut in (0, 3, len(whole) // 2, len(whole) - 2):
+        with httpx.stream(
+            "GET", path, headers={"OpenAI-Beta": "agents=v1", "Last-Event-ID": whole[cut]}, timeout=30
+        ) as answer:
+            rest: list[str] = []
+            for line in answer.iter_lines():
+                if line.startswith("id: "):
+                    rest.append(line.removeprefix("id: "))
+                if len(rest) == len(whole) - cut - 1:
+                    break
+        assert rest == whole[cut + 1 :], cut
