@@ -292,3 +292,17 @@ def test_a_stream_resumed_after_any_event_gives_exactly_the_rest(
                 if len(rest) == len(whole) - cut - 1:
                     break
         assert rest == whole[cut + 1 :], cut
+
+
+def test_a_turn_waiting_for_a_result_can_be_cancelled(client: OpenAI, model: ScriptedModel) -> None:
+    model.script(tool_call("get_weather", {"city": "Rome"}), text("Next."))
+    session = client.beta.agents.sessions.create(
+        environment=NONE, agent={"model": SCRIPTED_MODEL, "tools": [WEATHER]}, input="Rome?"
+    )
+    assert len(wait_status(client, session.id, "requires_action").required_actions) == 1
+    client.beta.agents.sessions.events.create(session.id, events=[{"type": "agent.session.input.cancel"}])
+    idle = wait_status(client, session.id, "idle")
+    assert idle.status == "idle" and idle.required_actions == []
+    assert client.beta.agents.sessions.turns.list(session.id).data[0].status == "cancelled"
+    with client.beta.agents.sessions.stream(session.id, input="go on") as stream:  # the session takes input again
+        assert stream.get_final_result().output_text.strip() == "Next."
