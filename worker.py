@@ -24,6 +24,7 @@ from activities.inference import InferenceActivities
 from activities.ingestion import IngestionActivities
 from activities.retention import KnowledgeRetention, RetentionActivities
 from activities.shields import ShieldActivities
+from activities.spend import SpendActivities
 from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
 from activities.webhook_delivery import WebhookDeliveryActivities
@@ -45,6 +46,7 @@ from providers.registry import ModelRegistry
 from store.database import open_database
 from store.files import FileStore
 from store.repository import Store
+from store.spend import SpendStore
 from store.upgrade import StoreNotUpgradable, upgrade_store
 from store.vector_stores import VectorStores
 from store.wake import WakeSender, wake_dir
@@ -77,6 +79,7 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     inference = InferenceActivities(store, models, settings.max_history_bytes)
     shields = ShieldActivities(store, models, settings)
     progress = TurnProgressActivities(store)
+    spend = SpendActivities(SpendStore(store.database))
     seal = CredentialSeal(settings.credentials_key) if settings.credentials_key else None
     tools = ToolActivities(store, ToolCatalog.from_settings(store, settings), settings.max_tool_output_chars, seal)
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
@@ -113,6 +116,7 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
             inference.infer,
             progress.save_turn_progress,
             progress.load_turn_steps,
+            spend.check_session_spend,
             documents.fetch_documents,
             tools.resolve_tools,
             tools.list_mcp_server,
