@@ -26,6 +26,7 @@ from activities.retention import KnowledgeRetention, RetentionActivities
 from activities.shields import ShieldActivities
 from activities.spend import SpendActivities
 from activities.tools import ToolActivities
+from api.agents_beta.automation_delivery import AutomationDeliveries, worker_services
 from activities.turn_progress import TurnProgressActivities
 from activities.webhook_delivery import WebhookDeliveryActivities
 from compaction.seal import CompactionSeal
@@ -45,6 +46,7 @@ from outbound.http import outbound_from
 from providers.registry import ModelRegistry
 from store.database import open_database
 from store.files import FileStore
+from store.automations import AutomationStore
 from store.repository import Store
 from store.spend import SpendStore
 from store.upgrade import StoreNotUpgradable, upgrade_store
@@ -54,6 +56,7 @@ from store.webhooks import WebhookStore
 from tool_runtime.catalog import ToolCatalog
 from tool_runtime.credential_seal import CredentialSeal
 from webhooks.secrets import SecretSeal
+from workflows.automation_run import AutomationRun
 from workflows.compaction import CompactionWorkflow
 from workflows.ingestion import IngestFileWorkflow
 from workflows.retention import RetentionSweep, TenantErasure
@@ -80,6 +83,8 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     shields = ShieldActivities(store, models, settings)
     progress = TurnProgressActivities(store)
     spend = SpendActivities(SpendStore(store.database))
+    # Automations create and feed Agents API sessions through the same session service as the API's routes.
+    automations = AutomationDeliveries(worker_services(client, settings, store), AutomationStore(store.database))
     seal = CredentialSeal(settings.credentials_key) if settings.credentials_key else None
     tools = ToolActivities(store, ToolCatalog.from_settings(store, settings), settings.max_tool_output_chars, seal)
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
@@ -111,6 +116,7 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
             CompactionWorkflow,
             RetentionSweep,
             TenantErasure,
+            AutomationRun,
         ],
         activities=[
             inference.infer,
@@ -131,6 +137,8 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
             retention.prune_expired,
             retention.stop_tenant_turns,
             retention.erase_tenant_batch,
+            automations.deliver_automation,
+            automations.fail_automation_invocation,
         ],
         # Cancellation reaches a model call through its heartbeat: send one at least every second.
         max_heartbeat_throttle_interval=timedelta(seconds=1),
