@@ -26,9 +26,9 @@ from activities.retention import KnowledgeRetention, RetentionActivities
 from activities.shields import ShieldActivities
 from activities.spend import SpendActivities
 from activities.tools import ToolActivities
-from api.agents_beta.automation_delivery import AutomationDeliveries, worker_services
 from activities.turn_progress import TurnProgressActivities
 from activities.webhook_delivery import WebhookDeliveryActivities
+from api.agents_beta.automation_delivery import AutomationDeliveries, worker_services
 from compaction.seal import CompactionSeal
 from configuration.loading import get_settings
 from configuration.settings import Settings
@@ -44,9 +44,9 @@ from observability.tracing import setup_tracing
 from observability.worker_metrics import serve_worker_metrics
 from outbound.http import outbound_from
 from providers.registry import ModelRegistry
+from store.automations import AutomationStore
 from store.database import open_database
 from store.files import FileStore
-from store.automations import AutomationStore
 from store.repository import Store
 from store.spend import SpendStore
 from store.upgrade import StoreNotUpgradable, upgrade_store

@@ -26,9 +26,11 @@ def spend_control_view(spend: SessionSpend) -> dict[str, Any]:
     return {"limit": spend.limit_cents, "consumed": spend.consumed_cents}
 
 
-def budget_reached(spend: SessionSpend) -> bool:
-    """The session is `budget_reached`: its spend is at its limit (a turn of it waits, or the next would)."""
-    return spend.reached
+def with_spend(session: dict[str, Any], spend: SessionSpend) -> dict[str, Any]:
+    """The session object with its spend as the ledger has it; an idle session whose spend is at its limit is
+    `budget_reached` (its next turn would wait at its first model call)."""
+    status = "budget_reached" if session["status"] == "idle" and spend.reached else session["status"]
+    return session | {"status": status, "spend_control": spend_control_view(spend)}
 
 
 async def change_spend_limit(
