@@ -13,7 +13,7 @@ from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import PRICED_MODEL, SCRIPTED_MODEL
 
 NONE: Any = {"type": "none"}
-WEATHER = {
+WEATHER: Any = {
     "type": "function",
     "name": "get_weather",
     "description": "The weather in a city.",
@@ -88,7 +88,7 @@ def test_a_session_at_its_limit_waits_and_the_same_turn_finishes_once_the_limit_
     turns = client.beta.agents.sessions.turns.list(held.id).data
     assert [(t.id, t.status) for t in turns] == [(turn.id, "completed")]  # the same turn, finished
     items = client.beta.agents.sessions.items.list(held.id, order="asc").data
-    assert items[-1].type == "message" and "sunny" in items[-1].content[0].text  # type: ignore[union-attr]
+    assert items[-1].type == "message" and "sunny" in items[-1].content[0].text
     assert done.spend_control is not None and (done.spend_control.consumed or 0) > consumed
 
 
