@@ -63,7 +63,7 @@ def test_a_periodic_automation_paused_resumed_and_invoked_delivers_a_turn_each_t
         metadata={"team": "ops"},
     )
     assert created.object == "agent.automation" and created.status == "active" and created.type == "periodic"
-    assert client.beta.agents.automations.retrieve(created.id).expression == "* * * * *"  # type: ignore[union-attr]
+    assert client.beta.agents.automations.retrieve(created.id).expression == "* * * * *"
     assert created.id in [found.id for found in client.beta.agents.automations.list().data]
 
     invoked = client.beta.agents.automations.invocations.create(created.id)
@@ -110,7 +110,7 @@ def test_a_once_automation_runs_at_its_time_then_completes(client: OpenAI, model
     created = client.beta.agents.automations.create(
         type="once", name="reminder", run_at=run_at, target=new_session_target("Remind me.")
     )
-    assert created.type == "once" and created.run_at == run_at  # type: ignore[union-attr]
+    assert created.type == "once" and created.run_at == run_at
     scheduled = wait_invocation(client, created.id, 40, status="completed")
     assert scheduled is not None, "the one-time automation did not run"
     assert scheduled.scheduled_at == run_at and scheduled.source.type == "automation"
@@ -153,7 +153,7 @@ def test_an_existing_session_target_gets_a_turn_and_a_busy_session_skips_the_del
 
 
 def test_automations_refuse_what_cannot_run(client: OpenAI) -> None:
-    target = new_session_target("x")
+    target: Any = new_session_target("x")
     automations = client.beta.agents.automations
     with pytest.raises(openai.BadRequestError, match="5-field cron"):
         automations.create(type="periodic", name="n", expression="* * *", timezone="UTC", target=target)
@@ -161,9 +161,10 @@ def test_automations_refuse_what_cannot_run(client: OpenAI) -> None:
         automations.create(type="periodic", name="n", expression="* * * * *", timezone="Mars/Base", target=target)
     with pytest.raises(openai.BadRequestError, match="future"):
         automations.create(type="once", name="n", run_at=int(time.time()) - 10, target=target)
+    no_environment: Any = {**target, "environment": None}
     with pytest.raises(openai.BadRequestError, match="environment"):
-        automations.create(type="once", name="n", run_at=int(time.time()) + 600, target={**target, "environment": None})
-    saved_agent = {**target, "agent": None, "agent_id": "agent_x"}
+        automations.create(type="once", name="n", run_at=int(time.time()) + 600, target=no_environment)
+    saved_agent: Any = {**target, "agent": None, "agent_id": "agent_x"}
     with pytest.raises(openai.NotFoundError):
         automations.create(type="once", name="n", run_at=int(time.time()) + 600, target=saved_agent)
     with pytest.raises(openai.NotFoundError):
