@@ -433,11 +433,11 @@ class Settings(BaseSettings):
     retention_period: PositiveSeconds = 3600.0
     """Seconds between two retention sweeps (the Schedule's interval)."""
     retention_batch: PositiveInt = 500
-    automation_catchup_window: PositiveSeconds = Field(default=3600.0, ge=10)
-    """Seconds after its time within which an Agents API automation's occurrence that was missed (the whole
-    stack was down) still runs when Temporal is back: once, however many fell in the window (docs/agents-api.md);
-    older ones are skipped. Temporal's minimum is 10."""
     """Rows one retention or erasure transaction deletes at most."""
+    automation_catchup_window: PositiveSeconds = Field(default=3600.0, ge=10)
+    """Seconds after its time within which an Agents API automation's occurrence missed while Temporal was down
+    still runs when it is back: once, however many fell in the window; older ones are skipped
+    (docs/agents-spend-and-automations.md). Temporal's minimum is 10."""
     operator_key: str | None = Field(default=None, repr=False)
     """Bearer token of the operator routes (`/v1/operator/…`: erase a tenant); unset: those routes are off."""
     session_compact_threshold: PositiveInt | None = None
