@@ -15,7 +15,9 @@ from api.responses.errors import OpenAIError, not_found
 from api.services import ServicesDep
 from store.agent_sessions import BetaAgentRecord
 
-router = beta_router(tags=["agents (beta)"])
+router = beta_router(tags=["agents (beta)"], include_in_schema=False)
+"""Left out of the OpenAPI document: its paths and methods are the llama-stack dialect's, which the document
+describes; docs/agents-api.md describes these."""
 
 
 def _shown(record: BetaAgentRecord) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from api.guards.tenancy import PrincipalDep
 from api.responses.errors import OpenAIError, invalid
 from api.services import Services, ServicesDep
 from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
-from domain.content import TextContentItem, ToolResponse
+from domain.content import InterleavedContent, TextContentItem, ToolResponse
 from domain.turns import TurnStatus
 from store.agent_sessions import BetaSessionRecord
 from tool_runtime.output_limit import truncate_content
@@ -135,7 +135,7 @@ async def _tool_result(services: Services, record: BetaSessionRecord, event: dic
     responses = []
     for pending, call in calls.items():
         body, is_error = results[pending]
-        value = body if isinstance(body, str) else [TextContentItem.model_validate(part) for part in body]
+        value: InterleavedContent = body if isinstance(body, str) else [TextContentItem.model_validate(p) for p in body]
         responses.append(
             ToolResponse(
                 call_id=pending,
@@ -146,10 +146,13 @@ async def _tool_result(services: Services, record: BetaSessionRecord, event: dic
         )
     try:
         await services.turns.submit(turn_id, ToolResponsesSubmission(tool_responses=responses))
-    except (ResumeRejected, TurnNotRunning) as refused:
-        if await services.store.turn_status(turn_id) != TurnStatus.AWAITING_INPUT:
-            return  # another post of the same results resumed it meanwhile
-        raise invalid(f"Turn {turn_id} did not take the results: {refused}", "events") from refused
+    except ResumeRejected as refused:
+        if not refused.conflict:
+            raise invalid(f"Turn {turn_id} did not take the results: {refused}", "events") from refused
+        # It no longer waits: these results resumed it already (an attempt of the update that reached the
+        # workflow while a worker was being replaced), or another post of them did.
+    except TurnNotRunning as gone:
+        raise invalid(f"Turn {turn_id} has ended; its calls wait for nothing.", "events") from gone
     except TurnUnavailable as unavailable:
         raise OpenAIError(503, str(unavailable)) from unavailable
     await sessions.forget_tool_results(turn_id)

@@ -25,7 +25,7 @@ def test_agents_crud_keeps_omitted_fields_clears_nulls_and_replaces_metadata(cli
     made = agents.create(
         model=SCRIPTED_MODEL, name="helper", instructions="Be brief.", metadata={"team": "a", "tier": "1"}, tools=[TOOL]
     )
-    assert made.object == "agent" and made.id.startswith("agent_") and made.tools[0].name == "lookup"  # type: ignore[union-attr]
+    assert made.object == "agent" and made.id.startswith("agent_") and made.tools[0].name == "lookup"
     assert made.text.verbosity == "medium" and made.multi_agent.enabled is False
 
     updated = agents.update(made.id, metadata={"team": "b"}, instructions=None)
@@ -39,7 +39,7 @@ def test_agents_crud_keeps_omitted_fields_clears_nulls_and_replaces_metadata(cli
     with pytest.raises(openai.BadRequestError, match="not configured"):
         agents.update(made.id, model="no-such-model")
     with pytest.raises(openai.BadRequestError, match="computer_use"):
-        agents.create(model=SCRIPTED_MODEL, tools=[{"type": "computer_use"}])  # type: ignore[list-item]
+        agents.create(model=SCRIPTED_MODEL, tools=[{"type": "computer_use"}])
 
     assert agents.delete(made.id).deleted is True
     with pytest.raises(openai.NotFoundError):
