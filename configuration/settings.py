@@ -94,7 +94,7 @@ class ModelSpec(BaseModel):
     timeout_seconds: float = Field(default=120.0, gt=0)
     """The model client's timeout in seconds (to connect, and between bytes of the reply); Temporal retries a call
     that times out."""
-    pricing: ModelPricing = Field(default_factory=ModelPricing)
+    pricing: ModelPricing | None = None
     """`{"input": USD, "output": USD}` per million tokens, as the provider reports them used; unset: free (a local
     model). Agents API sessions with a `spend_control` limit pause when their calls' cost reaches it."""
 

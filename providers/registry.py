@@ -30,7 +30,7 @@ class ModelRegistry:
     def pricing(self, model_id: str) -> ModelPricing:
         """What the model's tokens cost (free unless its spec says otherwise)."""
         spec = self._settings.model(model_id)
-        return spec.pricing if spec is not None else ModelPricing()
+        return spec.pricing if spec is not None and spec.pricing is not None else ModelPricing()
 
 
 def _build(spec: ModelSpec) -> ChatModel:

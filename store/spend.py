@@ -75,7 +75,11 @@ class SpendStore:
     async def check(self, session_id: str, turn_id: str) -> SessionSpend:
         """Before a model call of `turn_id`: the session's spend, with the turn named as waiting when the limit is
         reached (and its name cleared when not). The row is locked by the first statement, so a concurrent
-        `set_limit` either comes first (and this sees its limit) or second (and sees the waiting turn)."""
+        `set_limit` either comes first (and this sees its limit) or second (and sees the waiting turn).
+        A session that never had a limit is answered by a read: no write per model call."""
+        limited = select(SessionBudgetRow.session_id).where(SessionBudgetRow.session_id == session_id)
+        if await self.database.read(lambda tx: tx.execute(limited).first()) is None:
+            return SessionSpend()
 
         def check(tx: Connection) -> SessionSpend:
             limit = tx.execute(
