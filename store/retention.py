@@ -19,6 +19,13 @@ from datetime import datetime
 
 from sqlalchemy import Connection, and_, delete, exists, func, or_, select
 
+from store.agent_session_tables import (
+    BetaAgentRow,
+    BetaInputKeyRow,
+    BetaSessionRow,
+    BetaSessionTurnRow,
+    BetaToolResultRow,
+)
 from store.records import FINAL_STATUSES
 from store.rows import delete_turns
 from store.tables import (
@@ -272,3 +279,24 @@ def unfinished_turns_of(tx: Connection, tenant: str, limit: int) -> list[str]:
         .limit(limit)
     )
     return _ids(tx, query)
+
+
+# --- Agents API (beta) agents and sessions: kept until deleted; their turns go as the tenant's detached turns
+
+
+def _erase_agent_sessions(tx: Connection, tenant: str, limit: int) -> int:
+    sessions = _ids(tx, select(BetaSessionRow.session_id).where(BetaSessionRow.tenant_id == tenant).limit(limit))
+    if sessions:
+        turns = _ids(tx, select(BetaSessionTurnRow.turn_id).where(BetaSessionTurnRow.session_id.in_(sessions)))
+        tx.execute(delete(BetaToolResultRow).where(BetaToolResultRow.turn_id.in_(turns)))
+        tx.execute(delete(BetaSessionTurnRow).where(BetaSessionTurnRow.session_id.in_(sessions)))
+        tx.execute(delete(BetaInputKeyRow).where(BetaInputKeyRow.session_id.in_(sessions)))
+        tx.execute(delete(BetaSessionRow).where(BetaSessionRow.session_id.in_(sessions)))
+        return len(sessions)
+    agents = _ids(tx, select(BetaAgentRow.agent_id).where(BetaAgentRow.tenant_id == tenant).limit(limit))
+    if agents:
+        tx.execute(delete(BetaAgentRow).where(BetaAgentRow.agent_id.in_(agents)))
+    return len(agents)
+
+
+register(Kind("agent_sessions", None, None, _erase_agent_sessions))

@@ -9,9 +9,9 @@ which keep answering exactly as before. The routes are registered first, literal
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Header
 from fastapi.routing import APIRoute
 from starlette.routing import Match
 from starlette.types import Scope
@@ -36,5 +36,19 @@ class AgentsBetaRoute(APIRoute):
         return super().matches(scope)
 
 
+async def _beta_header(
+    openai_beta: Annotated[
+        str,
+        Header(
+            alias="OpenAI-Beta",
+            description="`agents=v1`: the openai SDK sends it with every Agents API call",
+            json_schema_extra={"enum": ["agents=v1"]},
+        ),
+    ],
+) -> None:
+    """Declares the header in the OpenAPI document; the route's match has already required it."""
+
+
 def beta_router(**kwargs: Any) -> APIRouter:
-    return APIRouter(route_class=AgentsBetaRoute, responses=ERROR_RESPONSES, **kwargs)
+    dependencies = [Depends(_beta_header)]
+    return APIRouter(route_class=AgentsBetaRoute, responses=ERROR_RESPONSES, dependencies=dependencies, **kwargs)

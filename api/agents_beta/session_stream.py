@@ -22,7 +22,9 @@ from api.streams.event_stream import KEEPALIVE_SECONDS, is_final, tail_events
 from api.turns.stuck import still_running
 from store.agent_sessions import BetaSessionRecord, SessionTurnRecord
 
-NEXT_TURN_POLL_SECONDS = 0.05
+NEXT_TURN_POLL_SECONDS = (0.01, 0.25)
+"""Polls for a session's next turn start this often and back off to this: a follower of an idle session costs
+a small query four times a second, and input posted just after a stream opens is seen within milliseconds."""
 STOPPED_TURN_WAIT_SECONDS = 0.5
 
 
@@ -100,6 +102,7 @@ async def _next_turn(services: Services, session_id: str, ordinal: int) -> Async
     """Yield the session's turn numbered `ordinal` once it exists, and None whenever a keepalive is due."""
     loop = asyncio.get_running_loop()
     quiet_since = loop.time()
+    delay, slowest = NEXT_TURN_POLL_SECONDS
     while True:
         found = await services.store.agent_sessions.session_turns(session_id, ordinal)
         if found:
@@ -108,7 +111,8 @@ async def _next_turn(services: Services, session_id: str, ordinal: int) -> Async
         if loop.time() - quiet_since >= KEEPALIVE_SECONDS:
             quiet_since = loop.time()
             yield None
-        await asyncio.sleep(NEXT_TURN_POLL_SECONDS)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, slowest)
 
 
 async def _turn_events(

@@ -79,7 +79,9 @@ async def replayed(services: Services, record: BetaSessionRecord, turn: SessionT
     stored = await services.store.turn_status(turn.turn_id)
     for event in events:
         renderer.feed(event.body, stored if "error" in event.body else None)
-    if not renderer.finished and stored is not None and stored.is_final:
+    if stored is None:  # its rows are gone (deleted with its session, or erased): nothing runs
+        renderer.status = "completed"
+    elif not renderer.finished and stored.is_final:
         renderer.status = _STORED_TURN_STATUS[stored]
         if renderer.status == "failed":
             found = await services.store.get_turn(None, turn.turn_id)

@@ -28,6 +28,7 @@ PREFIXES = (
     "/v1/embeddings",
     "/v1/files",
     "/v1/vector_stores",
+    "/v1/agents/sessions",  # the Agents API beta's own paths (no llama-stack agent is named `sessions`)
 )
 
 _TYPES = {

@@ -241,3 +241,30 @@ def test_an_operator_finds_a_sessions_turns_in_temporal(client: OpenAI, model: S
 
     assert stack.background.run(found(f'SessionId = "{session.id}"')) == turns
     assert stack.background.run(found(f'AgentId = "{agent.id}"')) == turns
+
+
+def test_sessions_keep_metadata_and_spend_control_and_list_by_agent_and_metadata(
+    client: OpenAI, model: ScriptedModel
+) -> None:
+    model.script(text("a"), text("b"), text("c"))
+    sessions = client.beta.agents.sessions
+    agent = client.beta.agents.create(model=SCRIPTED_MODEL, instructions="Saved.")
+    tagged = sessions.create(
+        environment=NONE, agent_id=agent.id, input="x", metadata={"team": "red"}, spend_control={"limit": 500}
+    )
+    assert tagged.spend_control is not None and tagged.spend_control.limit == 500
+    overridden = sessions.create(
+        environment=NONE, agent_id=agent.id, agent={"model": SCRIPTED_MODEL, "instructions": "Inline."}, input="y"
+    )
+    assert overridden.agent.id == agent.id and overridden.agent.instructions == "Inline."  # inline overrides
+    other = sessions.create(environment=NONE, agent={"model": SCRIPTED_MODEL}, input="z", metadata={"team": "blue"})
+    assert [s.id for s in sessions.list(agent_id=agent.id)] == [overridden.id, tagged.id]
+    red = sessions.list(metadata={"team": "red"}).data
+    assert [s.id for s in red] == [tagged.id] and other.id not in [s.id for s in red]
+
+    updated = sessions.update(tagged.id, metadata={"team": "green"}, spend_control=None)
+    assert updated.metadata == {"team": "green"} and updated.spend_control is not None
+    assert updated.spend_control.limit is None  # removed; nothing spent is reset
+    assert sessions.delete(other.id).deleted is True
+    with pytest.raises(openai.NotFoundError):
+        sessions.retrieve(other.id)
