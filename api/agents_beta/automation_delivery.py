@@ -17,7 +17,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.client import Client
 
-from api.agents_beta.automation_schedules import pause_schedule
+from api.agents_beta.automation_schedules import delete_schedule, pause_schedule
 from api.agents_beta.session_service import create_session, start_turn
 from api.agents_beta.wire import SessionCreate, parse
 from api.responses.errors import OpenAIError
@@ -72,7 +72,8 @@ class AutomationDeliveries:
     @activity.defn(name=DELIVER_AUTOMATION_ACTIVITY)
     async def deliver_automation(self, delivery: AutomationDelivery) -> AutomationDelivered:
         automation = await self._automations.get(None, delivery.automation_id)
-        if automation is None:
+        if automation is None:  # deleted (its tenant erased, say): its Schedule goes too
+            await delete_schedule(self._services.turns.client, delivery.automation_id)
             return AutomationDelivered(status="gone")
         now = datetime.now(UTC)
         scheduled = delivery.scheduled_at is not None

@@ -8,9 +8,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import openai
 import pytest
 from openai import OpenAI
+from sqlalchemy import select
 
+from store.automation_tables import AutomationRow
+from store.spend_tables import SessionBudgetRow
+from tests.operations.test_retention import OPERATOR_KEY, OPERATOR_PREFIX
 from tests.support.scripted_model import ScriptedModel, text
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
@@ -81,3 +86,31 @@ def test_another_tenant_gets_404_on_every_automation_route(keyed_api: str, model
     assert kept.name == "owned" and kept.status == "active"
     assert [found.id for found in owner.beta.agents.automations.list().data] == [automation.id]
     assert [i.id for i in owner.beta.agents.automations.invocations.list(automation.id).data] == [invocation.id]
+
+
+def test_an_erased_tenant_loses_its_automations_and_its_sessions_spend(stack: Stack, model: ScriptedModel) -> None:
+    keys = ("carol:key-carol-auto-0123",)
+    settings = stack.settings.model_copy(update={"api_keys": keys, "operator_key": OPERATOR_KEY})
+    model.script(text("Hi."))
+    with stack.other_api(settings) as url:
+        carol = OpenAI(base_url=f"{url}/v1", api_key="key-carol-auto-0123", max_retries=0)
+        agent: Any = {"model": SCRIPTED_MODEL}
+        session = carol.beta.agents.sessions.create(
+            environment={"type": "none"}, agent=agent, input="Hi", spend_control={"limit": 100}
+        )
+        target: Any = {"type": "existing_session", "session_id": session.id, "instructions": "x"}
+        automation = carol.beta.agents.automations.create(
+            type="periodic", name="n", expression="0 9 * * *", timezone="UTC", target=target
+        )
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {OPERATOR_KEY}"}, timeout=60) as operator:
+            erased = operator.delete(f"{OPERATOR_PREFIX}tenants/carol")
+        assert erased.status_code == 200 and erased.json()["deleted"]["automations"] == 1, erased.text
+        with pytest.raises(openai.NotFoundError):
+            carol.beta.agents.automations.retrieve(automation.id)
+
+    def left(tx: Any) -> list[int]:
+        automations = select(AutomationRow).where(AutomationRow.automation_id == automation.id)
+        budgets = select(SessionBudgetRow).where(SessionBudgetRow.session_id == session.id)
+        return [len(tx.execute(automations).all()), len(tx.execute(budgets).all())]
+
+    assert stack.background.run(stack.store.database.read(left)) == [0, 0]
