@@ -96,10 +96,10 @@ class AutomationDeliveries:
         )
         if claimed is None:
             return AutomationDelivered(status="gone")
+        if scheduled and automation.kind == "once":  # its one occurrence has come, delivered or skipped
+            await self._automations.set_status(automation.automation_id, "completed")
         if claimed.status != "queued":  # delivered (or skipped) by an earlier attempt
             return AutomationDelivered(status=claimed.status, session_id=claimed.session_id)
-        if scheduled and automation.kind == "once":
-            await self._automations.set_status(automation.automation_id, "completed")
         try:
             session_id = await self._deliver(automation, claimed)
         except OpenAIError as refused:
