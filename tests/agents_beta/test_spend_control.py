@@ -77,8 +77,20 @@ def test_a_session_at_its_limit_waits_and_the_same_turn_finishes_once_the_limit_
 ) -> None:
     held, consumed = paused_on_budget(client, model, limit_cents=1)
     [turn] = client.beta.agents.sessions.turns.list(held.id).data
+    kinds: list[str] = []
+    with client.beta.agents.sessions.events.stream(held.id) as stream:  # the held turn's events from its start
+        for event in stream:
+            kinds.append(event.type)
+            if event.type == "agent.session.budget_reached":
+                assert event.session.status == "budget_reached"
+                assert "agent.session.turn.completed" not in kinds
+                raised = client.beta.agents.sessions.update(held.id, spend_control={"limit": 1_000_000})
+            if event.type == "agent.session.idle":
+                break
+    reached = kinds.index("agent.session.budget_reached")
+    assert kinds.index("agent.session.requires_action") < reached
+    assert kinds.index("agent.session.in_progress", reached) < kinds.index("agent.session.turn.completed")
 
-    raised = client.beta.agents.sessions.update(held.id, spend_control={"limit": 1_000_000})
     assert raised.spend_control is not None and raised.spend_control.limit == 1_000_000
     assert raised.spend_control.consumed is not None and raised.spend_control.consumed >= consumed  # never reset
 
