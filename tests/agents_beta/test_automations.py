@@ -151,6 +151,14 @@ def test_an_existing_session_target_gets_a_turn_and_a_busy_session_skips_the_del
     assert [(i.id, i.status) for i in log] == [(first.id, "completed"), (second.id, "skipped")]
     assert client.beta.agents.automations.invocations.retrieve(second.id, automation_id=automation.id).id == second.id
 
+    client.beta.agents.sessions.delete(session.id)
+    third = client.beta.agents.automations.invocations.create(automation.id)
+    failed = wait_invocation(client, automation.id, 30, id=third.id)
+    assert failed is not None and failed.status == "failed" and failed.error is not None, failed
+    assert session.id in failed.error.message
+    paused = client.beta.agents.automations.retrieve(automation.id)
+    assert paused.status == "paused" and paused.pause_reason == "target_session_failed"
+
 
 def test_automations_refuse_what_cannot_run(client: OpenAI) -> None:
     target: Any = new_session_target("x")
