@@ -70,7 +70,7 @@ class BetaToolResultRow(Base):
 
     turn_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     call_id: Mapped[str] = mapped_column(String(200), primary_key=True)
-    content: Mapped[Any] = mapped_column(JSON)
+    content: Mapped[Any] = mapped_column(JSON, nullable=True)
     is_error: Mapped[bool] = mapped_column(Boolean, default=False)
 
 

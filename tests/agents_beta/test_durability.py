@@ -129,7 +129,7 @@ def test_killed_during_a_caller_run_tool_pause_the_turn_resumes_once(processes: 
     result: Any = {
         "type": "agent.session.input.tool_result",
         "turn_id": action.turn_id,
-        "call_id": action.call_id,  # type: ignore[union-attr]
+        "call_id": action.call_id,
         "success": True,
         "output": "sunny",
     }

@@ -63,7 +63,7 @@ def test_a_session_sends_its_lifecycle_webhooks(
             {
                 "type": "agent.session.input.tool_result",
                 "turn_id": pending.turn_id,
-                "call_id": pending.call_id,  # type: ignore[union-attr]
+                "call_id": pending.call_id,
                 "success": True,
                 "output": "sunny",
             }
