@@ -22,6 +22,7 @@ from activities.compaction import CompactionActivities
 from activities.documents import DocumentActivities
 from activities.inference import InferenceActivities
 from activities.ingestion import IngestionActivities
+from activities.knowledge_search import KnowledgeSearch
 from activities.retention import KnowledgeRetention, RetentionActivities
 from activities.shields import ShieldActivities
 from activities.spend import SpendActivities
@@ -86,12 +87,15 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     # Automations create and feed Agents API sessions through the same session service as the API's routes.
     automations = AutomationDeliveries(worker_services(client, settings, store), AutomationStore(store.database))
     seal = CredentialSeal(settings.credentials_key) if settings.credentials_key else None
-    tools = ToolActivities(store, ToolCatalog.from_settings(store, settings), settings.max_tool_output_chars, seal)
+    vector_stores = VectorStores(store.database, vector_index(settings.store_url))
+    embeddings = EmbeddingCatalog(settings)
+    search = KnowledgeSearch(vector_stores, embeddings, settings.max_search_results)
+    catalog = ToolCatalog.from_settings(store, settings)
+    tools = ToolActivities(store, catalog, settings.max_tool_output_chars, seal, search)
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
     compaction_seal = CompactionSeal(settings.credentials_key) if settings.credentials_key else None
     compaction = CompactionActivities(store, models, compaction_seal, settings.max_history_bytes)
     blobs = blob_store(settings.store_url, store.database, settings.blob_dir)
-    vector_stores = VectorStores(store.database, vector_index(settings.store_url))
     retention = RetentionActivities(store, client, KnowledgeRetention(FileStore(store.database), vector_stores, blobs))
     webhooks = WebhookDeliveryActivities(
         WebhookStore(store.database),
@@ -103,7 +107,7 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     ingestion = IngestionActivities(
         vector_stores,
         blobs,
-        EmbeddingCatalog(settings),
+        embeddings,
         settings,
     )
     return Worker(

@@ -42,6 +42,7 @@ from workflows.contracts import (
     TurnProgress,
     runtime_event,
 )
+from workflows.knowledge_tools import FILE_SEARCH
 
 _TICK = timedelta(microseconds=1)
 """A step's and a turn's times strictly increase, as the workflow's do (clients compare them)."""
@@ -139,6 +140,15 @@ class _DeltaWriter:
         self._flushed_at = time.monotonic()
 
 
+def _answers_a_search(messages: list[dict[str, Any]]) -> bool:
+    """The conversation ends with a file_search call's result."""
+    if not messages or messages[-1].get("role") != "tool":
+        return False
+    call_id = messages[-1].get("tool_call_id")
+    calls = [call for m in messages if m.get("role") == "assistant" for call in m.get("tool_calls") or []]
+    return any(call.get("id") == call_id and call["function"]["name"] == FILE_SEARCH for call in calls)
+
+
 class InferenceActivities:
     def __init__(
         self, store: Store, models: ModelRegistry, max_history_bytes: int, delta_interval: float = 0.02
@@ -163,6 +173,8 @@ class InferenceActivities:
         settings, messages = await self._settings_and_messages(request)
         model, model_name = self._models.resolve(settings.model)
         choice = openai_format.tool_choice(settings)
+        if settings.tool_choice == FILE_SEARCH and _answers_a_search(messages):
+            choice = "auto"  # forced once: the model answers from the results rather than searching again
         tools = [openai_format.function_tool_schema(t) for t in settings.function_tools]
         tools += [openai_format.server_tool_schema(t) for t in request.server_tools]
         if choice == "none":

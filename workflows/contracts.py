@@ -110,6 +110,20 @@ class ServerTool(BaseModel):
     headers are the turn's sealed ones for this label, and its results say which server answered."""
 
 
+class FileSearchConfig(BaseModel):
+    """A Responses `file_search` tool as the turn runs it: which of the tenant's vector stores to search, and how."""
+
+    vector_store_ids: list[str]
+    max_num_results: int = 10
+    filters: dict[str, Any] | None = None
+    score_threshold: float = 0.0
+    embedding_weight: float | None = None
+    text_weight: float | None = None
+    """Both set: hybrid search with these weights (ranking_options.hybrid_search); else vector search."""
+    include_results: bool = False
+    """The request asked `include: ["file_search_call.results"]`: the call's item shows its results."""
+
+
 class Continuation(BaseModel):
     """What a turn carries into its next run after continue-as-new; its steps are in the store."""
 
@@ -170,6 +184,8 @@ class TurnPlan(BaseModel):
     compact_threshold: int | None = None
     """Estimated tokens above which the turn compacts its prior context before its first model call
     (workflows/compaction.py); None: never."""
+    file_search: FileSearchConfig | None = None
+    """The request's `file_search` tool: offered to the model as a server tool while this segment runs."""
 
     @classmethod
     def of(cls, outline: AgentOutline) -> TurnPlan:
