@@ -255,6 +255,7 @@ class TurnEvents:
         assert self._fold is not None
         fold = self._fold
         self.finished = True
+        self._pending.clear()  # an ended turn (cancelled or expired while it waited) waits for nothing
         self.completed_at = fold.completed_at
         if fold.status in ("completed", "incomplete"):
             self.status = "completed"

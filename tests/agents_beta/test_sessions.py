@@ -8,6 +8,7 @@ import asyncio
 import time
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from openai import OpenAI
@@ -268,3 +269,40 @@ def test_sessions_keep_metadata_and_spend_control_and_list_by_agent_and_metadata
     assert sessions.delete(other.id).deleted is True
     with pytest.raises(openai.NotFoundError):
         sessions.retrieve(other.id)
+
+
+def test_a_stream_resumed_after_any_event_gives_exactly_the_rest(
+    client: OpenAI, model: ScriptedModel, stack: Stack
+) -> None:
+    model.script(text("one two three four five"))
+    events = list(
+        client.beta.agents.sessions.create(environment=NONE, agent={"model": SCRIPTED_MODEL}, input="x", stream=True)
+    )
+    session_id = events[0].session.id
+    whole = [event.event_id for event in events]
+    path = f"{stack.base_url}/v1/agents/sessions/{session_id}/events"
+    for cut in (0, 3, len(whole) // 2, len(whole) - 2):
+        with httpx.stream(
+            "GET", path, headers={"OpenAI-Beta": "agents=v1", "Last-Event-ID": whole[cut]}, timeout=30
+        ) as answer:
+            rest: list[str] = []
+            for line in answer.iter_lines():
+                if line.startswith("id: "):
+                    rest.append(line.removeprefix("id: "))
+                if len(rest) == len(whole) - cut - 1:
+                    break
+        assert rest == whole[cut + 1 :], cut
+
+
+def test_a_turn_waiting_for_a_result_can_be_cancelled(client: OpenAI, model: ScriptedModel) -> None:
+    model.script(tool_call("get_weather", {"city": "Rome"}), text("Next."))
+    session = client.beta.agents.sessions.create(
+        environment=NONE, agent={"model": SCRIPTED_MODEL, "tools": [WEATHER]}, input="Rome?"
+    )
+    assert len(wait_status(client, session.id, "requires_action").required_actions) == 1
+    client.beta.agents.sessions.events.create(session.id, events=[{"type": "agent.session.input.cancel"}])
+    idle = wait_status(client, session.id, "idle")
+    assert idle.status == "idle" and idle.required_actions == []
+    assert client.beta.agents.sessions.turns.list(session.id).data[0].status == "cancelled"
+    with client.beta.agents.sessions.stream(session.id, input="go on") as stream:  # the session takes input again
+        assert stream.get_final_result().output_text.strip() == "Next."
