@@ -26,8 +26,10 @@ from store.agent_session_tables import (
     BetaSessionTurnRow,
     BetaToolResultRow,
 )
+from store.automation_tables import AutomationInvocationRow, AutomationRow
 from store.records import FINAL_STATUSES
 from store.rows import delete_turns
+from store.spend_tables import SessionBudgetRow, SpendEntryRow
 from store.tables import (
     AgentRow,
     CompactionRow,
@@ -295,6 +297,8 @@ def _erase_agent_sessions(tx: Connection, tenant: str, limit: int) -> int:
         tx.execute(delete(BetaToolResultRow).where(BetaToolResultRow.turn_id.in_(turns)))
         tx.execute(delete(BetaSessionTurnRow).where(BetaSessionTurnRow.session_id.in_(sessions)))
         tx.execute(delete(BetaInputKeyRow).where(BetaInputKeyRow.session_id.in_(sessions)))
+        tx.execute(delete(SessionBudgetRow).where(SessionBudgetRow.session_id.in_(sessions)))
+        tx.execute(delete(SpendEntryRow).where(SpendEntryRow.session_id.in_(sessions)))
         tx.execute(delete(BetaSessionRow).where(BetaSessionRow.session_id.in_(sessions)))
         return len(sessions)
     agents = _ids(tx, select(BetaAgentRow.agent_id).where(BetaAgentRow.tenant_id == tenant).limit(limit))
@@ -304,3 +308,15 @@ def _erase_agent_sessions(tx: Connection, tenant: str, limit: int) -> int:
 
 
 register(Kind("agent_sessions", None, None, _erase_agent_sessions))
+
+
+def _erase_automations(tx: Connection, tenant: str, limit: int) -> int:
+    """A tenant's automations and their logs; each Schedule left behind deletes itself at its next run."""
+    automations = _ids(tx, select(AutomationRow.automation_id).where(AutomationRow.tenant_id == tenant).limit(limit))
+    if automations:
+        tx.execute(delete(AutomationInvocationRow).where(AutomationInvocationRow.automation_id.in_(automations)))
+        tx.execute(delete(AutomationRow).where(AutomationRow.automation_id.in_(automations)))
+    return len(automations)
+
+
+register(Kind("automations", None, None, _erase_automations))

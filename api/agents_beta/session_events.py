@@ -86,6 +86,8 @@ class TurnEvents:
     error: dict[str, str] | None = None
     completed_at: int | None = None
     finished: bool = False
+    budget_held: bool = False
+    """The turn waits at its next model call for the session's spending limit to be raised (spend_control)."""
     items: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
     """Every item of the turn as it stands, by id: (output index, item)."""
     _fold: SegmentFold | None = None
@@ -143,6 +145,12 @@ class TurnEvents:
             return []
         if self._fold is None:
             self._fold = SegmentFold(response_id=self.turn_id, turn_id=self.turn_id)
+        budget = (body.get("runtime") or {}).get("kind")
+        if budget in ("budget_reached", "budget_resumed"):  # the turn waits at its next model call, or goes on
+            self.budget_held = budget == "budget_reached"
+            status = "budget_reached" if self.budget_held else "in_progress"
+            self._session_event(f"agent.session.{status}", status)
+            return self._flush()
         payload = (body.get("event") or {}).get("payload") or {}
         if payload.get("event_type") == "step_complete":
             self._results(payload.get("step_details") or {})

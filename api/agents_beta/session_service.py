@@ -16,6 +16,7 @@ from typing import Any
 
 from temporalio.common import SearchAttributePair
 
+from api.agents_beta.spend_control import spend_store
 from api.agents_beta.wire import AgentFields, SessionCreate, agent_body, check_metadata, parse
 from api.responses.context import fit_context
 from api.responses.errors import OpenAIError, invalid, not_found
@@ -189,10 +190,17 @@ async def announce(services: Services, tenant: str, event_type: str, session_id:
 # --- sessions
 
 
-async def create_session(services: Services, tenant: str, body: SessionCreate) -> CreatedSession:
+async def create_session(
+    services: Services,
+    tenant: str,
+    body: SessionCreate,
+    session_id: str | None = None,
+    idempotency_key: str | None = None,
+) -> CreatedSession:
     """Create a session (environment `none`) and, with `input`, start its first turn.
 
-    `body` is sessions.create's body; automations build one from their target. Raises OpenAIError (4xx) for
+    `body` is sessions.create's body; automations build one from their target, with the session's id and its
+    first turn's idempotency key derived from the occurrence they deliver. Raises OpenAIError (4xx) for
     anything the caller must change."""
     check_environment(body.environment)
     metadata = check_metadata(body.metadata)
@@ -205,7 +213,7 @@ async def create_session(services: Services, tenant: str, body: SessionCreate) -
     now = _now()
     spend = body.spend_control.limit if body.spend_control is not None else None
     record = BetaSessionRecord(
-        session_id=new_id("sess"),
+        session_id=session_id or new_id("sess"),
         tenant_id=tenant,
         agent_id=agent_id,
         body={
@@ -222,8 +230,10 @@ async def create_session(services: Services, tenant: str, body: SessionCreate) -
         last_active_at=now,
     )
     await services.store.agent_sessions.add_session(record)
+    if spend is not None:  # before the first turn's first model call, which checks it
+        await spend_store(services.store.database).set_limit(record.session_id, spend)
     await announce(services, tenant, "agent.session.created", record.session_id, record.session_id)
-    turn = await _start(services, tenant, record, messages, None)
+    turn = await _start(services, tenant, record, messages, idempotency_key)
     stored = await services.store.agent_sessions.session(tenant, record.session_id)
     return CreatedSession(stored or record, turn)
 
@@ -362,6 +372,7 @@ async def _start_workflow(
         awaiting_input_timeout=services.settings.awaiting_input_timeout,
         continue_as_new_after_events=services.settings.continue_as_new_after_events,
         inference_writes_end=True,
+        spend_session_id=record.session_id,
     )
     owners = [SearchAttributePair(SESSION_ID, record.session_id), SearchAttributePair(AGENT_ID, agent["id"])]
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from api.agents_beta.session_events import SessionObject, TurnEvents
+from api.agents_beta.spend_control import spend_store, with_spend
 from api.agents_beta.wire import timestamp
 from api.services import Services
 from domain.content import content_as_text
@@ -90,7 +91,13 @@ async def replayed(services: Services, record: BetaSessionRecord, turn: SessionT
 
 
 async def session_view(services: Services, record: BetaSessionRecord) -> dict[str, Any]:
-    """The session as a GET shows it: its status is its latest turn's."""
+    """The session as a GET shows it, with its spend: `budget_reached` while its spend is at its limit."""
+    shown = await _session_of_turns(services, record)
+    return with_spend(shown, await spend_store(services.store.database).state(record.session_id))
+
+
+async def _session_of_turns(services: Services, record: BetaSessionRecord) -> dict[str, Any]:
+    """The session as its latest turn has it: its status is that turn's."""
     if record.current_turn_id is None:
         return session_object(record, "idle", [], None)
     turn = await services.store.agent_sessions.session_turn(record.current_turn_id)
@@ -102,7 +109,8 @@ async def session_view(services: Services, record: BetaSessionRecord) -> dict[st
         posted = await services.store.agent_sessions.tool_results(turn.turn_id)
         actions = [action for action in actions if action["call_id"] not in posted]
     error = renderer.error["message"] if renderer.error else None
-    return session_object(record, _SESSION_STATUS[renderer.status], actions, error)
+    status = "budget_reached" if renderer.budget_held else _SESSION_STATUS[renderer.status]
+    return session_object(record, status, actions, error)
 
 
 async def turn_items(

@@ -17,6 +17,7 @@ from api.agents_beta.routing import beta_router
 from api.agents_beta.session_service import check_model, create_session, parse_create
 from api.agents_beta.session_stream import Cursor, session_sse
 from api.agents_beta.session_view import session_view
+from api.agents_beta.spend_control import change_spend_limit, spend_store
 from api.agents_beta.wire import SessionUpdate, agent_body, check_metadata, parse
 from api.guards.tenancy import Principal, PrincipalDep, TenantDep
 from api.responses.errors import invalid, not_found
@@ -125,6 +126,9 @@ async def update(
         return merged
 
     updated = await services.store.agent_sessions.update_session(tenant, session_id, change)
+    if "spend_control" in changes:  # the ledger's limit, and the turn held by the old one woken
+        limit = changes["spend_control"]["limit"]
+        await change_spend_limit(services.turns.client, spend_store(services.store.database), session_id, limit)
     return await session_view(services, updated or record)
 
 
@@ -138,4 +142,5 @@ async def delete(session_id: str, services: ServicesDep, tenant: TenantDep) -> A
         if status is not None and not status.is_final:
             await services.turns.terminate(turn_id, f"Its session {session_id} was deleted.")
         await services.store.delete_detached_turn(tenant, turn_id)
+    await spend_store(services.store.database).forget(session_id)
     return {"id": session_id, "object": "agent.session.deleted", "deleted": True}
