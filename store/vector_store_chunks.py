@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Connection, delete, func, insert, select, update
 
 from store.database import Database
@@ -100,6 +101,68 @@ class VectorStoreChunks:
             ]
             for start in range(0, len(rows), 1000):
                 tx.execute(insert(ChunkRow), rows[start : start + 1000])
+            return len(rows)
+
+        return await self.database.write(write)
+
+    async def written_chunks(self, vector_store_id: str, file_id: str) -> int:
+        def read(tx: Connection) -> int:
+            mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
+            return tx.execute(select(func.count()).where(*mine)).scalar_one()
+
+        return await self.database.read(read)
+
+    async def write_embedded_chunks(
+        self,
+        vector_store_id: str,
+        file_id: str,
+        dimension: int,
+        first: int,
+        total: int,
+        chunks: Sequence[tuple[str, int, np.ndarray]],
+        max_chunks: int,
+    ) -> int:
+        """Chunks `first`, `first + 1` … of the file's `total` (text, tokens, vector), written, indexed and
+        marked embedded in one transaction; how many were written: 0 if an earlier attempt wrote them. The file's
+        chunks are written in order, so its count of rows says which batches are in; a batch written twice at
+        once (two attempts of one activity) breaks the (store, file, seq) key and rolls back. The first batch
+        raises LimitReached if the whole file would pass the store's chunk limit."""
+
+        def write(tx: Connection) -> int:
+            mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
+            written = tx.execute(select(func.count()).where(*mine)).scalar_one()
+            if written >= first + len(chunks):
+                return 0
+            if written != first:
+                raise RuntimeError(f"{written} chunks of file {file_id} are written; expected {first}")
+            if first == 0:
+                stored = tx.execute(
+                    select(func.count()).where(ChunkRow.vector_store_id == vector_store_id)
+                ).scalar_one()
+                if stored + total > max_chunks:
+                    raise LimitReached(
+                        f"This file has {total} chunks and its vector store {stored} already: more than this "
+                        f"server's limit of {max_chunks} chunks per vector store (DA_MAX_CHUNKS_PER_VECTOR_STORE). "
+                        "Use another vector store, or a larger chunk size."
+                    )
+            rows = [
+                {
+                    "vector_store_id": vector_store_id,
+                    "file_id": file_id,
+                    "seq": first + offset,
+                    "text": text,
+                    "tokens": tokens,
+                    "embedded": True,
+                    "metadata": None,
+                }
+                for offset, (text, tokens, _) in enumerate(chunks)
+            ]
+            ids = tx.execute(insert(ChunkRow).returning(ChunkRow.chunk_id, sort_by_parameter_order=True), rows)
+            indexed = [
+                IndexedChunk(chunk_id, file_id, text, vector)
+                for chunk_id, (text, _, vector) in zip(ids.scalars(), chunks, strict=True)
+            ]
+            self.index.add(tx, vector_store_id, dimension, indexed)
             return len(rows)
 
         return await self.database.write(write)
