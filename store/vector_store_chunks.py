@@ -5,9 +5,9 @@ exactly when its row says it is embedded. `VectorStores` (store/vector_stores.py
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from sqlalchemy import Connection, delete, func, insert, select, update
@@ -16,6 +16,8 @@ from store.database import Database
 from store.knowledge_tables import ChunkRow, FileRow, VectorStoreFileRow, VectorStoreRow
 from store.vector_index import IndexedChunk, VectorIndex
 from store.vector_store_records import IngestionTarget, LimitReached, StoredChunk
+
+T = TypeVar("T")
 
 STORE_COLUMNS = (
     VectorStoreRow.vector_store_id,
@@ -305,37 +307,34 @@ class VectorStoreChunks:
 
         return await self.database.write(write)
 
-    # Search's reads.
+    # Search's reads: functions of the connection of one read transaction (`search`).
 
-    async def searchable_files(self, tenant: str, vector_store_id: str) -> dict[str, tuple[str, dict[str, Any]]] | None:
+    @staticmethod
+    def searchable_files(
+        tx: Connection, tenant: str, vector_store_id: str
+    ) -> dict[str, tuple[str, dict[str, Any]]] | None:
         """file id → (filename, attributes) of the store's completed files; None if there is no such store."""
+        if tx.execute(owned_store(tenant, vector_store_id)).first() is None:
+            return None
+        rows = tx.execute(
+            select(VectorStoreFileRow.file_id, FileRow.filename, VectorStoreFileRow.attributes)
+            .outerjoin(FileRow, FileRow.file_id == VectorStoreFileRow.file_id)
+            .where(VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.status == "completed")
+        ).all()
+        return {row[0]: (row[1] or row[0], row[2] or {}) for row in rows}
 
-        def read(tx: Connection) -> dict[str, tuple[str, dict[str, Any]]] | None:
-            if tx.execute(owned_store(tenant, vector_store_id)).first() is None:
-                return None
-            rows = tx.execute(
-                select(VectorStoreFileRow.file_id, FileRow.filename, VectorStoreFileRow.attributes)
-                .outerjoin(FileRow, FileRow.file_id == VectorStoreFileRow.file_id)
-                .where(VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.status == "completed")
-            ).all()
-            return {row[0]: (row[1] or row[0], row[2] or {}) for row in rows}
-
-        return await self.database.read(read)
-
-    async def search(self, operation: Any) -> Any:
-        """Run a search's index reads (a function of a connection) in one read transaction."""
+    async def search(self, operation: Callable[[Connection], T]) -> T:
+        """Run a search's reads (a function of a connection) in one read transaction."""
         return await self.database.read(operation)
 
-    async def chunks(self, chunk_ids: Sequence[int]) -> dict[int, StoredChunk]:
-        def read(tx: Connection) -> dict[int, StoredChunk]:
-            rows = tx.execute(
-                select(ChunkRow.chunk_id, ChunkRow.file_id, ChunkRow.seq, ChunkRow.text, ChunkRow.metadata_).where(
-                    ChunkRow.chunk_id.in_(list(chunk_ids))
-                )
-            ).all()
-            return {row[0]: StoredChunk(*row) for row in rows}
-
-        return await self.database.read(read)
+    @staticmethod
+    def chunks(tx: Connection, chunk_ids: Sequence[int]) -> dict[int, StoredChunk]:
+        rows = tx.execute(
+            select(ChunkRow.chunk_id, ChunkRow.file_id, ChunkRow.seq, ChunkRow.text, ChunkRow.metadata_).where(
+                ChunkRow.chunk_id.in_(list(chunk_ids))
+            )
+        ).all()
+        return {row[0]: StoredChunk(*row) for row in rows}
 
     async def file_chunks(self, vector_store_id: str, file_id: str, limit: int) -> list[StoredChunk]:
         def read(tx: Connection) -> list[StoredChunk]:
