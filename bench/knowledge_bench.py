@@ -137,11 +137,13 @@ def search_latency(base_url: str, client: openai.OpenAI, size: int, searches: in
                 for index, vector in enumerate(vectors)
             ]
             http.post("/v1/vector-io/insert", json={"vector_db_id": store, "chunks": payload}).raise_for_status()
+    # The vector DB is the vector store of that name in the OpenAI dialect.
+    vector_store_id = next(found.id for found in client.vector_stores.list(limit=100) if found.name == store)
     timings = []
     for index in range(searches + 5):
         query = " ".join(random.choices(WORDS, k=6))
         started = time.perf_counter()
-        client.vector_stores.search(store, query=query, max_num_results=10)
+        client.vector_stores.search(vector_store_id, query=query, max_num_results=10)
         if index >= 5:
             timings.append(time.perf_counter() - started)
     return p50_p99(timings)
