@@ -20,7 +20,7 @@ from knowledge.chunking import Chunk, StaticChunking, chunks
 from knowledge.embeddings import EmbeddingCatalog, EmbeddingUnavailable, WordLlamaEmbeddings
 from knowledge.extraction import Unreadable, extract_text
 from store.vector_index import IndexedChunk
-from store.vector_store_records import IngestionTarget, LimitReached
+from store.vector_store_records import Detached, IngestionTarget, LimitReached
 from store.vector_stores import VectorStores
 from workflows.ingestion import (
     CHUNK_FILE_ACTIVITY,
@@ -78,7 +78,7 @@ class IngestionActivities:
 
     async def _target(self, file: IngestFile) -> IngestionTarget:
         target = await self._stores.ingestion_target(file.vector_store_id, file.file_id)
-        if target is None or target.status != "in_progress":
+        if target is None or target.status != "in_progress" or target.ingestion_id != file.ingestion_id:
             raise ApplicationError("The file is no longer attached to the vector store", type=FILE_DETACHED)
         return target
 
@@ -105,11 +105,14 @@ class IngestionActivities:
             return await self._stores.write_chunks(
                 file.vector_store_id,
                 file.file_id,
+                file.ingestion_id,
                 [(chunk.text, chunk.tokens) for chunk in pieces],
                 self._settings.max_chunks_per_vector_store,
             )
         except LimitReached as limit:
             raise ApplicationError(str(limit), type="invalid_file") from None
+        except Detached:
+            raise ApplicationError("The file is no longer attached to the vector store", type=FILE_DETACHED) from None
 
     async def _write_embedded(
         self, file: IngestFile, target: IngestionTarget, model: WordLlamaEmbeddings, pieces: list[Chunk]
@@ -127,6 +130,7 @@ class IngestionActivities:
             await self._stores.write_embedded_chunks(
                 file.vector_store_id,
                 file.file_id,
+                file.ingestion_id,
                 target.embedding_dimension,
                 first,
                 len(pieces),
@@ -172,5 +176,10 @@ class IngestionActivities:
         if target is None:
             return
         await self._stores.finish_file(
-            outcome.vector_store_id, outcome.file_id, outcome.status, outcome.last_error, target.embedding_dimension * 4
+            outcome.vector_store_id,
+            outcome.file_id,
+            outcome.ingestion_id,
+            outcome.status,
+            outcome.last_error,
+            target.embedding_dimension * 4,
         )

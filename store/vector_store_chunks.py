@@ -15,7 +15,7 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 from store.database import Database
 from store.knowledge_tables import ChunkRow, FileRow, VectorStoreFileRow, VectorStoreRow
 from store.vector_index import IndexedChunk, VectorIndex
-from store.vector_store_records import IngestionTarget, LimitReached, StoredChunk
+from store.vector_store_records import Detached, IngestionTarget, LimitReached, StoredChunk
 
 T = TypeVar("T")
 
@@ -30,6 +30,17 @@ STORE_COLUMNS = (
     VectorStoreRow.last_active_at,
     VectorStoreRow.provider_vector_db_id,
 )
+
+
+def attachment_is(tx: Connection, vector_store_id: str, file_id: str, ingestion_id: str | None) -> None:
+    """Raise Detached unless the file is attached, in progress, by the attachment `ingestion_id` names."""
+    row = tx.execute(
+        select(VectorStoreFileRow.status, VectorStoreFileRow.ingestion_id).where(
+            VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.file_id == file_id
+        )
+    ).first()
+    if row is None or row.status != "in_progress" or row.ingestion_id != ingestion_id:
+        raise Detached(f"File {file_id} is no longer attached to vector store {vector_store_id} by this ingestion")
 
 
 def owned_store(tenant: str, vector_store_id: str) -> Any:
@@ -60,6 +71,7 @@ class VectorStoreChunks:
                     VectorStoreFileRow.chunking_strategy,
                     VectorStoreRow.embedding_model,
                     VectorStoreRow.embedding_dimension,
+                    VectorStoreFileRow.ingestion_id,
                 )
                 .join(VectorStoreRow, VectorStoreRow.vector_store_id == VectorStoreFileRow.vector_store_id)
                 .join(FileRow, FileRow.file_id == VectorStoreFileRow.file_id)
@@ -70,12 +82,19 @@ class VectorStoreChunks:
         return await self.database.read(read)
 
     async def write_chunks(
-        self, vector_store_id: str, file_id: str, chunks: Sequence[tuple[str, int]], max_chunks: int
+        self,
+        vector_store_id: str,
+        file_id: str,
+        ingestion_id: str | None,
+        chunks: Sequence[tuple[str, int]],
+        max_chunks: int,
     ) -> int:
         """The file's chunks (text, tokens) in order, not yet embedded; if an earlier attempt wrote them all
-        already, nothing changes. Raises LimitReached past the store's chunk limit."""
+        already, nothing changes. Raises LimitReached past the store's chunk limit, Detached if the attachment
+        `ingestion_id` names is gone."""
 
         def write(tx: Connection) -> int:
+            attachment_is(tx, vector_store_id, file_id, ingestion_id)
             mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
             written = tx.execute(select(func.count()).where(*mine)).scalar_one()
             if written == len(chunks):
@@ -118,6 +137,7 @@ class VectorStoreChunks:
         self,
         vector_store_id: str,
         file_id: str,
+        ingestion_id: str | None,
         dimension: int,
         first: int,
         total: int,
@@ -128,9 +148,11 @@ class VectorStoreChunks:
         marked embedded in one transaction; how many were written: 0 if an earlier attempt wrote them. The file's
         chunks are written in order, so its count of rows says which batches are in; a batch written twice at
         once (two attempts of one activity) breaks the (store, file, seq) key and rolls back. The first batch
-        raises LimitReached if the whole file would pass the store's chunk limit."""
+        raises LimitReached if the whole file would pass the store's chunk limit; every batch raises Detached
+        if the attachment `ingestion_id` names is gone."""
 
         def write(tx: Connection) -> int:
+            attachment_is(tx, vector_store_id, file_id, ingestion_id)
             mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
             written = tx.execute(select(func.count()).where(*mine)).scalar_one()
             if written >= first + len(chunks):
@@ -207,11 +229,22 @@ class VectorStoreChunks:
         return await self.database.write(write)
 
     async def finish_file(
-        self, vector_store_id: str, file_id: str, status: str, last_error: dict[str, Any] | None, vector_bytes: int
+        self,
+        vector_store_id: str,
+        file_id: str,
+        ingestion_id: str | None,
+        status: str,
+        last_error: dict[str, Any] | None,
+        vector_bytes: int,
     ) -> None:
-        """Record the outcome; a file that did not complete keeps no chunks."""
+        """Record the outcome; a file that did not complete keeps no chunks. Nothing changes if the attachment
+        `ingestion_id` names is gone (a run that outlived it)."""
 
         def write(tx: Connection) -> None:
+            try:
+                attachment_is(tx, vector_store_id, file_id, ingestion_id)
+            except Detached:
+                return
             store = tx.execute(
                 select(VectorStoreRow.embedding_dimension).where(VectorStoreRow.vector_store_id == vector_store_id)
             ).first()
