@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from sqlalchemy import select
 
+from store.agent_sessions import AgentSessionStore
 from store.agents import AgentStore
 from store.conversations import ConversationStore
 from store.database import Database
@@ -25,6 +26,7 @@ class Store(AgentStore, ToolGroupStore, SessionStore, TurnStore, HistoryStore):
         self.database = database
         self.conversations = ConversationStore(database)
         self.responses = ResponseStore(database)
+        self.agent_sessions = AgentSessionStore(database)
         self._event_listeners: list[Callable[[EventsWritten], None]] = []
         self._history = HistoryCache()
 

@@ -7,6 +7,7 @@ records it hands out are in store/vector_store_records.py.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from collections.abc import Sequence
 from datetime import datetime
@@ -77,6 +78,12 @@ def _store(tx: Connection, row: Any) -> VectorStore:
     )
 
 
+def vector_db_store_id(tenant: str, vector_db_id: str) -> str:
+    """The id of the vector store under the tenant's llama-stack vector DB of this id: a vector DB id is its
+    tenant's own name, so the store's id is made of both (and shaped like any vector store's)."""
+    return "vs_" + hashlib.sha256(f"{tenant}\0{vector_db_id}".encode()).hexdigest()[:24]
+
+
 def _after(tx: Connection, query: Any, position: Any, cursor_query: Any, after: str | None, order: Order) -> Any:
     if after is None:
         return query
@@ -108,6 +115,19 @@ class VectorStores(VectorStoreChunks):
         def read(tx: Connection) -> VectorStore | None:
             row = tx.execute(owned_store(tenant, vector_store_id)).first()
             return _store(tx, row) if row is not None else None
+
+        return await self.database.read(read)
+
+    async def get_vector_db(self, tenant: str, vector_db_id: str) -> VectorStore | None:
+        """The tenant's vector DB of this id, else its vector store of this id (a `vs_…` id, or a vector DB
+        registered before ids were per tenant)."""
+
+        def read(tx: Connection) -> VectorStore | None:
+            for candidate in (vector_db_store_id(tenant, vector_db_id), vector_db_id):
+                row = tx.execute(owned_store(tenant, candidate)).first()
+                if row is not None:
+                    return _store(tx, row)
+            return None
 
         return await self.database.read(read)
 

@@ -2,13 +2,12 @@
 so the OpenAI dialect's routes see and search it too.
 
 A vector DB id is its tenant's name: two tenants may each register `docs`. The vector store underneath has an
-id made of both (`store_id`), so neither sees nor blocks the other's. Vector stores are addressed here by their
+id made of both (`vector_db_store_id`), so neither sees nor blocks the other's. Vector stores are addressed here by their
 own id as well (`vs_…`, and the plain ids of vector DBs registered before ids were per tenant).
 """
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -20,6 +19,7 @@ from api.guards.tenancy import TenantDep
 from api.knowledge import Knowledge, KnowledgeDep, embedding_model
 from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
 from store.vector_store_records import VectorStore
+from store.vector_stores import vector_db_store_id
 
 router = APIRouter(tags=["VectorDBs"])
 
@@ -51,14 +51,9 @@ def engine_name(knowledge: Knowledge) -> str:
     return "pgvector" if knowledge.settings.store_url.startswith("postgresql") else "sqlite-vec"
 
 
-def store_id(tenant: str, vector_db_id: str) -> str:
-    """The id of the vector store under the tenant's vector DB of this id: shaped like any vector store's."""
-    return "vs_" + hashlib.sha256(f"{tenant}\0{vector_db_id}".encode()).hexdigest()[:24]
-
-
 def vector_db_id(tenant: str, store: VectorStore) -> str:
     """The id the tenant knows the store by here: the name it registered, or the store's own id."""
-    registered = store.name is not None and store_id(tenant, store.name) == store.vector_store_id
+    registered = store.name is not None and vector_db_store_id(tenant, store.name) == store.vector_store_id
     return store.name if registered and store.name is not None else store.vector_store_id
 
 
@@ -75,8 +70,7 @@ def vector_db(knowledge: Knowledge, tenant: str, store: VectorStore) -> VectorDB
 
 async def find_vector_db(knowledge: Knowledge, tenant: str, vector_db_id: str) -> VectorStore | None:
     """The tenant's vector DB of this id, or its vector store of this id; None if it has neither."""
-    store = await knowledge.stores.get(tenant, store_id(tenant, vector_db_id))
-    return store if store is not None else await knowledge.stores.get(tenant, vector_db_id)
+    return await knowledge.stores.get_vector_db(tenant, vector_db_id)
 
 
 async def owned_vector_db(knowledge: Knowledge, tenant: str, vector_db_id: str) -> VectorStore:
@@ -103,7 +97,7 @@ async def register_vector_db(body: RegisterVectorDb, tenant: TenantDep, knowledg
         return vector_db(knowledge, tenant, existing)
     now = datetime.now(UTC)
     store = VectorStore(
-        vector_store_id=store_id(tenant, body.vector_db_id),
+        vector_store_id=vector_db_store_id(tenant, body.vector_db_id),
         name=body.vector_db_id,
         metadata={},
         embedding_model=model.model_id,

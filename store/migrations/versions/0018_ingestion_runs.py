@@ -1,8 +1,8 @@
 """Each attachment of a file to a vector store has an ingestion id of its own, which names its ingestion workflow:
 attaching a file again starts a fresh run, and a run that outlived its attachment writes nothing.
 
-Revision ID: 0016
-Revises: 0015
+Revision ID: 0018
+Revises: 0017
 Create Date: 2026-11-25
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0016"
-down_revision = "0015"
+revision = "0018"
+down_revision = "0017"
 branch_labels = None
 depends_on = None
 
