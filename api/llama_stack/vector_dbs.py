@@ -2,8 +2,8 @@
 so the OpenAI dialect's routes see and search it too.
 
 A vector DB id is its tenant's name: two tenants may each register `docs`. The vector store underneath has an
-id made of both (`vector_db_store_id`), so neither sees nor blocks the other's. Vector stores are addressed here by their
-own id as well (`vs_…`, and the plain ids of vector DBs registered before ids were per tenant).
+id made of both (`vector_db_store_id`), so neither sees nor blocks the other's. Vector stores are addressed
+here by their own id as well (`vs_…`, and the plain ids of vector DBs registered before ids were per tenant).
 """
 
 from __future__ import annotations
