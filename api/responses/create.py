@@ -76,6 +76,11 @@ def response_id_for(tenant: str, idempotency_key: str | None) -> str:
     return "resp_" + hashlib.sha256(f"{tenant}\0{idempotency_key}".encode()).hexdigest()[:48]
 
 
+def turn_id_of(response_id: str) -> str:
+    """The id of the turn a response begins (derived, so a keyed retry finds the same turn)."""
+    return str(uuid.uuid5(_TURN_NAMESPACE, response_id))
+
+
 def request_hash_of(tenant: str, body: bytes) -> str:
     return hashlib.sha256(tenant.encode() + b"\0" + body).hexdigest()
 
@@ -249,7 +254,7 @@ async def _start(
 ) -> Created:
     split = split_input(to_messages(everything))
     context = fit_context(split.context, services.settings.max_history_bytes, body.truncation)
-    turn_id = str(uuid.uuid5(_TURN_NAMESPACE, response_id))
+    turn_id = turn_id_of(response_id)
     started_at = datetime.now(UTC)
     # A fresh random id has no turn yet; a keyed one may, recorded by a first attempt that crashed.
     new_turn = not keyed or await services.store.turn_status(turn_id) is None
