@@ -101,7 +101,9 @@ def report(this: Path, other: Path, kind: str, found: dict[str, list[float]]) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description="This checkout against another, probes alternating.")
     parser.add_argument("other", type=Path, help="the other checkout of the project (a git worktree, say)")
-    parser.add_argument("--kind", choices=["first-delta", "simple", "tool", "response", "response-delta"], default="first-delta")
+    parser.add_argument(
+        "--kind", choices=["first-delta", "simple", "tool", "response", "response-delta"], default="first-delta"
+    )
     parser.add_argument("--probes", type=int, default=80, help="timed probes on each side")
     args = parser.parse_args()
     other = args.other.resolve()

@@ -14,7 +14,7 @@ from store.records import EventsWritten
 from store.responses import ResponseStore
 from store.sessions import SessionStore
 from store.toolgroups import ToolGroupStore
-from store.turns import TurnStore
+from store.turns import SettingsHandOver, TurnStore
 
 
 class Store(AgentStore, ToolGroupStore, SessionStore, TurnStore, HistoryStore):
@@ -27,6 +27,7 @@ class Store(AgentStore, ToolGroupStore, SessionStore, TurnStore, HistoryStore):
         self.responses = ResponseStore(database)
         self._event_listeners: list[Callable[[EventsWritten], None]] = []
         self._history = HistoryCache()
+        self._settings_written = SettingsHandOver()
 
     def on_events_written(self, listener: Callable[[EventsWritten], None]) -> None:
         """Call `listener` with the events of each commit that added some through this Store object:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,6 +31,32 @@ from store.tables import (
 _toolgroups = TypeAdapter(list[AgentToolGroup])
 
 _context = TypeAdapter(list[ContextMessage])
+
+SETTINGS_HANDED_OVER = 1_000
+"""How many settings rows this process wrote and has not read back yet it keeps (SettingsHandOver)."""
+
+
+class SettingsHandOver:
+    """The settings rows this process has just written, kept for their first read here.
+
+    A Responses turn's first model call reads the settings its create request wrote a moment before; when
+    the API runs the turns (make run's default) that read is a round trip to the store for a row this
+    process holds. A settings row never changes once written (TurnStore.add_turn_settings keeps the first),
+    so its stored body, decoded as a read would, is what the read would find. Each is handed over once and
+    the oldest are dropped beyond SETTINGS_HANDED_OVER (a separate worker runs the turns: nobody here reads
+    them): a later read, or one in another process, goes to the store."""
+
+    def __init__(self, most: int = SETTINGS_HANDED_OVER) -> None:
+        self._bodies: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._most = most
+
+    def keep(self, settings_id: str, body: dict[str, Any]) -> None:
+        self._bodies[settings_id] = body
+        if len(self._bodies) > self._most:
+            self._bodies.popitem(last=False)
+
+    def take(self, settings_id: str) -> dict[str, Any] | None:
+        return self._bodies.pop(settings_id, None)
 
 
 def _claim_session(tx: Connection, session_id: str, turn_id: str, agent_id: str | None = None) -> None:
@@ -60,6 +87,8 @@ def _turn_tools(row: Row[Any]) -> TurnTools:
 
 
 class TurnStore(EventStore):
+    _settings_written: SettingsHandOver
+
     async def begin_turn(
         self,
         agent_id: str,
@@ -106,8 +135,10 @@ class TurnStore(EventStore):
         settings_id: str,
         settings: TurnSettings,
         started_at: datetime,
+        also: Callable[[Connection], object] | None = None,
     ) -> None:
-        """Record a new running turn of no agent or session (a Responses turn) with its first settings."""
+        """Record a new running turn of no agent or session (a Responses turn) with its first settings;
+        `also`: more statements of the same transaction (its response's row: one commit, not two)."""
         row = {
             "turn_id": turn_id,
             "tenant_id": tenant,
@@ -121,8 +152,11 @@ class TurnStore(EventStore):
         def run(tx: Connection) -> None:
             tx.execute(insert(TurnRow).values(**row))
             tx.execute(insert(TurnSettingsRow).values(settings_id=settings_id, turn_id=turn_id, body=body))
+            if also is not None:
+                also(tx)
 
         await self.database.write(run)
+        self._settings_written.keep(settings_id, body)
 
     async def add_turn_settings(self, turn_id: str, settings_id: str, settings: TurnSettings) -> None:
         """Store a segment's settings before the turn is resumed with them; writing the same id again
@@ -136,8 +170,10 @@ class TurnStore(EventStore):
         await self.database.write(run)
 
     async def turn_settings(self, settings_id: str) -> TurnSettings | None:
-        query = select(TurnSettingsRow.body).where(TurnSettingsRow.settings_id == settings_id)
-        body = await self.database.read(lambda tx: tx.scalar(query))
+        body = self._settings_written.take(settings_id)
+        if body is None:
+            query = select(TurnSettingsRow.body).where(TurnSettingsRow.settings_id == settings_id)
+            body = await self.database.read(lambda tx: tx.scalar(query))
         return TurnSettings.model_validate(body) if body is not None else None
 
     async def pending_calls(self, tenant: str, call_ids: Sequence[str]) -> dict[str, str]:
