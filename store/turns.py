@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +15,8 @@ from domain.events import ErrorChunk, KeyedEvent, StreamError
 from domain.turn_settings import ContextMessage, TurnSettings
 from domain.turns import Turn, TurnStatus
 from store.events import EventStore
-from store.records import LimitReached, TurnConflict, TurnTools, UnstartedTurn
+from store.hand_over import HandOver
+from store.records import BegunTurn, LimitReached, TurnConflict, TurnTools, UnstartedTurn
 from store.rows import INPUTS, TURNS, delete_turns, load_turns, turn_of_row
 from store.tables import (
     AgentRow,
@@ -31,32 +31,6 @@ from store.tables import (
 _toolgroups = TypeAdapter(list[AgentToolGroup])
 
 _context = TypeAdapter(list[ContextMessage])
-
-SETTINGS_HANDED_OVER = 1_000
-"""How many settings rows this process wrote and has not read back yet it keeps (SettingsHandOver)."""
-
-
-class SettingsHandOver:
-    """The settings rows this process has just written, kept for their first read here.
-
-    A Responses turn's first model call reads the settings its create request wrote a moment before; when
-    the API runs the turns (make run's default) that read is a round trip to the store for a row this
-    process holds. A settings row never changes once written (TurnStore.add_turn_settings keeps the first),
-    so its stored body, decoded as a read would, is what the read would find. Each is handed over once and
-    the oldest are dropped beyond SETTINGS_HANDED_OVER (a separate worker runs the turns: nobody here reads
-    them): a later read, or one in another process, goes to the store."""
-
-    def __init__(self, most: int = SETTINGS_HANDED_OVER) -> None:
-        self._bodies: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self._most = most
-
-    def keep(self, settings_id: str, body: dict[str, Any]) -> None:
-        self._bodies[settings_id] = body
-        if len(self._bodies) > self._most:
-            self._bodies.popitem(last=False)
-
-    def take(self, settings_id: str) -> dict[str, Any] | None:
-        return self._bodies.pop(settings_id, None)
 
 
 def _claim_session(tx: Connection, session_id: str, turn_id: str, agent_id: str | None = None) -> None:
@@ -87,7 +61,9 @@ def _turn_tools(row: Row[Any]) -> TurnTools:
 
 
 class TurnStore(EventStore):
-    _settings_written: SettingsHandOver
+    _settings_written: HandOver[str, tuple[str, dict[str, Any]]]
+    """Settings bodies as written, until their first read here: a settings row never changes once written
+    (add_turn_settings keeps the first), so a kept body is what a read would find (store/hand_over.py)."""
 
     async def begin_turn(
         self,
@@ -156,7 +132,8 @@ class TurnStore(EventStore):
                 also(tx)
 
         await self.database.write(run)
-        self._settings_written.keep(settings_id, body)
+        self._settings_written.keep(settings_id, (turn_id, body))
+        self._turns_begun.keep(turn_id, BegunTurn(row["input_messages"], row["context_messages"], started_at))
 
     async def add_turn_settings(self, turn_id: str, settings_id: str, settings: TurnSettings) -> None:
         """Store a segment's settings before the turn is resumed with them; writing the same id again
@@ -170,7 +147,8 @@ class TurnStore(EventStore):
         await self.database.write(run)
 
     async def turn_settings(self, settings_id: str) -> TurnSettings | None:
-        body = self._settings_written.take(settings_id)
+        handed = self._settings_written.take(settings_id)
+        body = handed[1] if handed is not None else None
         if body is None:
             query = select(TurnSettingsRow.body).where(TurnSettingsRow.settings_id == settings_id)
             body = await self.database.read(lambda tx: tx.scalar(query))
@@ -192,6 +170,8 @@ class TurnStore(EventStore):
         credentials; its status before, None if there was no such turn. A running or paused one's
         workflow must be stopped (TurnGateway.terminate)."""
         which = (TurnRow.turn_id == turn_id) & (TurnRow.tenant_id == tenant) & TurnRow.session_id.is_(None)
+        self._turns_begun.drop(turn_id)
+        self._settings_written.drop_if(lambda kept: kept[0] == turn_id)
 
         def run(tx: Connection) -> TurnStatus | None:
             status = tx.scalar(select(TurnRow.status).where(which))
@@ -203,7 +183,17 @@ class TurnStore(EventStore):
         return await self.database.write(run)
 
     async def detached_context(self, turn_id: str) -> tuple[Turn, list[ContextMessage]] | None:
-        """A detached turn as one model call sees it: the turn so far and its prior context."""
+        """A detached turn as one model call sees it: the turn so far and its prior context. The first read
+        of a turn this process has just begun, before anything changed it, is handed what was written."""
+        if (begun := self._turns_begun.take(turn_id)) is not None:
+            turn = Turn(
+                turn_id=turn_id,
+                session_id="",
+                input_messages=INPUTS.validate_python(begun.input_messages),
+                started_at=begun.started_at,
+                status=TurnStatus.RUNNING,
+            )
+            return turn, _context.validate_python(begun.context_messages)
 
         def run(tx: Connection) -> tuple[Turn, list[ContextMessage]] | None:
             context = tx.execute(select(TurnRow.context_messages).where(TurnRow.turn_id == turn_id)).first()
@@ -215,6 +205,7 @@ class TurnStore(EventStore):
         return await self.database.read(run)
 
     async def set_input_messages(self, turn_id: str, input_messages: list[InputMessage]) -> None:
+        self._turns_begun.drop(turn_id)
         stored = INPUTS.dump_python(input_messages, mode="json")
         await self.database.write(
             lambda tx: tx.execute(update(TurnRow).where(TurnRow.turn_id == turn_id).values(input_messages=stored))
