@@ -10,7 +10,11 @@ It answers by rule, not from a script, so any number of concurrent sessions can 
 - the last user message asks for an answer "in N words": N words (at most 5000);
 - otherwise a fixed sentence of ten words.
 
-Replies always stream (SSE, OpenAI chunk format). `--ttft-ms` delays the first byte of the body,
+`POST /v1/embeddings` answers any model id with hashed bag-of-words vectors (`--embedding-dim`, 256 by
+default): deterministic, cheap, and alike for texts that share words, so a benchmark can point a server's
+vector stores here instead of at a real embedding model.
+
+Chat replies always stream (SSE, OpenAI chunk format). `--ttft-ms` delays the first byte of the body,
 `--token-ms` spaces the following content deltas. Each request's arrival and first-token send
 times are recorded on this machine's monotonic clock (`time.monotonic()`, which is CLOCK_MONOTONIC
 and so shared by every process here) and served by `GET /bench/requests`, so a benchmark can
@@ -21,8 +25,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import hashlib
 import json
+import math
 import re
+import struct
 import threading
 import time
 import uuid
@@ -41,6 +49,8 @@ _TOOL_WORD = re.compile(r"\btool\b", re.IGNORECASE)
 _WORD_COUNT = re.compile(r"\bin (\d+) words\b", re.IGNORECASE)
 _MAX_WORDS = 5000
 _MAX_RECORDS = 100_000
+_EMBEDDING_DIM = 256
+_WORD = re.compile(r"\w+")
 
 
 @dataclass
@@ -111,6 +121,50 @@ def _tool_call_deltas(name: str) -> list[dict[str, Any]]:
     return [{"tool_calls": [head]}, {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}]
 
 
+class HashedEmbeddings:
+    """Each word adds ±1 at a bucket its hash picks; the sum is scaled to unit length."""
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self._buckets: dict[str, tuple[int, float]] = {}
+
+    def _bucket(self, word: str) -> tuple[int, float]:
+        found = self._buckets.get(word)
+        if found is None:
+            digest = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+            found = (digest % self.dimension, 1.0 if digest >> 63 else -1.0)
+            if len(self._buckets) < 1_000_000:
+                self._buckets[word] = found
+        return found
+
+    def embed(self, text: str) -> list[float]:
+        vector = [0.0] * self.dimension
+        for word in _WORD.findall(text.lower()):
+            index, sign = self._bucket(word)
+            vector[index] += sign
+        norm = math.sqrt(sum(value * value for value in vector)) or 1.0
+        return [value / norm for value in vector]
+
+
+def _embedding_body(embeddings: HashedEmbeddings, body: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI embeddings answer; `encoding_format` "base64" (the openai SDK's default) packs float32s."""
+    given = body.get("input")
+    texts = [given] if isinstance(given, str) else list(given or [])
+    as_base64 = body.get("encoding_format") == "base64"
+    data = []
+    for index, text in enumerate(texts):
+        vector = embeddings.embed(text if isinstance(text, str) else " ".join(map(str, text)))
+        packed = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode() if as_base64 else vector
+        data.append({"object": "embedding", "index": index, "embedding": packed})
+    tokens = sum(len(_WORD.findall(str(text))) for text in texts)
+    return {
+        "object": "list",
+        "data": data,
+        "model": body.get("model", "bench-embedding"),
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+
+
 class LatencyModel:
     """The app's state: latency settings and the per-request records."""
 
@@ -153,9 +207,10 @@ class LatencyModel:
         yield b"data: [DONE]\n\n"
 
 
-def build_app(ttft_ms: float = 0.0, token_ms: float = 0.0) -> FastAPI:
+def build_app(ttft_ms: float = 0.0, token_ms: float = 0.0, embedding_dim: int = _EMBEDDING_DIM) -> FastAPI:
     """The server as an ASGI app, so a benchmark can also run it in-process."""
     state = LatencyModel(ttft_ms, token_ms)
+    embeddings = HashedEmbeddings(embedding_dim)
     app = FastAPI(title="bench model server")
     app.state.model = state
 
@@ -169,6 +224,10 @@ def build_app(ttft_ms: float = 0.0, token_ms: float = 0.0) -> FastAPI:
             media_type="text/event-stream",
             headers={"x-bench-request-id": record.request_id},
         )
+
+    @app.post("/v1/embeddings")
+    async def embed(request: Request) -> dict[str, Any]:
+        return _embedding_body(embeddings, await request.json())
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
@@ -192,8 +251,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8400)
     parser.add_argument("--ttft-ms", type=float, default=0.0, help="delay before the first byte of each reply")
     parser.add_argument("--token-ms", type=float, default=0.0, help="delay between content deltas")
+    parser.add_argument("--embedding-dim", type=int, default=_EMBEDDING_DIM, help="length of /v1/embeddings vectors")
     args = parser.parse_args()
-    app = build_app(args.ttft_ms, args.token_ms)
+    app = build_app(args.ttft_ms, args.token_ms, args.embedding_dim)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
 
 
