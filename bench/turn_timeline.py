@@ -80,10 +80,10 @@ async def one_response(http: httpx.AsyncClient, temporal: Client, model_url: str
     marks["model: request received"] = (records[0]["received_at"] - posted) * 1000
     turn_id = turn_id_of(made["id"])
     seen: dict[str, int] = {}
-    async for event in temporal.get_workflow_handle(turn_workflow_id(turn_id)).fetch_history_events():
-        name = (event.WhichOneof("attributes") or "").removesuffix("_event_attributes")
+    async for history in temporal.get_workflow_handle(turn_workflow_id(turn_id)).fetch_history_events():
+        name = (history.WhichOneof("attributes") or "").removesuffix("_event_attributes")
         seen[name] = seen.get(name, 0) + 1
-        marks[f"temporal: {name} #{seen[name]}"] = (event.event_time.ToDatetime().timestamp() - posted_wall) * 1000
+        marks[f"temporal: {name} #{seen[name]}"] = (history.event_time.ToDatetime().timestamp() - posted_wall) * 1000
     return marks
 
 
