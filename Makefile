@@ -10,16 +10,20 @@ TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4;
 
 .PHONY: run test lint revision docs
 
+# Packages are installed by uv (from PyPI, into the venv first): it resolves and installs the same packages
+# several times faster than pip. Where uv cannot be had or fails, pip installs them instead.
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet uv || $(BIN)/pip install --quiet --upgrade pip
+
+INSTALL = { [ -x $(BIN)/uv ] && $(BIN)/uv pip install --quiet --python $(BIN)/python $(1); } || $(BIN)/pip install --quiet $(1)
 
 $(VENV)/.run-deps: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+	$(call INSTALL,-e .)
 	touch $@
 
 $(VENV)/.test-deps: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e ".[test]"
+	$(call INSTALL,-e ".[test]")
 	touch $@
 
 run: $(VENV)/.run-deps
@@ -27,22 +31,29 @@ run: $(VENV)/.run-deps
 
 # ruff (style, errors), import-linter (the layers, no import circles, the shared API edge apart from the
 # dialects: [tool.importlinter] in pyproject.toml) and mypy (types: [tool.mypy]).
-lint: $(VENV)/.test-deps
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/lint-imports
-	$(BIN)/mypy
+LINT = $(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/lint-imports && $(BIN)/mypy
 
-# First .venv-lsc, the current llama-stack-client, which needs Python >= 3.12 (tests/support/client_venvs.py says
-# why and how it finds one; without such a Python it prints one line and those tests skip). Then the suite
-# on TEST_WORKERS workers, a file per worker at a time, except the tests marked `processes` (services of
-# their own, killed on a timetable), which run afterwards alone, as they were tuned. Both parts always run;
-# either failing fails `make test`.
-test: lint
-	$(BIN)/python -m tests.support.client_venvs
-	status=0; \
+lint: $(VENV)/.test-deps
+	$(LINT)
+
+# docs/testing.md says how the suite runs and why so. The lint, and .venv-lsc (the current llama-stack-client,
+# which needs Python >= 3.12: tests/support/client_venvs.py; its tests wait for it on a lock), are built in
+# the background while the tests run: both are mostly one core's work or waiting on the network. Then the
+# suite on TEST_WORKERS workers, a file per worker at a time, except the tests marked `processes` (services
+# of their own, killed on a timetable), which run afterwards on PROCESS_WORKERS workers of their own. Every
+# part always runs; any failing fails `make test`, and the lint's output is printed at the end.
+PROCESS_WORKERS ?= 2
+LINT_LOG := .lint.log
+
+test: $(VENV)/.test-deps
+	@status=0; \
+	( $(LINT) ) > $(LINT_LOG) 2>&1 & lint=$$!; \
+	$(BIN)/python -m tests.support.client_venvs & venv_lsc=$$!; \
 	$(BIN)/pytest -m "not processes" -n $(TEST_WORKERS) --dist loadfile || status=$$?; \
-	$(BIN)/pytest -m processes || status=$$?; \
+	wait $$venv_lsc || status=$$?; \
+	$(BIN)/pytest -m processes -n $(PROCESS_WORKERS) --dist loadfile || status=$$?; \
+	wait $$lint || { status=1; echo "make lint failed:"; }; \
+	cat $(LINT_LOG); \
 	exit $$status
 
 # docs/configuration.md's tables from the settings model (tests/test_docs.py fails while they differ).

@@ -22,11 +22,14 @@ from activities.compaction import CompactionActivities
 from activities.documents import DocumentActivities
 from activities.inference import InferenceActivities
 from activities.ingestion import IngestionActivities
-from activities.retention import KnowledgeRetention, RetentionActivities
+from activities.knowledge_search import KnowledgeSearch
+from activities.retention import KnowledgeRetention, RetentionActivities, WebhookErasure
 from activities.shields import ShieldActivities
+from activities.spend import SpendActivities
 from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
 from activities.webhook_delivery import WebhookDeliveryActivities
+from api.agents_beta.automation_delivery import AutomationDeliveries, worker_services
 from compaction.seal import CompactionSeal
 from configuration.loading import get_settings
 from configuration.settings import Settings
@@ -42,16 +45,20 @@ from observability.tracing import setup_tracing
 from observability.worker_metrics import serve_worker_metrics
 from outbound.http import outbound_from
 from providers.registry import ModelRegistry
+from store.automations import AutomationStore
 from store.database import open_database
 from store.files import FileStore
 from store.repository import Store
+from store.spend import SpendStore
 from store.upgrade import StoreNotUpgradable, upgrade_store
 from store.vector_stores import VectorStores
 from store.wake import WakeSender, wake_dir
 from store.webhooks import WebhookStore
 from tool_runtime.catalog import ToolCatalog
 from tool_runtime.credential_seal import CredentialSeal
+from webhooks.dispatch import DeliveryStarter
 from webhooks.secrets import SecretSeal
+from workflows.automation_run import AutomationRun
 from workflows.compaction import CompactionWorkflow
 from workflows.ingestion import IngestFileWorkflow
 from workflows.retention import RetentionSweep, TenantErasure
@@ -77,16 +84,25 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     inference = InferenceActivities(store, models, settings.max_history_bytes)
     shields = ShieldActivities(store, models, settings)
     progress = TurnProgressActivities(store)
+    spend = SpendActivities(SpendStore(store.database))
+    # Automations create and feed Agents API sessions through the same session service as the API's routes.
+    automations = AutomationDeliveries(worker_services(client, settings, store), AutomationStore(store.database))
     seal = CredentialSeal(settings.credentials_key) if settings.credentials_key else None
-    tools = ToolActivities(store, ToolCatalog.from_settings(store, settings), settings.max_tool_output_chars, seal)
+    vector_stores = VectorStores(store.database, vector_index(settings.store_url))
+    embeddings = EmbeddingCatalog(settings)
+    search = KnowledgeSearch(vector_stores, embeddings, settings.max_search_results)
+    catalog = ToolCatalog.from_settings(store, settings)
+    tools = ToolActivities(store, catalog, settings.max_tool_output_chars, seal, search)
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
     compaction_seal = CompactionSeal(settings.credentials_key) if settings.credentials_key else None
     compaction = CompactionActivities(store, models, compaction_seal, settings.max_history_bytes)
     blobs = blob_store(settings.store_url, store.database, settings.blob_dir)
-    vector_stores = VectorStores(store.database, vector_index(settings.store_url))
-    retention = RetentionActivities(store, client, KnowledgeRetention(FileStore(store.database), vector_stores, blobs))
+    knowledge_retention = KnowledgeRetention(FileStore(store.database), vector_stores, blobs)
+    webhook_store = WebhookStore(store.database)
+    webhook_erasure = WebhookErasure(webhook_store, DeliveryStarter(client, settings.task_queue, webhook_store))
+    retention = RetentionActivities(store, client, knowledge_retention, webhook_erasure, settings)
     webhooks = WebhookDeliveryActivities(
-        WebhookStore(store.database),
+        webhook_store,
         outbound_from(settings),
         SecretSeal(settings.credentials_key) if settings.credentials_key else None,
         settings.webhook_retry_delays,
@@ -95,7 +111,7 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     ingestion = IngestionActivities(
         vector_stores,
         blobs,
-        EmbeddingCatalog(settings),
+        embeddings,
         settings,
     )
     return Worker(
@@ -108,11 +124,13 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
             CompactionWorkflow,
             RetentionSweep,
             TenantErasure,
+            AutomationRun,
         ],
         activities=[
             inference.infer,
             progress.save_turn_progress,
             progress.load_turn_steps,
+            spend.check_session_spend,
             documents.fetch_documents,
             tools.resolve_tools,
             tools.list_mcp_server,
@@ -124,9 +142,12 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
             ingestion.finish_file,
             compaction.write_summary,
             compaction.compact_turn,
+            retention.retention_policy,
             retention.prune_expired,
             retention.stop_tenant_turns,
             retention.erase_tenant_batch,
+            automations.deliver_automation,
+            automations.fail_automation_invocation,
         ],
         # Cancellation reaches a model call through its heartbeat: send one at least every second.
         max_heartbeat_throttle_interval=timedelta(seconds=1),

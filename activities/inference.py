@@ -27,6 +27,7 @@ from providers import openai_format
 from providers.base import ChatModel, ChatRequest, FinishPart, ProviderRejected, TextPart, ToolCallPart
 from providers.registry import ModelRegistry
 from store.repository import Store
+from store.spend import SpendStore
 from workflows import steps, turn_end
 from workflows.contracts import (
     INFER_ACTIVITY,
@@ -41,6 +42,7 @@ from workflows.contracts import (
     TurnProgress,
     runtime_event,
 )
+from workflows.knowledge_tools import FILE_SEARCH
 
 _TICK = timedelta(microseconds=1)
 """A step's and a turn's times strictly increase, as the workflow's do (clients compare them)."""
@@ -138,6 +140,15 @@ class _DeltaWriter:
         self._flushed_at = time.monotonic()
 
 
+def _answers_a_search(messages: list[dict[str, Any]]) -> bool:
+    """The conversation ends with a file_search call's result."""
+    if not messages or messages[-1].get("role") != "tool":
+        return False
+    call_id = messages[-1].get("tool_call_id")
+    calls = [call for m in messages if m.get("role") == "assistant" for call in m.get("tool_calls") or []]
+    return any(call.get("id") == call_id and call["function"]["name"] == FILE_SEARCH for call in calls)
+
+
 class InferenceActivities:
     def __init__(
         self, store: Store, models: ModelRegistry, max_history_bytes: int, delta_interval: float = 0.02
@@ -146,6 +157,7 @@ class InferenceActivities:
         self._models = models
         self._max_history_bytes = max_history_bytes
         self._delta_interval = delta_interval
+        self._spend = SpendStore(store.database)
 
     async def _streamed_before(self, request: InferenceRequest) -> tuple[str, list[ToolCall]]:
         """The text and the tool calls earlier attempts of this step streamed to clients."""
@@ -161,6 +173,8 @@ class InferenceActivities:
         settings, messages = await self._settings_and_messages(request)
         model, model_name = self._models.resolve(settings.model)
         choice = openai_format.tool_choice(settings)
+        if settings.tool_choice == FILE_SEARCH and _answers_a_search(messages):
+            choice = "auto"  # forced once: the model answers from the results rather than searching again
         tools = [openai_format.function_tool_schema(t) for t in settings.function_tools]
         tools += [openai_format.server_tool_schema(t) for t in request.server_tools]
         if choice == "none":
@@ -239,6 +253,16 @@ class InferenceActivities:
         crash_point(AFTER_TURN_END)
         return TurnFinished(step_completed_at=step_completed_at, completed_at=completed_at)
 
+    async def _record_spend(self, request: InferenceRequest, model_id: str, finish: FinishPart) -> None:
+        """Enter the call's cost in its session's ledger before the turn may go on (or end): the next spend
+        check, and the session's `consumed`, include it."""
+        assert request.spend_session_id is not None
+        input_tokens, output_tokens = finish.prompt_tokens or 0, finish.completion_tokens or 0
+        cost = self._models.pricing(model_id).cost_microcents(input_tokens, output_tokens)
+        await self._spend.record(
+            request.spend_session_id, request.turn_id, request.step_id, model_id, input_tokens, output_tokens, cost
+        )
+
     @activity.defn(name=INFER_ACTIVITY)
     async def infer(self, request: InferenceRequest) -> InferenceResult:
         attempt = activity.info().attempt
@@ -261,6 +285,7 @@ class InferenceActivities:
             text: list[str] = []
             calls: list[ToolCall] = []
             stop_reason: StopReason = "end_of_turn"
+            finish: FinishPart | None = None
             size = 0
             async with heartbeating():
                 with metrics.model_call(model_id) as measured:
@@ -278,6 +303,7 @@ class InferenceActivities:
                             await writer.add_call(part.tool_call)
                         elif isinstance(part, FinishPart):
                             stop_reason = part.stop_reason
+                            finish = part
                             measured.usage(part.prompt_tokens, part.completion_tokens)
                             if part.prompt_tokens is not None or part.completion_tokens is not None:
                                 writer.keep(_usage_event(request.step_id, part))
@@ -288,6 +314,8 @@ class InferenceActivities:
                 await asyncio.gather(writing, return_exceptions=True)
         if writing is not None:
             await writing  # done by now; a failure of it is this attempt's
+        if request.spend_session_id is not None and finish is not None:
+            await self._record_spend(request, model_id, finish)
         message = CompletionMessage(content="".join(text), stop_reason=stop_reason, tool_calls=calls)
         result = InferenceResult(message=message)
         size = len(result.model_dump_json())

@@ -1,13 +1,15 @@
 """Retention's activities: one bounded batch of deletes per call (store/retention.py), counted in metrics.
 
-Files and vector stores (store/knowledge_retention.py picks them) are deleted as their DELETE routes delete
-them, one at a time, through the same calls: a file leaves every vector store (chunks and index entries go),
-then its row, then its bytes in the blob store.
+Files and vector stores (store/knowledge_retention.py picks them) and webhook endpoints are deleted as their
+DELETE routes delete them, one at a time, through the same calls: a file leaves every vector store (chunks
+and index entries go), then its bytes go, then its row — bytes before row, so that a crash between the two
+leaves a row the next batch finds again rather than bytes nothing names; an endpoint goes with its
+deliveries and their log, and the workflows of its pending deliveries are stopped.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Connection
 from temporalio import activity
@@ -15,27 +17,52 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.heartbeat import heartbeating
+from configuration.settings import Settings
 from hosting.fault_points import AFTER_ERASE_BATCH, crash_point
 from knowledge.blobs import BlobStore
 from observability.metrics import RETENTION_OLDEST_AGE, RETENTION_PRUNED
 from store.files import FileStore
-from store.knowledge_retention import KNOWLEDGE_KINDS, expired_vector_stores, idle_vector_stores, old_files
+from store.knowledge_retention import (
+    KNOWLEDGE_KINDS,
+    expired_files,
+    expired_vector_stores,
+    idle_vector_stores,
+    old_files,
+    tenant_files,
+    tenant_vector_stores,
+)
 from store.repository import Store
 from store.retention import KINDS, unfinished_turns_of
 from store.rows import delete_turns
 from store.tables import TurnRow
 from store.vector_stores import VectorStores
+from store.webhooks import WebhookStore, tenant_endpoints
+from webhooks.dispatch import DeliveryStarter
 from workflows.contracts import turn_workflow_id
 from workflows.retention import (
     ERASE_ACTIVITY,
+    EXPIRED_FILES,
     EXPIRED_VECTOR_STORES,
+    POLICY_ACTIVITY,
     PRUNE_ACTIVITY,
     STOP_TURNS_ACTIVITY,
     EraseRequest,
     EraseResult,
     PruneRequest,
     PruneResult,
+    RetentionPolicy,
 )
+
+WEBHOOK_LOG_KIND = "webhook_deliveries"
+_EXPIRY_KINDS = {EXPIRED_VECTOR_STORES: "vector_stores", EXPIRED_FILES: "files"}
+"""The sweeps of things past their own `expires_after`, by the kind their metrics count them as."""
+
+
+def worker_policy(settings: Settings) -> RetentionPolicy:
+    """The TTLs this worker's sweeps apply: DA_RETENTION's, and the webhook delivery log's own
+    DA_WEBHOOK_LOG_RETENTION unless DA_RETENTION names `webhook_deliveries`."""
+    ttls = {WEBHOOK_LOG_KIND: timedelta(seconds=settings.webhook_log_retention)} | settings.retention
+    return RetentionPolicy(ttls=ttls, batch=settings.retention_batch)
 
 
 class KnowledgeRetention:
@@ -48,12 +75,11 @@ class KnowledgeRetention:
 
     async def prune(self, kind: str, cutoff: datetime, limit: int) -> int:
         database = self.files.database
-        if kind == "files":
-            files = await database.read(lambda tx: old_files(tx, cutoff, limit))
+        if kind in ("files", EXPIRED_FILES):
+            pick_files = expired_files if kind == EXPIRED_FILES else old_files
+            files = await database.read(lambda tx: pick_files(tx, cutoff, limit))
             for tenant, file_id in files:
-                await self.stores.detach_everywhere(tenant, file_id)
-                await self.files.delete(tenant, file_id)
-                await self.blobs.delete(file_id)
+                await self._delete_file(tenant, file_id)
             return len(files)
         pick = expired_vector_stores if kind == EXPIRED_VECTOR_STORES else idle_vector_stores
         stores = await database.read(lambda tx: pick(tx, cutoff, limit))
@@ -61,20 +87,68 @@ class KnowledgeRetention:
             await self.stores.delete(tenant, vector_store_id)
         return len(stores)
 
+    async def erase(self, tenant: str, limit: int) -> EraseResult | None:
+        """A batch of the tenant's vector stores (vector DBs too), once none is left a batch of its files."""
+        database = self.files.database
+        stores = await database.read(lambda tx: tenant_vector_stores(tx, tenant, limit))
+        for vector_store_id in stores:
+            await self.stores.delete(tenant, vector_store_id)
+        if stores:
+            return EraseResult(kind="vector_stores", deleted=len(stores))
+        files = await database.read(lambda tx: tenant_files(tx, tenant, limit))
+        for file_id in files:
+            await self._delete_file(tenant, file_id)
+        return EraseResult(kind="files", deleted=len(files)) if files else None
+
+    async def _delete_file(self, tenant: str, file_id: str) -> None:
+        await self.stores.detach_everywhere(tenant, file_id)
+        await self.blobs.delete(file_id)
+        await self.files.delete(tenant, file_id)
+
+
+class WebhookErasure:
+    """Deletes a tenant's webhook endpoints exactly as `DELETE /v1/webhook_endpoints/{id}` does."""
+
+    def __init__(self, store: WebhookStore, starter: DeliveryStarter) -> None:
+        self.store = store
+        self.starter = starter
+
+    async def erase(self, tenant: str, limit: int) -> EraseResult | None:
+        endpoints = await self.store.database.read(lambda tx: tenant_endpoints(tx, tenant, limit))
+        for endpoint_id in endpoints:
+            pending = await self.store.delete_endpoint(tenant, endpoint_id)
+            if pending:
+                await self.starter.stop(pending)
+        return EraseResult(kind="webhook_endpoints", deleted=len(endpoints)) if endpoints else None
+
 
 class RetentionActivities:
-    def __init__(self, store: Store, client: Client, knowledge: KnowledgeRetention) -> None:
+    def __init__(
+        self,
+        store: Store,
+        client: Client,
+        knowledge: KnowledgeRetention,
+        webhooks: WebhookErasure,
+        settings: Settings,
+    ) -> None:
         self._store = store
         self._client = client
         self._knowledge = knowledge
+        self._webhooks = webhooks
+        self._settings = settings
+
+    @activity.defn(name=POLICY_ACTIVITY)
+    async def retention_policy(self) -> RetentionPolicy:
+        """This worker's TTLs, read by each sweep it runs."""
+        return worker_policy(self._settings)
 
     @activity.defn(name=PRUNE_ACTIVITY)
     async def prune_expired(self, request: PruneRequest) -> PruneResult:
-        if request.kind in (*KNOWLEDGE_KINDS, EXPIRED_VECTOR_STORES):
+        if request.kind in (*KNOWLEDGE_KINDS, *_EXPIRY_KINDS):
             async with heartbeating():
                 deleted = await self._knowledge.prune(request.kind, request.cutoff, request.limit)
-            if request.kind == EXPIRED_VECTOR_STORES:
-                RETENTION_PRUNED.labels("vector_stores", "expires_after").inc(deleted)
+            if request.kind in _EXPIRY_KINDS:
+                RETENTION_PRUNED.labels(_EXPIRY_KINDS[request.kind], "expires_after").inc(deleted)
             else:
                 RETENTION_PRUNED.labels(request.kind, "ttl").inc(deleted)
             return PruneResult(deleted=deleted)
@@ -111,17 +185,24 @@ class RetentionActivities:
 
     @activity.defn(name=ERASE_ACTIVITY)
     async def erase_tenant_batch(self, request: EraseRequest) -> EraseResult:
-        """One batch of the first registered kind the tenant still has rows of."""
+        """One batch of the first kind the tenant still has rows of: webhook endpoints first (stopping their
+        pending deliveries before the outbox goes), then the store's registered kinds, then vector stores
+        and files."""
 
-        def run(tx: Connection) -> EraseResult:
+        def run(tx: Connection) -> EraseResult | None:
             for name, kind in KINDS.items():
                 deleted = kind.erase(tx, request.tenant, request.limit)
                 if deleted:
                     return EraseResult(kind=name, deleted=deleted)
-            return EraseResult(kind=None, deleted=0)
+            return None
 
         async with heartbeating():
-            result = await self._store.database.write(run)
+            result = (
+                await self._webhooks.erase(request.tenant, request.limit)
+                or await self._store.database.write(run)
+                or await self._knowledge.erase(request.tenant, request.limit)
+                or EraseResult(kind=None, deleted=0)
+            )
         if result.kind is not None:
             RETENTION_PRUNED.labels(result.kind, "tenant").inc(result.deleted)
             crash_point(AFTER_ERASE_BATCH)

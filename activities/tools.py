@@ -9,9 +9,11 @@ from temporalio.exceptions import ApplicationError
 
 from activities.deadline import RETRY_DELAY, Deadline
 from activities.heartbeat import heartbeating
+from activities.knowledge_search import KnowledgeSearch, SearchUnavailable
 from activities.pending_writes import write_pending
 from domain.content import ToolResponse
 from domain.events import KeyedEvent, StepProgress, StepStart, ToolCallDelta, chunk_of
+from hosting.fault_points import DURING_SEARCH, crash_point
 from observability import metrics
 from store.repository import Store
 from tool_runtime.catalog import ToolCatalog, ToolNameClash, UnknownToolGroup
@@ -32,6 +34,7 @@ from workflows.contracts import (
     ToolRunRequest,
     runtime_event,
 )
+from workflows.knowledge_tools import FILE_SEARCH, is_knowledge_tool
 from workflows.steps import mcp_metadata
 
 log = logging.getLogger(__name__)
@@ -55,6 +58,11 @@ def tool_run_started(request: ToolRunRequest) -> list[KeyedEvent]:
         KeyedEvent(key=f"{step_id}:start", body=chunk_of(start).model_dump(mode="json")),
         KeyedEvent(key=f"{step_id}:call", body=chunk_of(progress).model_dump(mode="json")),
     ]
+    if request.tool.toolgroup_id == FILE_SEARCH and is_knowledge_tool(request.tool):
+        call = request.call.model_dump(mode="json")
+        events.append(
+            runtime_event(f"{step_id}:file_search_started", "file_search_started", step_id=step_id, call=call)
+        )
     if request.tool.server_label is not None:
         events.append(
             runtime_event(
@@ -76,9 +84,12 @@ class ToolActivities:
         catalog: ToolCatalog,
         max_output_chars: int = MAX_TOOL_OUTPUT_CHARS,
         seal: CredentialSeal | None = None,
+        knowledge: KnowledgeSearch | None = None,
     ) -> None:
         """`seal`: opens the MCP headers a turn's request brought (DA_CREDENTIALS_KEY), read from the store
-        by turn id for each activity: they never travel in the workflow's inputs or history."""
+        by turn id for each activity: they never travel in the workflow's inputs or history.
+        `knowledge`: runs the knowledge tools (file_search, knowledge_search); None: they answer unavailable."""
+        self._knowledge = knowledge
         self._store = store
         self._catalog = catalog
         self._max_output_chars = max_output_chars
@@ -135,6 +146,8 @@ class ToolActivities:
         answers the model with the reason (an ApplicationError that is not retried)."""
         deadline = Deadline.of_this_attempt(self._catalog.call_deadline)
         await write_pending(self._store, request.turn_id, request.pending, *tool_run_started(request))
+        if is_knowledge_tool(request.tool):
+            return await self._search(request, deadline)
         arguments = request.call.arguments if isinstance(request.call.arguments, dict) else {}
         try:
             if (left := deadline.remaining()) <= 0:
@@ -168,3 +181,22 @@ class ToolActivities:
             content=truncate_text(outcome.content, self._max_output_chars),
             metadata=metadata,
         )
+
+    async def _search(self, request: ToolRunRequest, deadline: Deadline) -> ToolResponse:
+        """A knowledge tool's call, searched within the turn's tenant (read from its row, as tools resolve)."""
+        tenant = await self._store.turn_tenant(request.turn_id)
+        if self._knowledge is None or tenant is None:
+            raise ApplicationError("This worker cannot search", type=TOOL_UNAVAILABLE, non_retryable=True)
+        try:
+            async with heartbeating():
+                with metrics.tool_call(request.call.tool_name):
+                    response = await self._knowledge.run(tenant, request.tool, request.call)
+        except SearchUnavailable as unavailable:
+            retry = deadline.allows_retry()
+            raise ApplicationError(
+                str(unavailable), type=TOOL_UNAVAILABLE, non_retryable=not retry, next_retry_delay=RETRY_DELAY
+            ) from None
+        crash_point(DURING_SEARCH)
+        if (response.metadata or {}).get("is_error"):
+            metrics.tool_answered_with_error(request.call.tool_name)
+        return response

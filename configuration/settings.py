@@ -56,6 +56,23 @@ class SettingsError(ValueError):
     """A configuration value is wrong; the message says which and how to fix it."""
 
 
+class ModelPricing(BaseModel):
+    """What a model's tokens cost, in US dollars per million tokens: what an Agents API session's `spend_control`
+    counts against its limit."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    input: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """USD per million input (prompt) tokens."""
+    output: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """USD per million output (completion) tokens."""
+
+    def cost_microcents(self, input_tokens: int, output_tokens: int) -> int:
+        """The cost of one model call in millionths of a US cent, whole (USD per million tokens times tokens is
+        that many micro-cents times 100): sums of them stay exact where cents would round each call."""
+        return round((input_tokens * self.input + output_tokens * self.output) * 100)
+
+
 class ModelSpec(BaseModel):
     """How to reach one model id that agents may name."""
 
@@ -77,6 +94,9 @@ class ModelSpec(BaseModel):
     timeout_seconds: float = Field(default=120.0, gt=0)
     """The model client's timeout in seconds (to connect, and between bytes of the reply); Temporal retries a call
     that times out."""
+    pricing: ModelPricing | None = None
+    """`{"input": USD, "output": USD}` per million tokens, as the provider reports them used; unset: free (a local
+    model). Agents API sessions with a `spend_control` limit pause when their calls' cost reaches it."""
 
     @model_validator(mode="after")
     def _openai_needs_an_endpoint(self) -> ModelSpec:
@@ -221,7 +241,16 @@ def _headers_by_url(raw: Any) -> dict[str, dict[str, str]]:
     return raw
 
 
-RETENTION_KINDS = ("responses", "conversations", "sessions", "turns", "compactions", "files", "vector_stores")
+RETENTION_KINDS = (
+    "responses",
+    "conversations",
+    "sessions",
+    "turns",
+    "compactions",
+    "webhook_deliveries",
+    "files",
+    "vector_stores",
+)
 """The kinds store/retention.py registers, then store/knowledge_retention.py's; a kind added there is added here."""
 
 
@@ -408,12 +437,17 @@ class Settings(BaseSettings):
     Unset: only requests with `context_management` compact."""
     retention: Annotated[dict[str, timedelta], NoDecode, BeforeValidator(_retention)] = Field(default_factory=dict)
     """Time-to-live by kind, `kind=seconds,…` (kinds: responses, conversations, sessions, turns, compactions,
-    files, vector_stores; docs/retention.md); a Temporal Schedule deletes what is older. Empty: everything is
-    kept."""
+    webhook_deliveries, files, vector_stores; docs/retention.md); a Temporal Schedule deletes what is older,
+    with the TTLs of the worker that runs it. Empty: everything is kept (but the webhook delivery log, and
+    what has its own `expires_after`)."""
     retention_period: PositiveSeconds = 3600.0
     """Seconds between two retention sweeps (the Schedule's interval)."""
     retention_batch: PositiveInt = 500
     """Rows one retention or erasure transaction deletes at most."""
+    automation_catchup_window: PositiveSeconds = Field(default=3600.0, ge=10)
+    """Seconds after its time within which an Agents API automation's occurrence missed while Temporal was down
+    still runs when it is back: once, however many fell in the window; older ones are skipped
+    (docs/agents-spend-and-automations.md). Temporal's minimum is 10."""
     operator_key: str | None = Field(default=None, repr=False)
     """Bearer token of the operator routes (`/v1/operator/…`: erase a tenant); unset: those routes are off."""
     session_compact_threshold: PositiveInt | None = None
@@ -430,7 +464,8 @@ class Settings(BaseSettings):
     webhook_sweep_interval: PositiveSeconds = 30.0
     """How often each API process starts delivery workflows that a crash left unstarted (and once at start)."""
     webhook_log_retention: PositiveSeconds = 30 * 24 * 3600.0
-    """Seconds webhook events, their deliveries and attempts are kept (the delivery log) once none is pending."""
+    """Seconds webhook events, their deliveries and attempts are kept (the delivery log) once none is pending;
+    `webhook_deliveries` in DA_RETENTION overrides it."""
     # Knowledge: files, vector stores, embeddings (docs/knowledge.md).
     default_embedding_model: str = BUILTIN_EMBEDDING_MODEL_ID
     """The embedding model of a vector store whose creator names none: the built-in one, or the id of a

@@ -7,7 +7,8 @@ SIGKILL right after it recorded a new turn and before it started the turn's work
 it reported its result; with `after_compaction`, a worker dies right after a turn's compaction step wrote
 its summary and before it reported so; with `after_erase_batch`, a worker dies right after a tenant
 erasure deleted a batch; with `after_attachment_row`, an API process dies right after it attached files to a
-vector store (their rows `in_progress`) and before it started their ingestion.
+vector store (their rows `in_progress`) and before it started their ingestion; with `during_search`, a worker
+dies after a knowledge tool's search found its results and before the activity reported them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ AFTER_TURN_END = "after_turn_end"
 AFTER_COMPACTION = "after_compaction"
 AFTER_ERASE_BATCH = "after_erase_batch"
 AFTER_ATTACHMENT_ROW = "after_attachment_row"
+DURING_SEARCH = "during_search"
 
 
 def crash_point(name: str) -> None:

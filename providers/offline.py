@@ -1,6 +1,6 @@
 """A deterministic stand-in for a model, so the demo and the tests run with no network.
 
-It is not an LLM. It follows four rules, checked in order:
+It is not an LLM. It follows five rules, checked in order:
 
 0. If it is asked to compact a conversation (the system message is compaction/summary.py's
    SUMMARY_INSTRUCTIONS), it summarises the transcript it is given: "Summary of <n> earlier messages.
@@ -9,7 +9,10 @@ It is not an LLM. It follows four rules, checked in order:
 1. If the conversation ends with tool results, it reports them: "Tool <name> returned: <content>."
 2. If the last user message contains `call tool <name>` (optionally followed by a JSON object of
    arguments) and a tool of that name is offered, it calls that tool.
-3. Otherwise it echoes: "You said: <last user message>".
+3. If the last user message asks to look something up in the documents ("look up <words> in the documents",
+   "search the documents for <words>", "what do the documents say about <words>"; also "files", "docs")
+   and a search tool is offered (file_search, knowledge_search), it calls it with {"query": "<words>"}.
+4. Otherwise it echoes: "You said: <last user message>".
 
 With tool_choice "none" it never calls a tool; with "required" or a named tool and no phrase,
 it calls the required tool (the first one offered for "required") with no arguments.
@@ -27,6 +30,14 @@ from domain.content import ToolCall
 from providers.base import ChatRequest, FinishPart, ReplyPart, TextPart, ToolCallPart
 
 _CALL_PHRASE = re.compile(r"call tool\s+([A-Za-z0-9_.:-]+)", re.IGNORECASE)
+_PLACES = r"(?:the|my|our|these|those) (?:documents?|docs|files?)"
+_LOOKUP_PHRASE = re.compile(
+    rf"(?:look up|search for|find)\s+(?P<a>.+?)\s+in {_PLACES}"
+    rf"|search {_PLACES} for\s+(?P<b>.+?)\s*(?:[?.!]|$)"
+    rf"|what do {_PLACES} say about\s+(?P<c>.+?)\s*(?:[?.!]|$)",
+    re.IGNORECASE,
+)
+SEARCH_TOOLS = ("file_search", "knowledge_search")
 _SUMMARY_USER_LINES = 8
 _SUMMARY_LINE_CHARS = 60
 
@@ -48,6 +59,14 @@ def _arguments_after(text: str, start: int) -> dict[str, Any]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _words_to_look_up(text: str) -> str | None:
+    found = _LOOKUP_PHRASE.search(text)
+    if found is None:
+        return None
+    words = next(group for group in found.groups() if group is not None)
+    return words.strip(" \t\"'“”") or None
 
 
 def _summary(transcript: str) -> str:
@@ -93,6 +112,9 @@ class OfflineModel:
                 return "", self._call(match.group(1), _arguments_after(user_text, match.end()), call_index)
             if match:
                 return f"I have no tool named {match.group(1)}; I can call: {', '.join(tool_names)}.", None
+            search = next((name for name in tool_names if name in SEARCH_TOOLS), None)
+            if search is not None and (words := _words_to_look_up(user_text)):
+                return "", self._call(search, {"query": words}, call_index)
             if choice == "required":
                 return "", self._call(tool_names[0], {}, call_index)
             if isinstance(choice, dict):

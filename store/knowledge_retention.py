@@ -2,7 +2,7 @@
 ones `DELETE /v1/files/{id}` and `DELETE /v1/vector_stores/{id}` run (activities/retention.py calls them),
 because a file's bytes live in the blob store, which this layer does not reach.
 
-Each call returns at most `limit` (tenant, id) pairs, oldest first.
+Each call returns at most `limit` (tenant, id) pairs (ids alone for one tenant's), oldest first.
 """
 
 from __future__ import annotations
@@ -63,15 +63,38 @@ def expired_vector_stores(tx: Connection, now: datetime, limit: int) -> list[tup
     return found
 
 
+_INGESTING = exists().where(VectorStoreFileRow.file_id == FileRow.file_id, VectorStoreFileRow.status == "in_progress")
+
+
 def old_files(tx: Connection, cutoff: datetime, limit: int) -> list[tuple[str, str]]:
     """Files uploaded before the cutoff, except those a vector store is still ingesting."""
-    ingesting = exists().where(
-        VectorStoreFileRow.file_id == FileRow.file_id, VectorStoreFileRow.status == "in_progress"
-    )
     rows = tx.execute(
         select(FileRow.tenant_id, FileRow.file_id)
-        .where(FileRow.created_at < cutoff, ~ingesting)
+        .where(FileRow.created_at < cutoff, ~_INGESTING)
         .order_by(FileRow.created_at, FileRow.file_id)
         .limit(limit)
     ).all()
     return [(row.tenant_id, row.file_id) for row in rows]
+
+
+def expired_files(tx: Connection, now: datetime, limit: int) -> list[tuple[str, str]]:
+    """Files past their own `expires_at` (from `expires_after` at upload), which the API already answers 404
+    for; a file a vector store is still ingesting waits for the next sweep."""
+    rows = tx.execute(
+        select(FileRow.tenant_id, FileRow.file_id)
+        .where(FileRow.expires_at.is_not(None), FileRow.expires_at <= now, ~_INGESTING)
+        .order_by(FileRow.expires_at, FileRow.file_id)
+        .limit(limit)
+    ).all()
+    return [(row.tenant_id, row.file_id) for row in rows]
+
+
+def tenant_vector_stores(tx: Connection, tenant: str, limit: int) -> list[str]:
+    """The tenant's vector stores, llama-stack vector DBs included (they are the same rows)."""
+    query = select(VectorStoreRow.vector_store_id).where(VectorStoreRow.tenant_id == tenant)
+    return list(tx.scalars(query.order_by(VectorStoreRow.vector_store_id).limit(limit)))
+
+
+def tenant_files(tx: Connection, tenant: str, limit: int) -> list[str]:
+    query = select(FileRow.file_id).where(FileRow.tenant_id == tenant)
+    return list(tx.scalars(query.order_by(FileRow.file_id).limit(limit)))

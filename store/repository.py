@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from store.agent_sessions import AgentSessionStore
 from store.agents import AgentStore
 from store.conversations import ConversationStore
 from store.database import Database
@@ -27,6 +28,7 @@ class Store(AgentStore, ToolGroupStore, SessionStore, TurnStore, HistoryStore):
         self.database = database
         self.conversations = ConversationStore(database)
         self.responses = ResponseStore(database)
+        self.agent_sessions = AgentSessionStore(database)
         self._event_listeners: list[Callable[[EventsWritten], None]] = []
         self._history = HistoryCache()
         self._settings_written: HandOver[str, tuple[str, dict[str, Any]]] = HandOver()

@@ -16,7 +16,14 @@ from typing import Any
 from sqlalchemy import Connection, Row, delete, func, insert, select, update
 
 from domain.turns import TurnStatus
-from domain.webhook_events import event_body, response_event_type, turn_event_type
+from domain.webhook_events import (
+    agent_session_data,
+    agent_session_event_type,
+    event_body,
+    response_event_type,
+    turn_event_type,
+)
+from store.agent_session_tables import BetaSessionTurnRow
 from store.database import Database
 from store.tables import AgentRow, ResponseRow, TurnRow
 from store.webhook_tables import WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow
@@ -150,7 +157,12 @@ def record_turn_status(tx: Connection, turn_id: str, status: TurnStatus, cause: 
         return
     output = turn.output_message or {}
     data: dict[str, Any]
-    if turn.session_id is None:
+    beta_session = _beta_session(tx, turn_id) if turn.session_id is None else None
+    if beta_session is not None:
+        event_type = agent_session_event_type(status)
+        calls = output.get("tool_calls") or []
+        data = agent_session_data(event_type or "", beta_session, "function_call" if calls else "mcp_approval_request")
+    elif turn.session_id is None:
         response = tx.execute(
             select(ResponseRow.response_id, ResponseRow.store)
             .where(ResponseRow.turn_id == turn_id)
@@ -190,6 +202,36 @@ def record_turn_status(tx: Connection, turn_id: str, status: TurnStatus, cause: 
         )
     )
     _add_deliveries(tx, turn.tenant, event_id, subscribed, now)
+
+
+def _beta_session(tx: Connection, turn_id: str) -> str | None:
+    """The Agents API session a detached turn belongs to, if it does."""
+    return tx.scalar(select(BetaSessionTurnRow.session_id).where(BetaSessionTurnRow.turn_id == turn_id))
+
+
+def record_event(tx: Connection, tenant: str, event_type: str, data: dict[str, Any], cause: str, turn_id: str) -> bool:
+    """Record an event the API itself causes (not a turn's status change), with a delivery to each of the
+    tenant's endpoints subscribed to it; `cause` makes a repeat record nothing. True if deliveries were added
+    (start them: `unstarted(turn_id=turn_id)`)."""
+    endpoints = tx.execute(
+        select(WebhookEndpointRow.endpoint_id, WebhookEndpointRow.event_types).where(
+            WebhookEndpointRow.tenant_id == tenant
+        )
+    ).all()
+    subscribed = [row.endpoint_id for row in endpoints if event_type in row.event_types]
+    cause_key = cause[:300]
+    seen = select(WebhookEventRow.event_id).where(
+        WebhookEventRow.tenant_id == tenant, WebhookEventRow.cause == cause_key
+    )
+    if not subscribed or tx.scalar(seen) is not None:
+        return False
+    now = datetime.now(UTC)
+    event_id = _new_id("evt")
+    body = event_body(event_id, event_type, int(now.timestamp()), data)
+    values = {"event_type": event_type, "turn_id": turn_id, "cause": cause_key, "body": body, "created_at": now}
+    tx.execute(insert(WebhookEventRow).values(event_id=event_id, tenant_id=tenant, **values))
+    _add_deliveries(tx, tenant, event_id, subscribed, now)
+    return True
 
 
 def _add_deliveries(tx: Connection, tenant: str, event_id: str, endpoint_ids: Sequence[str], now: datetime) -> None:
@@ -497,33 +539,44 @@ class WebhookStore:
 
         await self.database.write(run)
 
-    async def prune(self, recorded_before: datetime, limit: int = 1000) -> int:
-        """Delete up to `limit` events recorded before then, with their deliveries and attempts, unless a
-        delivery of theirs is still pending; how many events went."""
-
-        def run(tx: Connection) -> int:
-            pending = select(WebhookDeliveryRow.event_id).where(
-                WebhookDeliveryRow.event_id == WebhookEventRow.event_id, WebhookDeliveryRow.status == PENDING
-            )
-            old = list(
-                tx.scalars(
-                    select(WebhookEventRow.event_id)
-                    .where(WebhookEventRow.created_at < recorded_before, ~pending.exists())
-                    .limit(limit)
-                )
-            )
-            if old:
-                deliveries = select(WebhookDeliveryRow.delivery_id).where(WebhookDeliveryRow.event_id.in_(old))
-                tx.execute(delete(WebhookAttemptRow).where(WebhookAttemptRow.delivery_id.in_(deliveries)))
-                tx.execute(delete(WebhookDeliveryRow).where(WebhookDeliveryRow.event_id.in_(old)))
-                tx.execute(delete(WebhookEventRow).where(WebhookEventRow.event_id.in_(old)))
-            return len(old)
-
-        return await self.database.write(run)
-
     async def oldest_pending(self) -> datetime | None:
         query = select(func.min(WebhookDeliveryRow.pending_since)).where(WebhookDeliveryRow.status == PENDING)
         return await self.database.read(lambda tx: tx.scalar(query))
+
+
+def _delete_events(tx: Connection, events: list[str]) -> int:
+    """These events with their deliveries and those deliveries' attempts (the delivery log)."""
+    if events:
+        deliveries = select(WebhookDeliveryRow.delivery_id).where(WebhookDeliveryRow.event_id.in_(events))
+        tx.execute(delete(WebhookAttemptRow).where(WebhookAttemptRow.delivery_id.in_(deliveries)))
+        tx.execute(delete(WebhookDeliveryRow).where(WebhookDeliveryRow.event_id.in_(events)))
+        tx.execute(delete(WebhookEventRow).where(WebhookEventRow.event_id.in_(events)))
+    return len(events)
+
+
+def prune_delivery_log(tx: Connection, recorded_before: datetime, limit: int) -> int:
+    """Up to `limit` events recorded before then whose deliveries have all ended, with their delivery log."""
+    pending = select(WebhookDeliveryRow.event_id).where(
+        WebhookDeliveryRow.event_id == WebhookEventRow.event_id, WebhookDeliveryRow.status == PENDING
+    )
+    old = select(WebhookEventRow.event_id).where(WebhookEventRow.created_at < recorded_before, ~pending.exists())
+    return _delete_events(tx, list(tx.scalars(old.order_by(WebhookEventRow.created_at).limit(limit))))
+
+
+def erase_tenant_events(tx: Connection, tenant: str, limit: int) -> int:
+    """Up to `limit` of the tenant's events (the outbox), with their delivery log, pending or not: an erasure
+    deletes the tenant's endpoints first, which stops the workflows of its pending deliveries."""
+    events = select(WebhookEventRow.event_id).where(WebhookEventRow.tenant_id == tenant).limit(limit)
+    return _delete_events(tx, list(tx.scalars(events)))
+
+
+def oldest_event(tx: Connection) -> datetime | None:
+    return tx.scalar(select(func.min(WebhookEventRow.created_at)))
+
+
+def tenant_endpoints(tx: Connection, tenant: str, limit: int) -> list[str]:
+    query = select(WebhookEndpointRow.endpoint_id).where(WebhookEndpointRow.tenant_id == tenant).limit(limit)
+    return list(tx.scalars(query))
 
 
 def _signing(current: str, previous: str | None, previous_until: datetime | None) -> list[str]:

@@ -16,6 +16,7 @@ from store.repository import Store
 from tool_runtime import calculator
 from tool_runtime.mcp import McpConnector, McpUnavailable
 from workflows.contracts import ServerTool
+from workflows.knowledge_tools import KNOWLEDGE_SEARCH_TOOL, RAG_TOOLGROUP
 
 BUILTIN_TOOLS: dict[str, list[ServerTool]] = {
     calculator.TOOLGROUP_ID: [
@@ -26,8 +27,11 @@ BUILTIN_TOOLS: dict[str, list[ServerTool]] = {
             description=calculator.DESCRIPTION,
             input_schema=calculator.INPUT_SCHEMA,
         )
-    ]
+    ],
+    RAG_TOOLGROUP: [KNOWLEDGE_SEARCH_TOOL],
 }
+"""Built-in toolgroups. The RAG group's tool is run by the knowledge search (activities/knowledge_search.py),
+not by `call`."""
 
 
 class UnknownToolGroup(LookupError):

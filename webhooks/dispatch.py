@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from datetime import UTC, datetime, timedelta
 
 from temporalio import activity
 from temporalio.client import Client
@@ -73,14 +72,13 @@ class DeliveryStarter:
                 log.debug("webhook delivery %s not cancelled: %s", workflow_id, failed)
 
 
-async def sweep_forever(starter: DeliveryStarter, store: WebhookStore, interval: float, retention: float) -> None:
-    """Start what the outbox holds unstarted, and forget events (with their delivery log) older than
-    `retention` seconds whose deliveries have all ended; at once, then every `interval` seconds."""
+async def sweep_forever(starter: DeliveryStarter, interval: float) -> None:
+    """Start what the outbox holds unstarted; at once, then every `interval` seconds. (Old events and their
+    delivery log are the retention sweep's: the kind `webhook_deliveries`, docs/retention.md.)"""
     while True:
         try:
             if started := await starter.sweep():
                 log.info("started %d webhook deliveries the outbox held", started)
-            await store.prune(datetime.now(UTC) - timedelta(seconds=retention))
         except Exception:
             log.exception("webhook delivery sweep failed; trying again in %.0f s", interval)
         await asyncio.sleep(interval)

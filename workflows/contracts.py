@@ -44,6 +44,9 @@ TOOL_RESPONSES_MISMATCH = "ToolResponsesMismatch"
 TOOL_RESPONSES_SIGNAL = "submit_tool_responses_signal"
 """The signal an operator sends (Temporal UI, `temporal workflow signal`) to resume a paused turn
 with the same JSON as the update; one that does not fit is ignored and the reason shown."""
+CHECK_SPEND_ACTIVITY = "check_session_spend"
+SPEND_LIMIT_SIGNAL = "spend_limit_changed"
+"""Sent to a turn when its session's spending limit changes: a turn held at its next model call checks again."""
 
 
 TURN_WORKFLOW_PREFIX = "turn-"
@@ -107,6 +110,20 @@ class ServerTool(BaseModel):
     headers are the turn's sealed ones for this label, and its results say which server answered."""
 
 
+class FileSearchConfig(BaseModel):
+    """A Responses `file_search` tool as the turn runs it: which of the tenant's vector stores to search, and how."""
+
+    vector_store_ids: list[str]
+    max_num_results: int = 10
+    filters: dict[str, Any] | None = None
+    score_threshold: float = 0.0
+    embedding_weight: float | None = None
+    text_weight: float | None = None
+    """Both set: hybrid search with these weights (ranking_options.hybrid_search); else vector search."""
+    include_results: bool = False
+    """The request asked `include: ["file_search_call.results"]`: the call's item shows its results."""
+
+
 class Continuation(BaseModel):
     """What a turn carries into its next run after continue-as-new; its steps are in the store."""
 
@@ -167,6 +184,8 @@ class TurnPlan(BaseModel):
     compact_threshold: int | None = None
     """Estimated tokens above which the turn compacts its prior context before its first model call
     (workflows/compaction.py); None: never."""
+    file_search: FileSearchConfig | None = None
+    """The request's `file_search` tool: offered to the model as a server tool while this segment runs."""
 
     @classmethod
     def of(cls, outline: AgentOutline) -> TurnPlan:
@@ -215,6 +234,10 @@ class TurnStart(BaseModel):
     continuation: Continuation | None = None
     reopened_with: list[ToolResponse] | None = None
     """Results a client submitted for a completed turn (ReAct-style clients parse calls themselves)."""
+    spend_session_id: str | None = None
+    """The Agents API session whose spend the turn's model calls count (a session turn is otherwise detached):
+    each call is first checked against that session's spending limit, and the turn waits at the call while the
+    limit is reached. None: not counted."""
     inference_writes_end: bool = False
     """The inference activity may write an answer that ends the turn as its end (InferenceRequest.ending);
     turns started by earlier releases replay with the workflow writing every end. Said here rather than
@@ -284,6 +307,8 @@ class InferenceRequest(BaseModel):
     pending: PendingWrites = Field(default_factory=PendingWrites)
     ending: TurnEnding | None = None
     """None: the workflow writes the turn's end, whatever the answer."""
+    spend_session_id: str | None = None
+    """Record what the call cost in this session's spend ledger (TurnStart.spend_session_id)."""
     compaction: bool = False
     """The turn's plan compacts: its context may have been summarised (its own compaction step, or for a
     llama-stack turn its session's latest one), and the model reads the summary (activities/conversation.py)."""
@@ -363,6 +388,19 @@ class ShieldRequest(BaseModel):
 
 class ShieldResult(BaseModel):
     violation: SafetyViolation | None = None
+
+
+class SpendCheck(BaseModel):
+    session_id: str
+    turn_id: str
+
+
+class SpendVerdict(BaseModel):
+    """Whether a tracked turn may make its next model call, and the session's spend it was decided on."""
+
+    allowed: bool
+    limit_cents: int | None = None
+    consumed_cents: int = 0
 
 
 class TurnFinished(BaseModel):

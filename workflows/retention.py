@@ -2,8 +2,13 @@
 time-to-live; `TenantErasure` deletes everything of one tenant. Both delete in bounded batches, one
 activity (one store transaction) each (store/retention.py), so a crash costs at most a batch's retry.
 
-Every sweep also deletes the vector stores whose own `expires_after` has passed (the kind
-`EXPIRED_VECTOR_STORES`, whose cutoff is the sweep's start), whether or not a TTL names vector stores.
+A sweep takes its TTLs from the worker that runs it (the activity `retention_policy` reads that worker's
+settings), not from the Schedule: the Schedule exists whatever the settings, so no process started with
+other settings can turn retention on or off for the others (workflows/retention_schedule.py).
+
+Every sweep also deletes the vector stores and files whose own `expires_after` has passed (the kinds
+`EXPIRED_VECTOR_STORES` and `EXPIRED_FILES`, whose cutoff is the sweep's start), whether or not a TTL
+names them.
 
 A sweep stops a kind after `max_batches` batches; the rest waits for the next period, so one run stays short
 whatever the backlog. An erasure runs until the tenant has nothing left: started again after a crash, or
@@ -20,13 +25,17 @@ from temporalio.common import RetryPolicy
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, Field
 
+POLICY_ACTIVITY = "retention_policy"
 PRUNE_ACTIVITY = "prune_expired"
 ERASE_ACTIVITY = "erase_tenant_batch"
 STOP_TURNS_ACTIVITY = "stop_tenant_turns"
 SWEEP_WORKFLOW_ID = "retention-sweep"
 EXPIRED_VECTOR_STORES = "expired_vector_stores"
 """Not a DA_RETENTION kind: vector stores past their own `expires_after`, swept whatever the TTLs."""
+EXPIRED_FILES = "expired_files"
+"""Not a DA_RETENTION kind either: files past their own `expires_after`."""
 _VECTOR_STORE_EXPIRY_PATCH = "vector-store-expiry"
+_WORKER_POLICY_PATCH = "policy-from-worker"
 SCHEDULE_ID = "retention"
 ERASURE_PREFIX = "erase-tenant-"
 
@@ -34,8 +43,9 @@ _RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=tim
 
 
 class RetentionPolicy(BaseModel):
-    ttls: dict[str, timedelta]
-    """Kind (store/retention.py KINDS) → how long its rows are kept."""
+    ttls: dict[str, timedelta] = Field(default_factory=dict)
+    """Kind (store/retention.py KINDS) → how long its rows are kept. What a Schedule passes is no longer
+    read (sweeps ask their worker); a sweep started before that reads it."""
     batch: int = 500
     max_batches: int = 100
 
@@ -89,9 +99,19 @@ class RetentionSweep:
     async def run(self, policy: RetentionPolicy) -> dict[str, int]:
         now = workflow.now()
         pruned: dict[str, int] = {}
+        from_worker = workflow.patched(_WORKER_POLICY_PATCH)
+        if from_worker:
+            policy = await workflow.execute_activity(
+                POLICY_ACTIVITY,
+                result_type=RetentionPolicy,
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=_RETRY,
+            )
         cutoffs = {kind: now - ttl for kind, ttl in sorted(policy.ttls.items())}
         if workflow.patched(_VECTOR_STORE_EXPIRY_PATCH):
             cutoffs[EXPIRED_VECTOR_STORES] = now
+        if from_worker:
+            cutoffs[EXPIRED_FILES] = now
         for kind, cutoff in cutoffs.items():
             pruned[kind] = 0
             for _ in range(policy.max_batches):

@@ -1,8 +1,11 @@
-"""The Temporal Schedule that runs `RetentionSweep` every DA_RETENTION_PERIOD with the TTLs of DA_RETENTION.
+"""The Temporal Schedule that runs `RetentionSweep` every DA_RETENTION_PERIOD.
 
-Created, updated or deleted to match the settings whenever an API process or a worker starts: idempotent, so
-every process may do it (the last to start wins, and all of one deployment share their settings). Without
-any TTL the Schedule is deleted, so turning retention off stops it.
+The Schedule always exists, whatever DA_RETENTION says: each sweep reads its TTLs from the worker that runs it
+(workflows/retention.py), and every sweep also deletes what is past its own `expires_after` and the webhook
+delivery log past its TTL. So no process decides for the others whether retention runs, and which process
+started last does not matter. Every worker (and an API process hosting one) puts it in place when it starts:
+created if missing, updated only if its period or task queue differs from this process's settings — so
+processes of one configuration, started in any order or at once, leave it alone after the first.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from temporalio.client import (
     ScheduleUpdate,
     ScheduleUpdateInput,
 )
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from configuration.settings import Settings
 from workflows.retention import SCHEDULE_ID, SWEEP_WORKFLOW_ID, RetentionPolicy, RetentionSweep
@@ -31,37 +34,57 @@ log = logging.getLogger(__name__)
 
 
 def retention_schedule(settings: Settings) -> Schedule:
-    policy = RetentionPolicy(ttls=settings.retention, batch=settings.retention_batch)
     return Schedule(
         action=ScheduleActionStartWorkflow(
-            RetentionSweep.run, policy, id=SWEEP_WORKFLOW_ID, task_queue=settings.task_queue
+            RetentionSweep.run, RetentionPolicy(), id=SWEEP_WORKFLOW_ID, task_queue=settings.task_queue
         ),
-        spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(seconds=settings.retention_period))]),
+        spec=ScheduleSpec(intervals=[_interval(settings)]),
         # A sweep still running when the next is due: the next is skipped, never run beside it.
         policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
     )
 
 
+def _interval(settings: Settings) -> ScheduleIntervalSpec:
+    return ScheduleIntervalSpec(every=timedelta(seconds=settings.retention_period))
+
+
+def _matches(schedule: Schedule, settings: Settings) -> bool:
+    action = schedule.action
+    return (
+        isinstance(action, ScheduleActionStartWorkflow)
+        and action.task_queue == settings.task_queue
+        and [interval.every for interval in schedule.spec.intervals] == [_interval(settings).every]
+    )
+
+
 async def ensure_retention_schedule(client: Client, settings: Settings) -> None:
-    handle = client.get_schedule_handle(SCHEDULE_ID)
-    if not settings.retention:
-        try:
-            await handle.delete()
-            log.info("retention is off: its schedule was deleted")
-        except RPCError as error:
-            # A deployment that never used retention must not fail to start on it (a namespace whose
-            # credentials may not touch schedules, say): only say so.
-            if error.status != RPCStatusCode.NOT_FOUND:
-                log.warning("retention is off, but its schedule could not be checked for deletion: %s", error)
-        return
+    try:
+        await _ensure(client, settings)
+    except RPCError as error:
+        if settings.retention:
+            raise
+        # A deployment that sets no TTL must not fail to start on it (a namespace whose credentials may not
+        # touch schedules, say): only say what it misses.
+        log.warning("the retention schedule could not be put in place (expires_after is not swept): %s", error)
+
+
+async def _ensure(client: Client, settings: Settings) -> None:
     schedule = retention_schedule(settings)
     try:
         await client.create_schedule(SCHEDULE_ID, schedule)
+        log.info("retention schedule created: every %s s", settings.retention_period)
+        return
     except ScheduleAlreadyRunningError:
+        pass
+    changed = False
 
-        def replace(_: ScheduleUpdateInput) -> ScheduleUpdate:
-            return ScheduleUpdate(schedule=schedule)
+    def replace(current: ScheduleUpdateInput) -> ScheduleUpdate | None:
+        nonlocal changed
+        if _matches(current.description.schedule, settings):
+            return None  # the same settings: nothing to write, so processes starting together never flap
+        changed = True
+        return ScheduleUpdate(schedule=schedule)
 
-        await handle.update(replace)
-    kinds = ", ".join(f"{kind} {ttl}" for kind, ttl in sorted(settings.retention.items()))
-    log.info("retention every %s s: %s", settings.retention_period, kinds)
+    await client.get_schedule_handle(SCHEDULE_ID).update(replace)
+    if changed:
+        log.info("retention schedule updated: every %s s", settings.retention_period)

@@ -21,7 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.guards.tenancy import TenantDep
 from api.knowledge import Knowledge, KnowledgeDep, attach_files
 from api.llama_stack.vector_dbs import owned_vector_db
-from api.llama_stack.vector_io import chunk_metadata, content_text, query_store
+from api.llama_stack.vector_io import content_text, query_store
+from knowledge.rag_results import DEFAULT_TEMPLATE, rag_answer
 from knowledge.search import SearchResult
 from outbound.http import ReplyTooLarge, outbound_from
 from outbound.policy import OutboundRefused
@@ -32,7 +33,6 @@ router = APIRouter(tags=["ToolRuntime"])
 
 MAX_DOCUMENTS = 100
 INGESTION_WAIT_SECONDS = 600.0
-DEFAULT_TEMPLATE = "Result {index}\nContent: {chunk.content}\nMetadata: {metadata}\n"
 _SUFFIXES = {"application/pdf": ".pdf", "text/html": ".html", "text/markdown": ".md", "application/json": ".json"}
 
 
@@ -180,16 +180,6 @@ async def insert_documents(body: InsertDocuments, tenant: TenantDep, knowledge: 
     )
 
 
-def _render(template: str, index: int, result: SearchResult, metadata: dict[str, Any]) -> str:
-    """The template's three placeholders filled in, by replacement: a caller's template is not a format string
-    that could reach into the server's objects."""
-    return (
-        template.replace("{index}", str(index))
-        .replace("{chunk.content}", result.text)
-        .replace("{metadata}", str(metadata))
-    )
-
-
 @router.post("/tool-runtime/rag-tool/query", response_model=RAGQueryResult)
 async def query_documents(body: RAGQuery, tenant: TenantDep, knowledge: KnowledgeDep) -> RAGQueryResult:
     config = body.query_config or QueryConfig()
@@ -206,32 +196,6 @@ async def query_documents(body: RAGQuery, tenant: TenantDep, knowledge: Knowledg
         store = await owned_vector_db(knowledge, tenant, vector_db_id)
         results += await query_store(knowledge, tenant, store, query, config.max_chunks, 0.0, mode)
     results = sorted(results, key=lambda result: -result.score)[: config.max_chunks]
-    if not results:
-        return RAGQueryResult(content=None, metadata={})
-    picked = [
-        TextItem(text=f"knowledge_search tool found {len(results)} chunks:\nBEGIN of knowledge_search tool results.\n")
-    ]
-    tokens = 0
-    shown: list[SearchResult] = []
-    for index, result in enumerate(results, start=1):
-        metadata = chunk_metadata(result)
-        tokens += int(metadata.get("token_count") or len(result.text) // 4)
-        if tokens > config.max_tokens_in_context:
-            break
-        picked.append(TextItem(text=_render(config.chunk_template, index, result, metadata)))
-        shown.append(result)
-    picked.append(TextItem(text="END of knowledge_search tool results.\n"))
-    picked.append(
-        TextItem(
-            text=f'The above results were retrieved to help answer the user\'s query: "{query}". '
-            "Use them as supported by your knowledge.\n"
-        )
-    )
-    return RAGQueryResult(
-        content=picked,
-        metadata={
-            "document_ids": [chunk_metadata(result)["document_id"] for result in shown],
-            "chunks": [result.text for result in shown],
-            "scores": [result.score for result in shown],
-        },
-    )
+    texts, metadata = rag_answer(results, query, config.max_tokens_in_context, config.chunk_template)
+    content = None if texts is None else [TextItem(text=text) for text in texts]
+    return RAGQueryResult(content=content, metadata=metadata)

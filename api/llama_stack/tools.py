@@ -12,17 +12,22 @@ from urllib.parse import urlsplit
 
 from fastapi import APIRouter, HTTPException
 
+from activities.knowledge_search import KnowledgeSearch, SearchUnavailable
 from api.guards.tenancy import TenantDep
 from api.http.errors import not_found
 from api.http.pagination import PageDep
+from api.knowledge import Knowledge, KnowledgeDep
 from api.llama_stack.provider_data import McpHeadersDep
 from api.llama_stack.schemas import ListResponse, ToolListResponse
 from api.services import Services, ServicesDep
+from domain.content import ToolCall
 from domain.tools import MCP_PROVIDER, RegisterToolGroupRequest, ToolGroup, ToolInvocation, ToolInvocationResult
 from outbound.policy import OutboundRefused
 from store.records import LimitReached
 from tool_runtime.catalog import BUILTIN_TOOLS, McpHeaders, ToolNameClash, UnknownToolGroup, as_wire_tool
 from tool_runtime.mcp import McpUnavailable
+from workflows.contracts import ServerTool
+from workflows.knowledge_tools import is_knowledge_tool
 
 router = APIRouter(tags=["tools"])
 
@@ -107,16 +112,32 @@ async def unregister_toolgroup(services: ServicesDep, tenant: TenantDep, toolgro
         raise not_found("Toolgroup", toolgroup_id)
 
 
+async def _search(knowledge: Knowledge, tenant: str, tool: ServerTool, body: ToolInvocation) -> ToolInvocationResult:
+    searcher = KnowledgeSearch(knowledge.stores, knowledge.embeddings, knowledge.settings.max_search_results)
+    call = ToolCall(call_id="invoke", tool_name=tool.name, arguments=body.kwargs)
+    try:
+        response = await searcher.run(tenant, tool.model_copy(update={"args": {**tool.args, **body.kwargs}}), call)
+    except SearchUnavailable as unavailable:
+        raise HTTPException(502, f"The tool {body.tool_name} could not be run: {unavailable}") from None
+    metadata = response.metadata or {}
+    if metadata.get("is_error"):
+        text = str(response.content)
+        return ToolInvocationResult(content=text, error_message=text, error_code=1)
+    return ToolInvocationResult(content=response.content, error_code=0, metadata=metadata or None)
+
+
 @router.post("/tool-runtime/invoke", response_model=ToolInvocationResult)
 async def invoke_tool(
-    services: ServicesDep, tenant: TenantDep, headers: McpHeadersDep, body: ToolInvocation
+    services: ServicesDep, tenant: TenantDep, headers: McpHeadersDep, knowledge: KnowledgeDep, body: ToolInvocation
 ) -> ToolInvocationResult:
     """Run one server-side tool of the caller's outside any turn (the Agent helper does, for toolgroup
-    tools a paused turn hands back)."""
+    tools a paused turn hands back). `knowledge_search` takes its `vector_db_ids` among the kwargs."""
     try:
         tool = await services.tools.find(tenant, body.tool_name, headers)
         if tool is None:
             raise not_found("Tool", body.tool_name)
+        if is_knowledge_tool(tool):
+            return await _search(knowledge, tenant, tool, body)
         outcome = await services.tools.call(tool, body.kwargs, headers)
     except ToolNameClash as clash:
         raise HTTPException(400, str(clash)) from None

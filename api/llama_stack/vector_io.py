@@ -14,6 +14,7 @@ from api.knowledge import Knowledge, KnowledgeDep
 from api.llama_stack.vector_dbs import owned_vector_db
 from knowledge.chunking import count_tokens
 from knowledge.embeddings import EmbeddingUnavailable, unit_rows
+from knowledge.rag_results import chunk_metadata
 from knowledge.search import Hybrid, SearchResult, search
 from store.vector_store_records import LimitReached, VectorStore
 
@@ -65,17 +66,6 @@ def content_text(content: str | dict[str, Any] | list[Any], what: str) -> str:
         else:
             raise HTTPException(400, f"{what} must be text (a string or text items); images are not indexed")
     return "\n".join(texts)
-
-
-def chunk_metadata(result: SearchResult) -> dict[str, Any]:
-    if result.metadata is not None:
-        return result.metadata
-    return {
-        "document_id": result.attributes.get("document_id", result.file_id),
-        "file_id": result.file_id,
-        "filename": result.filename,
-        **{key: value for key, value in result.attributes.items() if key != "document_id"},
-    }
 
 
 def search_mode(mode: Literal["vector", "keyword", "hybrid"] | None) -> Hybrid | None:

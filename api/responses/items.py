@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from api.responses import ids
+from api.responses.file_search import cited, file_search_call_item, running_file_search_item, showable_end
 from api.responses.wire import (
     CompactionItem,
     FunctionCallItem,
@@ -88,11 +89,35 @@ class McpCallEnded:
 
 
 @dataclass(frozen=True)
+class FileSearchStarted:
+    """A file_search call began: output[index] is its in-progress form."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class FileSearchEnded:
+    """The file_search call at `index` finished (or failed): output[index] is final."""
+
+    index: int
+
+
+@dataclass(frozen=True)
 class Ended:
     """The segment is over; the fold's status, error and output are final."""
 
 
-Move = MessageOpened | TextAdded | MessageClosed | ItemWhole | McpCallStarted | McpCallEnded | Ended
+Move = (
+    MessageOpened
+    | TextAdded
+    | MessageClosed
+    | ItemWhole
+    | McpCallStarted
+    | McpCallEnded
+    | FileSearchStarted
+    | FileSearchEnded
+    | Ended
+)
 
 
 # --- stored things → items ------------------------------------------------------------------------
@@ -191,6 +216,13 @@ class _OpenMessage:
     index: int
     step_id: str
     text: str = ""
+    """As the model wrote it, citation markers included."""
+    consumed: int = 0
+    """How much of `text` is shown (up to a marker still arriving)."""
+    shown: str = ""
+    """What the deltas so far showed: `text[:consumed]` without its markers."""
+    annotations: list[dict[str, Any]] = field(default_factory=list)
+    """The citations of `shown`."""
 
 
 @dataclass
@@ -216,6 +248,8 @@ class SegmentFold:
     _listings: dict[str, int] = field(default_factory=dict)
     _running_calls: dict[str, int] = field(default_factory=dict)
     """Output indexes of the MCP calls shown in progress, by their tool step's id."""
+    _running_searches: dict[str, int] = field(default_factory=dict)
+    """Output indexes of the file_search calls shown in progress, by their tool step's id."""
 
     def feed(self, body: dict[str, Any], turn_status: TurnStatus | None = None) -> list[Move]:
         """Fold one stored event. `turn_status`: the turn's stored status, read when `body` is an
@@ -256,6 +290,10 @@ class SegmentFold:
             self.output.append(running_mcp_call_item(self.turn_id, event))
             self._running_calls[str(event.get("step_id", ""))] = len(self.output) - 1
             return [McpCallStarted(len(self.output) - 1)]
+        if kind == "file_search_started" and self._open is None:
+            self.output.append(running_file_search_item(self.turn_id, event))
+            self._running_searches[str(event.get("step_id", ""))] = len(self.output) - 1
+            return [FileSearchStarted(len(self.output) - 1)]
         if kind == "approval_requested":
             return self._whole(approval_request_item(event))
         if kind == "compaction":  # the turn's compaction step (activities/compaction.py)
@@ -278,8 +316,21 @@ class SegmentFold:
         moves = self._open_message(step_id) if self._open is None or self._open.step_id != step_id else []
         assert self._open is not None
         self._open.text += text
-        self._set_open_item("in_progress")  # a GET while it streams shows the text so far
-        return [*moves, TextAdded(self._open.index, text)]
+        return [*moves, *self._show(final=False)]  # the item itself is brought up to date when read
+
+    def _show(self, final: bool) -> list[Move]:
+        """The delta that shows the open message's text so far (all of it when `final`), markers taken out;
+        only the text not yet shown is read, so a long message costs no more per delta than a short one."""
+        message = self._open
+        assert message is not None
+        end = len(message.text) if final else showable_end(message.text, message.consumed)
+        visible, annotations = cited(message.text[message.consumed : end])
+        for annotation in annotations:
+            annotation["index"] += len(message.shown)
+        message.consumed = end
+        message.shown += visible
+        message.annotations += annotations
+        return [TextAdded(message.index, visible)] if visible else []
 
     def _step(self, step: Any) -> list[Move]:
         if isinstance(step, InferenceStep):
@@ -289,7 +340,16 @@ class SegmentFold:
         if isinstance(step, ToolExecutionStep):
             moves: list[Move] = []
             running = self._running_calls.pop(step.step_id, None)
+            searching = self._running_searches.pop(step.step_id, None)
             for call, response in zip(step.tool_calls, step.tool_responses, strict=False):
+                search = file_search_call_item(self.turn_id, step.step_id, call, response)
+                if search is not None and searching is not None:
+                    self.output[searching] = search
+                    moves.append(FileSearchEnded(searching))
+                    continue
+                if search is not None:
+                    moves += self._whole(search)
+                    continue
                 item = mcp_call_item(self.turn_id, step.step_id, call, response)
                 if item is not None and running is not None:
                     self.output[running] = item
@@ -333,9 +393,16 @@ class SegmentFold:
             if not text:
                 return []  # calls only: no message item
             moves += self._open_message(step_id)
-            moves.append(TextAdded(self._open_index(), text))
-        assert self._open is not None
-        self._open.text = text
+        message = self._open
+        assert message is not None
+        if not text.startswith(message.text[: message.consumed]):
+            # The recorded answer is not what streamed (not expected): show it afresh; what streamed stays shown.
+            before = message.shown
+            message.text, message.consumed, message.shown, message.annotations = text, 0, "", []
+            self._show(final=True)
+            if message.shown.startswith(before) and len(message.shown) > len(before):
+                moves.append(TextAdded(message.index, message.shown[len(before) :]))
+        message.text = text
         return [*moves, *self._close_open(incomplete)]
 
     def _open_message(self, step_id: str) -> list[Move]:
@@ -352,16 +419,17 @@ class SegmentFold:
     def _set_open_item(self, status: Literal["in_progress", "completed", "incomplete"]) -> None:
         assert self._open is not None
         item = self.output[self._open.index]
-        content = [OutputText(text=self._open.text)]
+        content = [OutputText(text=self._open.shown, annotations=list(self._open.annotations))]
         self.output[self._open.index] = item.model_copy(update={"status": status, "content": content})
 
     def _close_open(self, incomplete: bool) -> list[Move]:
         if self._open is None:
             return []
+        moves: list[Move] = self._show(final=True)  # a marker that never closed is text after all
         index = self._open.index
         self._set_open_item("incomplete" if incomplete else "completed")
         self._open = None
-        moves: list[Move] = [MessageClosed(index)]
+        moves.append(MessageClosed(index))
         held, self._held = self._held, []
         for item in held:
             moves += self._whole(item)
@@ -376,9 +444,10 @@ class SegmentFold:
 
     def _end(self, status: ResponseStatus, completed_at: int | None = None) -> list[Move]:
         moves = self._close_open(incomplete=status != "completed")
-        for index in self._running_calls.values():  # the turn ended while they ran
+        for index in [*self._running_calls.values(), *self._running_searches.values()]:  # ended while they ran
             self.output[index] = self.output[index].model_copy(update={"status": "incomplete"})
         self._running_calls.clear()
+        self._running_searches.clear()
         self.status = status
         self.completed_at = completed_at if status == "completed" else None
         self.ended = True
@@ -386,7 +455,10 @@ class SegmentFold:
 
     @property
     def visible_output(self) -> list[OutputItem]:
-        """The output a response shows: none once cancelled, as OpenAI clears a cancelled response's."""
+        """The output a response shows: none once cancelled, as OpenAI clears a cancelled response's. A message
+        still streaming shows its text so far (rebuilt here, once, rather than at each delta)."""
+        if self._open is not None:
+            self._set_open_item("in_progress")
         return [] if self.status == "cancelled" else list(self.output)
 
 

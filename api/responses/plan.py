@@ -10,12 +10,14 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
-from api.responses.errors import invalid
+from api.knowledge import Knowledge
+from api.responses.errors import invalid, not_found
 from api.responses.request import (
     AllowedToolsChoice,
     ApprovalFilter,
     CreateResponse,
     FunctionChoice,
+    HostedToolChoice,
     McpChoice,
     McpTool,
     TextFormatJsonObject,
@@ -24,7 +26,8 @@ from api.responses.request import (
 )
 from domain.turn_settings import ApprovalPolicy, FunctionTool, McpServer, TurnSettings
 from outbound.policy import OutboundPolicy, OutboundRefused
-from workflows.contracts import TurnPlan
+from workflows.contracts import FileSearchConfig, TurnPlan
+from workflows.knowledge_tools import FILE_SEARCH
 
 
 def _tool_choice(request: CreateResponse) -> str:
@@ -35,6 +38,8 @@ def _tool_choice(request: CreateResponse) -> str:
         return choice.name
     if isinstance(choice, McpChoice):
         return choice.name or "required"
+    if isinstance(choice, HostedToolChoice):
+        return FILE_SEARCH
     return choice.mode
 
 
@@ -121,6 +126,24 @@ def turn_plan(
         max_tool_calls=request.max_tool_calls,
         settings_id=settings_id,
         compact_threshold=compact_threshold,
+        file_search=file_search_config(request),
+    )
+
+
+def file_search_config(request: CreateResponse) -> FileSearchConfig | None:
+    tool = request.file_search_tool()
+    if tool is None:
+        return None
+    ranking = tool.ranking_options
+    hybrid = ranking.hybrid_search if ranking is not None else None
+    return FileSearchConfig(
+        vector_store_ids=tool.vector_store_ids,
+        max_num_results=tool.max_num_results,
+        filters=tool.filters,
+        score_threshold=ranking.score_threshold if ranking is not None else 0.0,
+        embedding_weight=hybrid.embedding_weight if hybrid is not None else None,
+        text_weight=hybrid.text_weight if hybrid is not None else None,
+        include_results="file_search_call.results" in request.include,
     )
 
 
@@ -136,6 +159,14 @@ async def check_mcp_urls(request: CreateResponse, policy: OutboundPolicy) -> Non
             await policy.check_url_host(url.hostname, url.port or (443 if url.scheme == "https" else 80))
         except OutboundRefused as refused:
             raise invalid(f"tools[{index}].server_url: {refused}", "tools") from refused
+
+
+async def check_vector_stores(request: CreateResponse, tenant: str, knowledge: Knowledge) -> None:
+    """Each vector store a file_search tool names is the tenant's: another tenant's is as unknown as a made-up id."""
+    tool = request.file_search_tool()
+    for vector_store_id in tool.vector_store_ids if tool is not None else []:
+        if await knowledge.stores.get(tenant, vector_store_id) is None:
+            raise not_found("Vector store", vector_store_id)
 
 
 def mcp_credentials(request: CreateResponse) -> dict[str, dict[str, str]]:

@@ -2,8 +2,8 @@
 
 Liberal where clients differ: a message without `type` (openai-agents), content as a string or parts,
 `conversation` as a string or `{"id"}`, `include` empty or absent, unknown fields ignored (agents inject
-`extra_body` keys). Clear where the runtime cannot do what was asked: tool types other than function and
-mcp, unknown `include` values and out-of-range numbers are a 400 naming the field (`parse_create`).
+`extra_body` keys). Clear where the runtime cannot do what was asked: tool types other than function, mcp
+and file_search, unknown `include` values and out-of-range numbers are a 400 naming the field (`parse_create`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from api.responses.errors import OpenAIError, invalid
+from api.responses.file_search import FileSearchTool
+from knowledge import filters as attribute_filters
 
 
 class Lenient(BaseModel):
@@ -140,6 +142,17 @@ class McpCallItem(Lenient):
     status: str | None = None
 
 
+class FileSearchCallItem(Lenient):
+    """A file_search call of an earlier response, sent back as input (openai-agents does): the model
+    reads the answer that used it, not the search again."""
+
+    type: Literal["file_search_call"] = "file_search_call"
+    id: str | None = None
+    queries: list[str] = Field(default_factory=list)
+    status: str | None = None
+    results: list[dict[str, Any]] | None = None
+
+
 class ItemReference(Lenient):
     type: Literal["item_reference"] = "item_reference"
     id: str = Field(min_length=1)
@@ -169,6 +182,7 @@ _ITEM_TYPES = {
     "mcp_approval_request": McpApprovalRequestItem,
     "mcp_list_tools": McpListToolsItem,
     "mcp_call": McpCallItem,
+    "file_search_call": FileSearchCallItem,
     "item_reference": ItemReference,
     "reasoning": ReasoningItem,
     "compaction": CompactionItem,
@@ -197,6 +211,7 @@ InputItem = Annotated[
     | Annotated[McpApprovalRequestItem, Tag("mcp_approval_request")]
     | Annotated[McpListToolsItem, Tag("mcp_list_tools")]
     | Annotated[McpCallItem, Tag("mcp_call")]
+    | Annotated[FileSearchCallItem, Tag("file_search_call")]
     | Annotated[ItemReference, Tag("item_reference")]
     | Annotated[ReasoningItem, Tag("reasoning")]
     | Annotated[CompactionItem, Tag("compaction")],
@@ -266,7 +281,7 @@ class McpTool(Lenient):
         return self.model_dump(exclude={"headers", "authorization"}, exclude_none=True)
 
 
-SUPPORTED_TOOLS = ("function", "mcp")
+SUPPORTED_TOOLS = ("function", "mcp", "file_search")
 
 
 def _tool_kind(value: Any) -> str:
@@ -287,6 +302,7 @@ class UnsupportedTool(Lenient):
 Tool = Annotated[
     Annotated[FunctionTool, Tag("function")]
     | Annotated[McpTool, Tag("mcp")]
+    | Annotated[FileSearchTool, Tag("file_search")]
     | Annotated[UnsupportedTool, Tag("unsupported")],
     Discriminator(_tool_kind),
 ]
@@ -306,6 +322,12 @@ class McpChoice(Lenient):
     name: str | None = None
 
 
+class HostedToolChoice(Lenient):
+    """`{"type": "file_search"}`: the model must search first."""
+
+    type: Literal["file_search"]
+
+
 class AllowedTool(Lenient):
     type: str
     name: str | None = None
@@ -320,7 +342,7 @@ class AllowedToolsChoice(Lenient):
 
 ToolChoice = (
     Literal["auto", "none", "required"]
-    | Annotated[FunctionChoice | McpChoice | AllowedToolsChoice, Field(discriminator="type")]
+    | Annotated[FunctionChoice | McpChoice | HostedToolChoice | AllowedToolsChoice, Field(discriminator="type")]
 )
 
 
@@ -468,6 +490,9 @@ class CreateResponse(Lenient):
     def mcp_tools(self) -> list[McpTool]:
         return [tool for tool in self.tools if isinstance(tool, McpTool)]
 
+    def file_search_tool(self) -> FileSearchTool | None:
+        return next((tool for tool in self.tools if isinstance(tool, FileSearchTool)), None)
+
     def echo_tools(self) -> list[dict[str, Any]]:
         """The request's tools as stored and echoed: MCP credentials left out."""
         return [tool.echo() if isinstance(tool, McpTool) else tool.model_dump(exclude_none=True) for tool in self.tools]
@@ -489,6 +514,7 @@ _UNION_MEMBERS = frozenset(
         "json_object",
         "json_schema",
         "allowed_tools",
+        "file_search_call",
     }
 )
 
@@ -551,6 +577,16 @@ def _check_combinations(request: CreateResponse) -> None:
         twice = sorted({value for value in values if values.count(value) > 1})
         if twice:
             raise invalid(f"Each {kind} may appear once in 'tools'; repeated: {twice}.", "tools")
+    if len([tool for tool in request.tools if isinstance(tool, FileSearchTool)]) > 1:
+        raise invalid("'tools' may hold one file_search tool; list all its vector stores in it.", "tools")
+    if request.file_search_tool() is not None and "file_search" in names:
+        raise invalid("A function named 'file_search' clashes with the file_search tool; rename the function.", "tools")
+    searching = request.file_search_tool()
+    if searching is not None and searching.filters is not None:
+        try:
+            attribute_filters.validate(searching.filters)
+        except attribute_filters.InvalidFilter as bad:
+            raise invalid(f"Invalid file_search filters: {bad}.", "tools") from None
     if not request.items() and request.previous_response_id is None and request.conversation is None:
         raise invalid("'input' is empty: send a message or items.", "input")
 
@@ -560,5 +596,7 @@ def require_known_tool_choice(request: CreateResponse) -> None:
     choice = request.tool_choice
     if isinstance(choice, FunctionChoice) and choice.name not in {tool.name for tool in request.function_tools()}:
         raise OpenAIError(400, f"Tool choice '{choice.name}' not found in 'tools' parameter.", "tool_choice")
+    if isinstance(choice, HostedToolChoice) and request.file_search_tool() is None:
+        raise OpenAIError(400, "Tool choice 'file_search' not found in 'tools' parameter.", "tool_choice")
     if isinstance(choice, McpChoice) and choice.server_label not in {t.server_label for t in request.mcp_tools()}:
         raise OpenAIError(400, f"MCP server '{choice.server_label}' not found in 'tools' parameter.", "tool_choice")

@@ -20,6 +20,7 @@ from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from api.guards.tenancy import Principal, PrincipalDep
+from api.knowledge import KnowledgeDep
 from api.responses import view
 from api.responses.create import (
     Created,
@@ -31,7 +32,7 @@ from api.responses.create import (
     retried,
 )
 from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
-from api.responses.plan import check_mcp_urls
+from api.responses.plan import check_mcp_urls, check_vector_stores
 from api.responses.request import parse_create, require_known_tool_choice
 from api.services import Services, ServicesDep
 from api.streams.event_stream import is_final, tail_events
@@ -142,6 +143,7 @@ async def create_response(
     raw: Annotated[dict[str, Any], Body(description="The create parameters of the OpenAI Responses API")],
     services: ServicesDep,
     principal: PrincipalDep,
+    knowledge: KnowledgeDep,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
     retry_count: Annotated[str | None, Header(alias=RETRY_COUNT_HEADER, max_length=20)] = None,
 ) -> Any:
@@ -168,6 +170,7 @@ async def create_response(
     if existing is not None and (again := await retried(services, existing, body)) is not None:
         return await _answer(services, principal, request, again, body.stream)
     await check_mcp_urls(body, services.tools.outbound_policy)
+    await check_vector_stores(body, tenant, knowledge)
     context = await prior_context(services, responses, tenant, body)
     if body.stream:
         slot_check = services.streams.take(principal.key_id)  # refuse (429) before anything starts

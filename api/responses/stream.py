@@ -13,6 +13,8 @@ from typing import Any
 
 from api.responses.items import (
     Ended,
+    FileSearchEnded,
+    FileSearchStarted,
     ItemWhole,
     McpCallEnded,
     McpCallStarted,
@@ -29,6 +31,10 @@ from api.responses.wire import (
     ContentPartAdded,
     ContentPartDone,
     EventBase,
+    FileSearchCallCompleted,
+    FileSearchCallInProgress,
+    FileSearchCallItem,
+    FileSearchCallSearching,
     FunctionCallArgumentsDelta,
     FunctionCallArgumentsDone,
     FunctionCallItem,
@@ -48,6 +54,7 @@ from api.responses.wire import (
     OutputItemAdded,
     OutputItemDone,
     OutputText,
+    OutputTextAnnotationAdded,
     OutputTextDelta,
     OutputTextDone,
     Response,
@@ -140,6 +147,15 @@ class ResponseStream:
                 assert isinstance(item, MessageItem)
                 part = item.content[0] if item.content else OutputText()
                 assert isinstance(part, OutputText)
+                for number, annotation in enumerate(part.annotations):
+                    self._emit(
+                        OutputTextAnnotationAdded,
+                        item_id=item.id,
+                        output_index=index,
+                        content_index=0,
+                        annotation_index=number,
+                        annotation=annotation,
+                    )
                 self._emit(OutputTextDone, item_id=item.id, output_index=index, content_index=0, text=part.text)
                 self._emit(
                     ContentPartDone,
@@ -156,6 +172,10 @@ class ResponseStream:
                 self._mcp_call_started(index, output[index])
             case McpCallEnded(index):
                 self._mcp_call_ended(index, output[index])
+            case FileSearchStarted(index):
+                self._file_search_started(index, output[index])
+            case FileSearchEnded(index):
+                self._file_search_ended(index, output[index])
             case Ended():
                 self._terminal()
 
@@ -163,6 +183,10 @@ class ResponseStream:
         if isinstance(item, McpCallItem):  # a call whose start was not shown: both halves at once
             self._mcp_call_started(index, item)
             self._mcp_call_ended(index, item)
+            return
+        if isinstance(item, FileSearchCallItem):
+            self._file_search_started(index, item)
+            self._file_search_ended(index, item)
             return
         at = {"item_id": item.id, "output_index": index}
         if isinstance(item, FunctionCallItem):
@@ -195,6 +219,19 @@ class ResponseStream:
     def _mcp_call_ended(self, index: int, item: OutputItem) -> None:
         assert isinstance(item, McpCallItem)
         self._emit(McpCallFailed if item.error else McpCallCompleted, item_id=item.id, output_index=index)
+        self._item_done(index, item)
+
+    def _file_search_started(self, index: int, item: OutputItem) -> None:
+        """As OpenAI streams a search: the item added in progress, then in_progress and searching."""
+        assert isinstance(item, FileSearchCallItem)
+        at = {"item_id": item.id, "output_index": index}
+        self._item_added(index, item.model_copy(update={"status": "in_progress", "results": None}))
+        self._emit(FileSearchCallInProgress, **at)
+        self._emit(FileSearchCallSearching, **at)
+
+    def _file_search_ended(self, index: int, item: OutputItem) -> None:
+        assert isinstance(item, FileSearchCallItem)
+        self._emit(FileSearchCallCompleted, item_id=item.id, output_index=index)
         self._item_done(index, item)
 
     def _item_added(self, index: int, item: OutputItem) -> None:

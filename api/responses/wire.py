@@ -163,8 +163,32 @@ class CompactionItem(BaseModel):
     encrypted_content: str
 
 
+class FileSearchResult(BaseModel):
+    file_id: str
+    filename: str
+    score: float
+    attributes: dict[str, Any] | None = None
+    text: str
+
+
+class FileSearchCallItem(BaseModel):
+    """A file_search call the turn ran; `results` only when the request included `file_search_call.results`."""
+
+    type: Literal["file_search_call"] = "file_search_call"
+    id: str
+    queries: list[str] = Field(default_factory=list)
+    status: Literal["in_progress", "searching", "completed", "incomplete", "failed"] = "completed"
+    results: list[FileSearchResult] | None = None
+
+
 OutputItem = Annotated[
-    MessageItem | FunctionCallItem | McpListToolsItem | McpCallItem | McpApprovalRequestItem | CompactionItem,
+    MessageItem
+    | FunctionCallItem
+    | McpListToolsItem
+    | McpCallItem
+    | McpApprovalRequestItem
+    | CompactionItem
+    | FileSearchCallItem,
     Field(discriminator="type"),
 ]
 """What a response's `output` holds."""
@@ -177,7 +201,8 @@ Item = Annotated[
     | McpCallItem
     | McpApprovalRequestItem
     | McpApprovalResponseItem
-    | CompactionItem,
+    | CompactionItem
+    | FileSearchCallItem,
     Field(discriminator="type"),
 ]
 """Any item as listed in a response's input_items or a conversation."""
@@ -415,6 +440,24 @@ class McpCallArgumentsDone(ItemEvent):
     arguments: str
 
 
+class FileSearchCallInProgress(ItemEvent):
+    type: Literal["response.file_search_call.in_progress"] = "response.file_search_call.in_progress"
+
+
+class FileSearchCallSearching(ItemEvent):
+    type: Literal["response.file_search_call.searching"] = "response.file_search_call.searching"
+
+
+class FileSearchCallCompleted(ItemEvent):
+    type: Literal["response.file_search_call.completed"] = "response.file_search_call.completed"
+
+
+class OutputTextAnnotationAdded(ContentEvent):
+    type: Literal["response.output_text.annotation.added"] = "response.output_text.annotation.added"
+    annotation_index: int
+    annotation: dict[str, Any]
+
+
 class CompactionCompacting(ItemEvent):
     type: Literal["response.compaction.compacting"] = "response.compaction.compacting"
 
@@ -452,6 +495,10 @@ StreamEvent = Annotated[
     | McpCallArgumentsDelta
     | McpCallArgumentsDone
     | CompactionCompacting
+    | FileSearchCallInProgress
+    | FileSearchCallSearching
+    | FileSearchCallCompleted
+    | OutputTextAnnotationAdded
     | ErrorEvent,
     Field(discriminator="type"),
 ]

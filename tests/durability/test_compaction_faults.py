@@ -117,6 +117,11 @@ def test_worker_killed_after_the_summary_was_stored(processes: ProcessStack, htt
 def test_a_tenant_erasure_cut_short_by_a_crash_completes(processes: ProcessStack, http: httpx.Client) -> None:
     made = [http.post("/v1/responses", json={"model": SCRIPTED_MODEL, "input": f"row {n}"}).json() for n in range(3)]
     conversation = http.post("/v1/conversations", json={"items": [{"role": "user", "content": "x"}]}).json()
+    upload = {"file": ("notes.md", b"Seals dive for herring.")}
+    file = http.post("/v1/files", files=upload, data={"purpose": "assistants"}).json()
+    vector_store = http.post("/v1/vector_stores", json={"name": "notes"}).json()
+    blob = processes.data_dir / "files" / file["id"]
+    assert blob.exists()
     processes.kill(processes.worker)
     processes.start_worker(DA_TEST_FAULT=AFTER_ERASE_BATCH)
     operator = {"Authorization": f"Bearer {OPERATOR_KEY}"}
@@ -135,6 +140,10 @@ def test_a_tenant_erasure_cut_short_by_a_crash_completes(processes: ProcessStack
         time.sleep(0.2)
     for response in made:
         assert http.get(f"/v1/responses/{response['id']}").status_code == 404
+    while http.get(f"/v1/files/{file['id']}").status_code != 404:  # the files go last
+        assert time.monotonic() < deadline, "the erasure did not reach the files"
+        time.sleep(0.2)
+    assert http.get(f"/v1/vector_stores/{vector_store['id']}").status_code == 404 and not blob.exists()
     # The erasure itself ends (asking meanwhile joins it); asked again afterwards, there is nothing left.
     while http.delete("/v1/operator/tenants/default", headers=operator).json()["status"] != "completed":
         assert time.monotonic() < deadline, "the erasure did not end"

@@ -1,9 +1,12 @@
 """Retention with short TTLs and a short schedule period against the real stack: expired responses,
-conversations, sessions and turns disappear within a period while a paused turn survives; an operator erases
-a tenant in one call; the metrics count what was pruned."""
+conversations, sessions and turns disappear within a period while a paused turn survives; what has its own
+`expires_after` goes even with no TTL; the schedule exists whatever process starts; an operator erases a
+tenant in one call; the metrics count what was pruned."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -13,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from openai import OpenAI
+from temporalio.service import RPCError
 
 from api.guards.auth import OPERATOR_PREFIX
 from configuration.settings import RETENTION_KINDS, Settings
@@ -43,25 +47,36 @@ def client(stack: Stack) -> Iterator[OpenAI]:
         yield made
 
 
+def _delete_schedule(stack: Stack) -> None:
+    with contextlib.suppress(RPCError):  # none yet
+        stack.background.run(stack.client.get_schedule_handle(SCHEDULE_ID).delete())
+
+
 @pytest.fixture
 def retention(stack: Stack) -> Iterator[Any]:
-    """Puts the retention schedule in place with the given TTLs (seconds) and period; removed afterwards, so
-    the rest of the suite on this stack keeps its rows."""
+    """Restarts the stack's worker with the given TTLs (seconds) and period, which it puts the schedule in place
+    with as worker.py does; afterwards the stack's own worker again, and no schedule, so the rest of the suite
+    on this stack keeps its rows."""
 
     def start(ttls: dict[str, float], period: float) -> Settings:
         settings = stack.settings.model_copy(
             update={"retention": {k: timedelta(seconds=v) for k, v in ttls.items()}, "retention_period": period}
         )
+        stack.stop_worker()
+        stack.start_worker(settings)
         stack.background.run(ensure_retention_schedule(stack.client, settings))
         return settings
 
     yield start
-    stack.background.run(ensure_retention_schedule(stack.client, stack.settings))
+    _delete_schedule(stack)
+    stack.stop_worker()
+    stack.start_worker()
 
 
 def test_every_kind_with_a_ttl_is_registered() -> None:
     with_ttl = {name for name, kind in KINDS.items() if kind.prune is not None}
     assert with_ttl | set(KNOWLEDGE_KINDS) == set(RETENTION_KINDS)
+    assert "webhook_deliveries" in with_ttl
 
 
 def test_expired_rows_go_within_a_period_and_a_paused_turn_stays(
@@ -118,14 +133,29 @@ def test_expired_rows_go_within_a_period_and_a_paused_turn_stays(
     assert resumed.status == "completed" and resumed.output_text.strip() == "Sunny."
 
 
-async def test_the_schedule_follows_the_settings(stack: Stack, retention: Any) -> None:
-    retention({"responses": 60}, period=30)
-    retention({"responses": 60, "turns": 120}, period=45)  # a second start updates it
-    described = await stack.client.get_schedule_handle(SCHEDULE_ID).describe()
-    assert described.schedule.spec.intervals[0].every == timedelta(seconds=45)
-    await ensure_retention_schedule(stack.client, stack.settings)  # no TTL: the schedule goes
-    with pytest.raises(Exception, match="not found"):
-        await stack.client.get_schedule_handle(SCHEDULE_ID).describe()
+async def test_the_schedule_exists_whatever_process_starts_and_never_flaps(stack: Stack) -> None:
+    """Workers of one configuration starting together or one after another leave one schedule, written once;
+    one started without DA_RETENTION keeps it (it only takes its own period); a period change is applied."""
+    handle = stack.client.get_schedule_handle(SCHEDULE_ID)
+    configured = stack.settings.model_copy(
+        update={"retention": {"responses": timedelta(seconds=60)}, "retention_period": 30.0}
+    )
+    try:
+        await asyncio.gather(*(ensure_retention_schedule(stack.client, configured) for _ in range(4)))
+        first = await handle.describe()
+        assert first.schedule.spec.intervals[0].every == timedelta(seconds=30)
+        for _ in range(3):
+            await ensure_retention_schedule(stack.client, configured)
+        assert (await handle.describe()).info.last_updated_at == first.info.last_updated_at  # never rewritten
+
+        no_ttls = configured.model_copy(update={"retention": {}})
+        await ensure_retention_schedule(stack.client, no_ttls)
+        assert (await handle.describe()).info.last_updated_at == first.info.last_updated_at  # not deleted either
+
+        await ensure_retention_schedule(stack.client, configured.model_copy(update={"retention_period": 45.0}))
+        assert (await handle.describe()).schedule.spec.intervals[0].every == timedelta(seconds=45)
+    finally:
+        await handle.delete()
 
 
 def test_an_operator_erases_one_tenant_in_one_call(stack: Stack, model: ScriptedModel) -> None:
@@ -226,3 +256,34 @@ def test_old_files_and_expired_vector_stores_go_as_their_deletes_do(
     assert client.files.retrieve(busy_file.id).id == busy_file.id and (blob_dir / busy_file.id).exists()
     assert 'durable_agents_retention_pruned_rows_total{kind="files",reason="ttl"}' in metrics
     assert 'durable_agents_retention_pruned_rows_total{kind="vector_stores",reason="expires_after"}' in metrics
+
+
+def test_expires_after_is_honoured_with_no_ttl_at_all(stack: Stack, client: OpenAI, retention: Any) -> None:
+    """A worker without DA_RETENTION still sweeps files and vector stores past their own `expires_after`."""
+    notes = b"Puffins nest in burrows on grassy cliff tops."
+    expiring_file = client.files.create(
+        file=("expiring.md", notes), purpose="assistants", expires_after={"anchor": "created_at", "seconds": 3600}
+    )
+    kept_file = client.files.create(file=("kept.md", notes), purpose="assistants")
+    expiring = client.vector_stores.create(name="expiring", expires_after={"anchor": "last_active_at", "days": 1})
+    kept = client.vector_stores.create(name="kept", expires_after={"anchor": "last_active_at", "days": 1})
+    attached = client.vector_stores.files.create_and_poll(file_id=kept_file.id, vector_store_id=expiring.id)
+    assert attached.status == "completed"
+    past = (datetime.now(UTC) - timedelta(hours=30)).strftime("%Y-%m-%d %H:%M:%S.%f")  # as SQLAlchemy writes it
+    _store_sql(stack, "UPDATE files SET expires_at = ? WHERE file_id = ?", past, expiring_file.id)
+    _store_sql(stack, "UPDATE vector_stores SET last_active_at = ? WHERE vector_store_id = ?", past, expiring.id)
+    blob_dir = stack.settings.data_dir / "files"
+    assert (blob_dir / expiring_file.id).exists()
+
+    retention({}, period=1)
+    with httpx.Client(base_url=stack.base_url, timeout=60) as http:
+        deadline = time.monotonic() + 30
+        while (blob_dir / expiring_file.id).exists() or chunk_rows(stack, expiring.id) > 0:
+            assert time.monotonic() < deadline, "what expired was not swept"
+            time.sleep(0.5)
+        assert http.get(f"/v1/vector_stores/{expiring.id}").status_code == 404
+        assert expiring_file.id not in [file.id for file in client.files.list().data]
+        assert http.get(f"/v1/files/{kept_file.id}").status_code == 200 and (blob_dir / kept_file.id).exists()
+        assert http.get(f"/v1/vector_stores/{kept.id}").status_code == 200
+        metrics = http.get("/metrics").text
+    assert 'durable_agents_retention_pruned_rows_total{kind="files",reason="expires_after"}' in metrics

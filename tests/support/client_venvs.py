@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -91,12 +92,14 @@ def ensure() -> Path | str:
         if base is None:
             return NO_PYTHON
         shutil.rmtree(VENV, ignore_errors=True)
-        subprocess.run([str(base), "-m", "venv", str(VENV)], check=True, timeout=300)
-        subprocess.run(
-            [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *REQUIREMENTS],
-            check=True,
-            timeout=900,
-        )
+        uv = Path(sys.executable).with_name("uv")  # installed beside .venv's Python by the Makefile, if it could be
+        if uv.exists():
+            subprocess.run([str(base), "-m", "venv", "--without-pip", str(VENV)], check=True, timeout=300)
+            install = [str(uv), "pip", "install", "--quiet", "--python", str(PYTHON)]
+        else:
+            subprocess.run([str(base), "-m", "venv", str(VENV)], check=True, timeout=300)
+            install = [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run([*install, *REQUIREMENTS], check=True, timeout=900)
         STAMP.write_text(_stamp())
         return PYTHON
 

@@ -40,6 +40,7 @@ class ProcessStack:
         """`extra_env` is added to every process's environment; with `log_dir`, the worker's and the
         API's output go to `worker.log` and `api.log` there (appended across restarts)."""
         self._log_dir = log_dir
+        self.data_dir = data_dir
         self.model = ScriptedModel()
         self._model_server = ThreadedServer(self.model.app(), free_port()).start()
         self.temporal_port, self.api_port = free_port(), free_port()
@@ -66,9 +67,13 @@ class ProcessStack:
         self.temporal: subprocess.Popen[bytes] | None = None
         self.worker: subprocess.Popen[bytes] | None = None
         self.api: subprocess.Popen[bytes] | None = None
-        self.start_temporal()
-        self.start_worker()
-        self.start_api()
+        try:
+            self.start_temporal()
+            self.start_worker()
+            self.start_api()
+        except BaseException:  # a start that failed (a service not up in time) leaves none of them running
+            self.close()
+            raise
 
     @property
     def model_url(self) -> str:

@@ -44,6 +44,8 @@ from workflows import search_attributes
 T = TypeVar("T")
 
 SCRIPTED_MODEL = "scripted"
+PRICED_MODEL = "scripted-priced"
+"""The scripted model at 1 US cent a token, input and output alike (its tokens are words): spend_control tests."""
 SCRIPTED_KEY = "scripted-secret-key-0123456789"
 TOOL_CALL_DEADLINE = 15
 
@@ -130,6 +132,15 @@ class Stack:
                         }
                         for name in (SCRIPTED_MODEL, GUARD_MODEL)
                     }
+                    | {
+                        PRICED_MODEL: {
+                            "provider": "openai",
+                            "base_url": f"{self.model_server.url}/v1",
+                            "api_key_env": SCRIPTED_KEY_ENV,
+                            "timeout_seconds": 5,
+                            "pricing": {"input": 10_000, "output": 10_000},
+                        }
+                    }
                 ),
                 "DA_SHIELDS": json.dumps(
                     {
@@ -176,9 +187,11 @@ class Stack:
         finally:
             server.stop()
 
-    def start_worker(self) -> None:
+    def start_worker(self, settings: Settings | None = None) -> None:
+        """The stack's worker, with the stack's settings or these (a worker of another configuration)."""
+
         async def start() -> None:
-            self._worker = build_worker(self.client, self.settings, self.store, sandboxed_runner())
+            self._worker = build_worker(self.client, settings or self.settings, self.store, sandboxed_runner())
             self._worker_task = asyncio.create_task(self._worker.run())
 
         self.background.run(start())

@@ -17,7 +17,7 @@ import pytest
 from openai import OpenAI
 from temporalio.client import WorkflowExecutionStatus
 
-from store.webhooks import WebhookStore
+from store.retention import KINDS
 from tests.support.rest import create_agent, create_session, final_turn
 from tests.support.scripted_model import ScriptedModel, failure, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
@@ -108,6 +108,11 @@ def test_the_event_types_are_listed(client: OpenAI) -> None:
         "turn.failed",
         "turn.cancelled",
         "turn.awaiting_input",
+        "agent.session.created",
+        "agent.session.in_progress",
+        "agent.session.action_required",
+        "agent.session.idle",
+        "agent.session.failed",
     ]
 
 
@@ -281,14 +286,16 @@ def test_a_receiver_that_fails_twice_gets_the_same_event_a_third_time(
     assert fourth.headers["webhook-id"] == first.headers["webhook-id"] and fourth.status == 200
     assert wait_for_log(http, endpoint.id, "delivered")["attempts"][-1]["status_code"] == 200
 
-    # The log is kept for DA_WEBHOOK_LOG_RETENTION; then the ended delivery goes, a pending one stays.
+    # The log is kept for its TTL (DA_WEBHOOK_LOG_RETENTION); then retention's sweep deletes the ended
+    # delivery, and keeps a pending one.
     receiver.answer(*[500] * 20)
     client.webhooks.test(endpoint.id, event_type="response.completed")  # not logged: sent at once
     model.script(text("again"))
     client.responses.create(model=SCRIPTED_MODEL, input="go", background=True)
     wait_for_log(http, endpoint.id, "pending")
-    webhook_store = WebhookStore(stack.store.database)
-    stack.background.run(webhook_store.prune(datetime.now(UTC) + timedelta(days=1)))
+    prune = KINDS["webhook_deliveries"].prune
+    assert prune is not None
+    stack.background.run(stack.store.database.write(lambda tx: prune(tx, datetime.now(UTC) + timedelta(days=1), 500)))
     assert [delivery["status"] for delivery in deliveries_of(http, endpoint.id)] == ["pending"]
 
 

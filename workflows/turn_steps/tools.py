@@ -16,7 +16,7 @@ from workflows.turn_steps.state import TurnState
 with workflow.unsafe.imports_passed_through():
     from domain.agents import AgentToolGroup
     from domain.content import ToolCall, ToolResponse
-    from workflows import mcp_servers, steps
+    from workflows import knowledge_tools, mcp_servers, steps
     from workflows.contracts import (
         RESOLVE_TOOLS_ACTIVITY,
         RUN_TOOL_ACTIVITY,
@@ -42,7 +42,11 @@ class ToolSteps(TurnState):
         return result.tools
 
     def _offered_tools(self) -> list[ServerTool]:
-        return mcp_servers.offered_tools(self._plan, self._server_tools)
+        """The server tools the model may call now; the request's file_search tool while its segment runs."""
+        offered = mcp_servers.offered_tools(self._plan, self._server_tools)
+        if self._plan.file_search is not None:
+            offered.append(knowledge_tools.file_search_tool(self._plan.file_search))
+        return offered
 
     async def _list_new_mcp_servers(self) -> None:
         self._server_tools, listed = await mcp_servers.list_new(
