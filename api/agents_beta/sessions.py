@@ -13,6 +13,7 @@ from fastapi import Body, Query, Request
 from fastapi.responses import StreamingResponse
 
 from api.agents_beta.agents import page, unknown_cursor
+from api.agents_beta.mcp_tools import check_mcp_urls, credential_seal
 from api.agents_beta.routing import beta_router
 from api.agents_beta.session_service import check_model, create_session, parse_create
 from api.agents_beta.session_stream import Cursor, session_sse
@@ -106,9 +107,13 @@ async def update(
     changes: dict[str, Any] = {}
     if body.agent is not None:
         given = {key: value for key, value in raw["agent"].items() if key in body.agent.model_fields_set}
-        fresh = agent_body(body.agent.model_copy(update={"model": body.agent.model or record.body["agent"]["model"]}))
+        fresh = agent_body(
+            body.agent.model_copy(update={"model": body.agent.model or record.body["agent"]["model"]}),
+            seal=credential_seal(services.settings.credentials_key),
+        )
         agent = record.body["agent"] | {key: fresh[key] for key in given if key in fresh and key != "metadata"}
         check_model(services, agent.get("model"), "agent.model")
+        await check_mcp_urls(agent, services.tools.outbound_policy)
         changes["agent"] = agent
     if "metadata" in raw:
         changes["metadata"] = check_metadata(body.metadata)
