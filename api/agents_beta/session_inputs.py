@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from fastapi import Body, Header, Response
 
 from api.agents_beta.routing import beta_router
-from api.agents_beta.session_service import start_turn
+from api.agents_beta.session_service import announce, start_turn
 from api.agents_beta.session_stream import cursor_for, session_sse
 from api.agents_beta.session_view import replayed
 from api.agents_beta.sessions import stored_session, streamed
@@ -191,7 +191,9 @@ async def _answer(
         )
     decisions = [_decision(request, results[request][0]["decision"]) for request in requests]
     try:
-        await services.turns.submit(turn_id, ToolResponsesSubmission(tool_responses=responses, approvals=decisions))
+        mark = await services.turns.submit(
+            turn_id, ToolResponsesSubmission(tool_responses=responses, approvals=decisions)
+        )
     except ResumeRejected as refused:
         if not refused.conflict:
             raise invalid(f"Turn {turn_id} did not take the results: {refused}", "events") from refused
@@ -201,6 +203,9 @@ async def _answer(
         raise invalid(f"Turn {turn_id} has ended; its calls wait for nothing.", "events") from gone
     except TurnUnavailable as unavailable:
         raise OpenAIError(503, str(unavailable)) from unavailable
+    else:  # the turn works again, as the session's event stream says with its `agent.session.in_progress`
+        resumed = f"pause{mark}"
+        await announce(services, record.tenant_id, "agent.session.in_progress", record.session_id, turn_id, resumed)
     await sessions.forget_tool_results(turn_id)
 
 

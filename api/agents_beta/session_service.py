@@ -177,11 +177,14 @@ async def resolve_agent(
 # --- webhooks the API causes
 
 
-async def announce(services: Services, tenant: str, event_type: str, session_id: str, cause_id: str) -> None:
+async def announce(
+    services: Services, tenant: str, event_type: str, session_id: str, cause_id: str, occasion: str | None = None
+) -> None:
     """Record `event_type` for the session's webhook endpoints and start its deliveries (the outbox sweep
-    starts any this misses). Never fails the request that caused it."""
+    starts any this misses). `cause_id` (the session's or turn's id) and `occasion` (which of the turn's
+    resumes, say) make a repeat record nothing. Never fails the request that caused it."""
     data = agent_session_data(event_type, session_id)
-    cause = f"{cause_id}:{event_type}"
+    cause = f"{cause_id}:{occasion}:{event_type}" if occasion else f"{cause_id}:{event_type}"
     try:
         added = await services.store.database.write(
             lambda tx: record_event(tx, tenant, event_type, data, cause, cause_id)

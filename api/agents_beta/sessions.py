@@ -6,6 +6,7 @@ Registered before the `/v1/agents/{agent_id}` routes: `sessions` is a path, neve
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
@@ -15,7 +16,7 @@ from fastapi.responses import StreamingResponse
 from api.agents_beta.agents import page, unknown_cursor
 from api.agents_beta.mcp_tools import check_mcp_urls, credential_seal
 from api.agents_beta.routing import beta_router
-from api.agents_beta.session_service import check_model, create_session, parse_create
+from api.agents_beta.session_service import announce, check_model, create_session, parse_create
 from api.agents_beta.session_stream import Cursor, session_sse
 from api.agents_beta.session_view import session_view
 from api.agents_beta.spend_control import change_spend_limit, spend_store
@@ -133,7 +134,10 @@ async def update(
     updated = await services.store.agent_sessions.update_session(tenant, session_id, change)
     if "spend_control" in changes:  # the ledger's limit, and the turn held by the old one woken
         limit = changes["spend_control"]["limit"]
-        await change_spend_limit(services.turns.client, spend_store(services.store.database), session_id, limit)
+        spend = await change_spend_limit(services.turns.client, spend_store(services.store.database), session_id, limit)
+        if spend.waiting_turn_id is not None and not spend.reached:  # the held turn goes on, as its stream says
+            held = spend.waiting_turn_id
+            await announce(services, tenant, "agent.session.in_progress", session_id, held, f"budget{uuid.uuid4().hex}")
     return await session_view(services, updated or record)
 
 
