@@ -29,6 +29,7 @@ PREFIXES = (
     "/v1/files",
     "/v1/vector_stores",
     "/v1/agents/sessions",  # the Agents API beta's own paths (no llama-stack agent is named `sessions`)
+    "/v1/agents/automations",  # likewise
 )
 
 _TYPES = {

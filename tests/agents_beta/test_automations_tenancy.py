@@ -51,6 +51,13 @@ def _requests(automation_id: str, invocation_id: str, session_id: str) -> list[t
     ]
 
 
+AUTOMATION_ROUTES = {
+    (method, path) for method, path, _ in _requests("{automation_id}", "{invocation_id}", "sess_unknown")
+} | {("get", "/v1/agents/automations")}
+"""Every automation route: the walk below covers each, and tests/security's walk of the OpenAPI document
+counts on this set."""
+
+
 def test_another_tenant_gets_404_on_every_automation_route(keyed_api: str, model: ScriptedModel) -> None:
     owner = OpenAI(base_url=f"{keyed_api}/v1", api_key=OWNER_KEY, max_retries=0)
     model.script(text("Hi."), text("Checked."))

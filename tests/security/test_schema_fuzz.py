@@ -59,6 +59,10 @@ CONFIGURATION_DEPENDENT = {
     "POST /v1/agents/sessions",
     "POST /v1/agents/sessions/{session_id}",
     "POST /v1/agents/sessions/{session_id}/events",
+    # Automations: the body's shape depends on its `type` (a cron `expression` or a `run_at`), and a target
+    # names a session or agent that must exist.
+    "POST /v1/agents/automations",
+    "POST /v1/agents/automations/{automation_id}",
 }
 
 
