@@ -18,26 +18,11 @@ import sqlite_vec
 
 from hosting.fault_points import AFTER_ATTACHMENT_ROW
 from store.database import sqlite_module
-from tests.support.knowledge_files import wait_for_file
+from tests.support.knowledge_files import WORDS, wait_for_file
 from tests.support.processes import ProcessStack
 from workflows.ingestion import workflow_id
 
 pytestmark = pytest.mark.processes
-
-WORDS = [
-    "harbour",
-    "seal",
-    "puffin",
-    "cliff",
-    "herring",
-    "tide",
-    "lighthouse",
-    "keeper",
-    "ledger",
-    "invoice",
-    "glacier",
-    "moraine",
-]
 
 
 def _document(megabytes: int) -> bytes:

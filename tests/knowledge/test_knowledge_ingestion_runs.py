@@ -14,24 +14,9 @@ from knowledge.ingestion_starter import IngestionStarter
 from knowledge.ingestion_sweep import start_unstarted_ingestions
 from store.database import open_database, sqlite_module
 from store.vector_stores import VectorStores
-from tests.support.knowledge_files import wait_for_file
+from tests.support.knowledge_files import WORDS, wait_for_file
 from tests.support.stack import Stack
 from workflows.ingestion import workflow_id
-
-WORDS = [
-    "harbour",
-    "seal",
-    "puffin",
-    "cliff",
-    "herring",
-    "tide",
-    "lighthouse",
-    "keeper",
-    "ledger",
-    "invoice",
-    "glacier",
-    "moraine",
-]
 
 
 def _ingestion_id(stack: Stack, vector_store_id: str, file_id: str) -> str:

@@ -7,6 +7,21 @@ import time
 import openai
 from openai.types.vector_stores import VectorStoreFile
 
+WORDS = [  # the vocabulary of the large generated documents the ingestion tests feed
+    "harbour",
+    "seal",
+    "puffin",
+    "cliff",
+    "herring",
+    "tide",
+    "lighthouse",
+    "keeper",
+    "ledger",
+    "invoice",
+    "glacier",
+    "moraine",
+]
+
 
 def pdf_with_text(lines: list[str]) -> bytes:
     """A one-page PDF whose text layer holds `lines` (Helvetica), with a correct cross-reference table."""
