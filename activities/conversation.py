@@ -63,12 +63,13 @@ async def conversation(
 
 
 async def detached_conversation(
-    store: Store, turn_id: str, settings: TurnSettings, compaction: bool = False
+    store: Store, turn_id: str, settings: TurnSettings, compaction: bool = False, first_model_call: bool = False
 ) -> list[dict[str, Any]]:
     """A detached turn's conversation: the settings' instructions, the prior context the API built
     (a response chain, a conversation, replayed input), then this turn so far. `compaction`: the turn may
-    have compacted (workflows/compaction.py), and then the summary stands for the prior context."""
-    found = await store.detached_context(turn_id)
+    have compacted (workflows/compaction.py), and then the summary stands for the prior context.
+    `first_model_call`: no step of the turn is written yet (Store.detached_context)."""
+    found = await store.detached_context(turn_id, first_model_call)
     if found is None:
         raise LookupError(f"Turn {turn_id} not found in the store (was it deleted?)")
     current, context = found

@@ -210,7 +210,11 @@ class InferenceActivities:
                 type=PROVIDER_REJECTED,
                 non_retryable=True,
             )
-        return settings, await detached_conversation(self._store, request.turn_id, settings, request.compaction)
+        first_model_call = request.pending.first_new_step == 0 and not request.pending.new_steps
+        messages = await detached_conversation(
+            self._store, request.turn_id, settings, request.compaction, first_model_call
+        )
+        return settings, messages
 
     async def _answer_written(self, request: InferenceRequest) -> InferenceResult | None:
         """The answer an earlier attempt of this step wrote as the turn's end before its worker died:

@@ -25,7 +25,7 @@ TURN_EVENTS: dict[str, str] = {
 }
 AGENT_SESSION_EVENTS: dict[str, str] = {
     "agent.session.created": "An Agents API session was created.",
-    "agent.session.in_progress": "An Agents API session started working on a turn.",
+    "agent.session.in_progress": "An Agents API session started working on a turn, or resumed it.",
     "agent.session.action_required": "An Agents API session waits for function results (or approvals).",
     "agent.session.idle": "An Agents API session finished its turn and is ready for input.",
     "agent.session.failed": "An Agents API session's turn failed.",

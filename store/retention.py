@@ -8,7 +8,8 @@ a crash, simply goes on with the next batch. Files, vector stores and webhook en
 their deletes reach beyond the store (blobs, workflows), so activities/retention.py runs them.
 
 Never pruned: a turn still running or paused (a paused turn is pruned only once it has ended — its own
-expiry ends it), and a response whose items its conversation has not yet taken in.
+expiry ends it), a session with such a turn (of either dialect: store/agent_session_retention.py), and a
+response whose items its conversation has not yet taken in.
 """
 
 from __future__ import annotations
@@ -19,17 +20,17 @@ from datetime import datetime
 
 from sqlalchemy import Connection, and_, delete, exists, func, or_, select
 
-from store.agent_session_tables import (
-    BetaAgentRow,
-    BetaInputKeyRow,
-    BetaSessionRow,
-    BetaSessionTurnRow,
-    BetaToolResultRow,
+from store.agent_session_retention import (
+    delete_agent_sessions,
+    oldest_agent_session,
+    oldest_agent_session_turn,
+    prune_agent_session_turns,
+    prune_agent_sessions,
 )
+from store.agent_session_tables import BetaAgentRow, BetaSessionRow
 from store.automation_tables import AutomationInvocationRow, AutomationRow
 from store.records import FINAL_STATUSES
 from store.rows import delete_turns
-from store.spend_tables import SessionBudgetRow, SpendEntryRow
 from store.tables import (
     AgentRow,
     CompactionRow,
@@ -209,19 +210,35 @@ def _erase_agents(tx: Connection, tenant: str, limit: int) -> int:
     return len(found)
 
 
+def _both(llama_stack: Prune, agents_api: Prune) -> Prune:
+    """One kind's prune over both dialects' sessions (store/agent_session_retention.py), within one batch."""
+
+    def prune(tx: Connection, cutoff: datetime, limit: int) -> int:
+        deleted = llama_stack(tx, cutoff, limit)
+        return deleted + (agents_api(tx, cutoff, limit - deleted) if deleted < limit else 0)
+
+    return prune
+
+
+def _oldest(*found: datetime | None) -> datetime | None:
+    return min((moment for moment in found if moment is not None), default=None)
+
+
 register(
     Kind(
         "turns",
-        _prune_turns,
-        lambda tx: tx.scalar(select(func.min(TurnRow.started_at)).where(_SESSION_TURN)),
-        lambda tx, tenant, limit: 0,  # the tenant's session turns go with its agents
+        _both(_prune_turns, prune_agent_session_turns),
+        lambda tx: _oldest(
+            tx.scalar(select(func.min(TurnRow.started_at)).where(_SESSION_TURN)), oldest_agent_session_turn(tx)
+        ),
+        lambda tx, tenant, limit: 0,  # the tenant's session turns go with its agents (and its detached turns)
     )
 )
 register(
     Kind(
         "sessions",
-        _prune_sessions,
-        lambda tx: tx.scalar(select(func.min(SessionRow.started_at))),
+        _both(_prune_sessions, prune_agent_sessions),
+        lambda tx: _oldest(tx.scalar(select(func.min(SessionRow.started_at))), oldest_agent_session(tx)),
         _erase_agents,
     )
 )
@@ -287,20 +304,14 @@ def unfinished_turns_of(tx: Connection, tenant: str, limit: int) -> list[str]:
     return _ids(tx, query)
 
 
-# --- Agents API (beta) agents and sessions: kept until deleted; their turns go as the tenant's detached turns
+# --- Agents API (beta) agents and a tenant's sessions (the `sessions` and `turns` TTLs prune those above); a
+# tenant's session turns go as its detached turns
 
 
 def _erase_agent_sessions(tx: Connection, tenant: str, limit: int) -> int:
     sessions = _ids(tx, select(BetaSessionRow.session_id).where(BetaSessionRow.tenant_id == tenant).limit(limit))
     if sessions:
-        turns = _ids(tx, select(BetaSessionTurnRow.turn_id).where(BetaSessionTurnRow.session_id.in_(sessions)))
-        tx.execute(delete(BetaToolResultRow).where(BetaToolResultRow.turn_id.in_(turns)))
-        tx.execute(delete(BetaSessionTurnRow).where(BetaSessionTurnRow.session_id.in_(sessions)))
-        tx.execute(delete(BetaInputKeyRow).where(BetaInputKeyRow.session_id.in_(sessions)))
-        tx.execute(delete(SessionBudgetRow).where(SessionBudgetRow.session_id.in_(sessions)))
-        tx.execute(delete(SpendEntryRow).where(SpendEntryRow.session_id.in_(sessions)))
-        tx.execute(delete(BetaSessionRow).where(BetaSessionRow.session_id.in_(sessions)))
-        return len(sessions)
+        return delete_agent_sessions(tx, sessions, with_turns=False)
     agents = _ids(tx, select(BetaAgentRow.agent_id).where(BetaAgentRow.tenant_id == tenant).limit(limit))
     if agents:
         tx.execute(delete(BetaAgentRow).where(BetaAgentRow.agent_id.in_(agents)))

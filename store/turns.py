@@ -182,10 +182,19 @@ class TurnStore(EventStore):
 
         return await self.database.write(run)
 
-    async def detached_context(self, turn_id: str) -> tuple[Turn, list[ContextMessage]] | None:
-        """A detached turn as one model call sees it: the turn so far and its prior context. The first read
-        of a turn this process has just begun, before anything changed it, is handed what was written."""
-        if (begun := self._turns_begun.take(turn_id)) is not None:
+    async def detached_context(
+        self, turn_id: str, first_model_call: bool = False
+    ) -> tuple[Turn, list[ContextMessage]] | None:
+        """A detached turn as one model call sees it: the turn so far and its prior context.
+
+        `first_model_call`: the reader is the turn's first model call, before any step of it was written;
+        if this process began the turn, it is handed what was written. Every other reader goes to the
+        store and drops what was kept: the turn's own steps may have been written by another process
+        (a separate worker), whose writes cannot drop this process's copy.
+        """
+        if not first_model_call:
+            self._turns_begun.drop(turn_id)
+        elif (begun := self._turns_begun.take(turn_id)) is not None:
             turn = Turn(
                 turn_id=turn_id,
                 session_id="",

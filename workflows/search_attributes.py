@@ -19,7 +19,11 @@ RESPONSE_ID = SearchAttributeKey.for_keyword_list("ResponseId")
 CONVERSATION_ID = SearchAttributeKey.for_keyword("ConversationId")
 """The conversation a Responses turn belongs to, if any."""
 
-ALL = (AGENT_ID, SESSION_ID, TURN_STATUS, TENANT_ID, RESPONSE_ID, CONVERSATION_ID)
+AUTOMATION_ID = SearchAttributeKey.for_keyword("AutomationId")
+"""The Agents API automation (`auto_…`) an automation's Schedule and its runs belong to: `AutomationId="auto_…"`
+finds them."""
+
+ALL = (AGENT_ID, SESSION_ID, TURN_STATUS, TENANT_ID, RESPONSE_ID, CONVERSATION_ID, AUTOMATION_ID)
 """Every search attribute of ours: the one list from which the embedded dev server is given them, an
 existing namespace is brought up to date at each start, and another cluster's operator is told what to
 create (hosting/search_attribute_schema.py). One added here reaches every install that way."""

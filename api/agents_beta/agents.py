@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Body, Query
 
+from api.agents_beta.mcp_tools import check_mcp_urls, credential_seal
 from api.agents_beta.routing import beta_router
 from api.agents_beta.session_service import check_model, new_id
 from api.agents_beta.wire import AgentFields, agent_body, agent_object, parse, updated_agent_body
@@ -46,8 +47,9 @@ async def create_agent(
     services: ServicesDep,
     tenant: TenantDep,
 ) -> Any:
-    body = agent_body(parse(AgentFields, raw, "agent"))
+    body = agent_body(parse(AgentFields, raw, "agent"), seal=credential_seal(services.settings.credentials_key))
     check_model(services, body["model"], "model")
+    await check_mcp_urls(body, services.tools.outbound_policy)
     now = datetime.now(UTC)
     record = BetaAgentRecord(new_id("agent"), tenant, body, now, now)
     await services.store.agent_sessions.add_agent(record)
@@ -88,10 +90,12 @@ async def update_agent(
     current = await services.store.agent_sessions.agent(tenant, agent_id)
     if current is None:
         raise not_found("Agent", agent_id)
-    changed = updated_agent_body(current.body, raw)  # every check before the write
+    seal = credential_seal(services.settings.credentials_key)
+    changed = updated_agent_body(current.body, raw, seal)  # every check before the write
     check_model(services, changed["model"], "model")
+    await check_mcp_urls(changed, services.tools.outbound_policy)
     record = await services.store.agent_sessions.update_agent(
-        tenant, agent_id, lambda body: updated_agent_body(body, raw), datetime.now(UTC)
+        tenant, agent_id, lambda body: updated_agent_body(body, raw, seal), datetime.now(UTC)
     )
     if record is None:
         raise not_found("Agent", agent_id)

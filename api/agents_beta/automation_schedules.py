@@ -25,10 +25,17 @@ from temporalio.client import (
     ScheduleUpdate,
     ScheduleUpdateInput,
 )
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
 from store.automations import AutomationRecord
 from workflows.automation_run import AutomationRun, AutomationRunInput, run_workflow_id, schedule_id
+from workflows.search_attributes import AUTOMATION_ID
+
+
+def _findable(automation_id: str) -> TypedSearchAttributes:
+    """What lets an operator find the Schedule and its runs in the Temporal UI: `AutomationId="auto_…"`."""
+    return TypedSearchAttributes([SearchAttributePair(AUTOMATION_ID, automation_id)])
 
 
 def _at(moment: datetime) -> ScheduleCalendarSpec:
@@ -63,6 +70,7 @@ def schedule_of(record: AutomationRecord, task_queue: str, catchup_window: float
             AutomationRunInput(automation_id=record.automation_id),
             id=run_workflow_id(record.automation_id),
             task_queue=task_queue,
+            typed_search_attributes=_findable(record.automation_id),
         ),
         spec=spec,
         policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP, catchup_window=timedelta(seconds=catchup_window)),
@@ -71,15 +79,20 @@ def schedule_of(record: AutomationRecord, task_queue: str, catchup_window: float
 
 
 async def create_schedule(client: Client, record: AutomationRecord, task_queue: str, catchup_window: float) -> None:
-    await client.create_schedule(schedule_id(record.automation_id), schedule_of(record, task_queue, catchup_window))
+    await client.create_schedule(
+        schedule_id(record.automation_id),
+        schedule_of(record, task_queue, catchup_window),
+        search_attributes=_findable(record.automation_id),
+    )
 
 
 async def replace_schedule(client: Client, record: AutomationRecord, task_queue: str, catchup_window: float) -> None:
-    """Make the Schedule say what the automation now says (its spec, target and paused state)."""
+    """Make the Schedule say what the automation now says (its spec, target and paused state); a Schedule made
+    before it carried its AutomationId gets it here too."""
     schedule = schedule_of(record, task_queue, catchup_window)
 
     def replace(_: ScheduleUpdateInput) -> ScheduleUpdate:
-        return ScheduleUpdate(schedule=schedule)
+        return ScheduleUpdate(schedule=schedule, search_attributes=_findable(record.automation_id))
 
     await client.get_schedule_handle(schedule_id(record.automation_id)).update(replace)
 
@@ -103,4 +116,5 @@ async def start_manual_run(client: Client, automation_id: str, invocation_id: st
         AutomationRunInput(automation_id=automation_id, invocation_id=invocation_id),
         id=f"{run_workflow_id(automation_id)}-{invocation_id}",
         task_queue=task_queue,
+        search_attributes=_findable(automation_id),
     )

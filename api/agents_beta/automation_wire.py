@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.agents_beta.mcp_tools import has_mcp_credentials
 from api.agents_beta.session_service import check_environment, input_messages, resolve_agent
 from api.agents_beta.wire import AgentFields, EnvironmentParam, agent_body, check_metadata, parse, timestamp
 from api.responses.errors import invalid, not_found
@@ -104,6 +105,12 @@ async def check_target(services: Services, tenant: str, raw: Any, kind: str | No
     if (target.agent is None) == (target.agent_id is None):
         raise invalid("target takes exactly one of `agent` (inline) and `agent_id`.", "target.agent")
     input_messages(target.input, "target.input")
+    if target.agent is not None and has_mcp_credentials(target.agent.tools):
+        raise invalid(
+            "target.agent: an automation's inline agent cannot keep MCP credentials; save the agent "
+            "(client.beta.agents.create) and give its agent_id.",
+            "target.agent",
+        )
     await resolve_agent(services, tenant, target.agent_id, target.agent)
     agent = None
     if target.agent is not None:  # shown as the Agent object shows an agent, defaults filled in

@@ -12,6 +12,8 @@ renderer replays the turn and drops what the client already has.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,13 +22,15 @@ from typing import Any
 from api.responses.items import (
     Ended,
     ItemWhole,
+    McpCallEnded,
+    McpCallStarted,
     MessageClosed,
     MessageOpened,
     Move,
     SegmentFold,
     TextAdded,
 )
-from api.responses.wire import FunctionCallItem, MessageItem, OutputText
+from api.responses.wire import FunctionCallItem, McpApprovalRequestItem, McpCallItem, MessageItem, OutputText
 from domain.content import ToolResponse, content_as_text
 from domain.turns import ToolExecutionStep, TurnStatus
 
@@ -95,6 +99,8 @@ class TurnEvents:
     _next: int = 0
     _pending: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The function calls waiting for the caller's results, by call id."""
+    _approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The MCP calls waiting for the caller's decision: their required actions, by request id."""
     _usage: tuple[int, int] = (0, 0)
     _out: list[dict[str, Any]] = field(default_factory=list)
 
@@ -121,7 +127,7 @@ class TurnEvents:
         return usage_object(input_tokens, output_tokens) if input_tokens or output_tokens else None
 
     def required_actions(self) -> list[dict[str, Any]]:
-        return [
+        calls = [
             {
                 "type": "function_call",
                 "call_id": c["call_id"],
@@ -131,6 +137,7 @@ class TurnEvents:
             }
             for c in self._pending.values()
         ]
+        return calls + list(self._approvals.values())
 
     def open(self) -> list[dict[str, Any]]:
         self._turn_event("agent.session.turn.created")
@@ -145,13 +152,16 @@ class TurnEvents:
             return []
         if self._fold is None:
             self._fold = SegmentFold(response_id=self.turn_id, turn_id=self.turn_id)
-        budget = (body.get("runtime") or {}).get("kind")
-        if budget in ("budget_reached", "budget_resumed"):  # the turn waits at its next model call, or goes on
-            self.budget_held = budget == "budget_reached"
+        runtime = (body.get("runtime") or {}).get("kind")
+        if runtime in ("budget_reached", "budget_resumed"):  # the turn waits at its next model call, or goes on
+            self.budget_held = runtime == "budget_reached"
             status = "budget_reached" if self.budget_held else "in_progress"
             self._session_event(f"agent.session.{status}", status)
             return self._flush()
         payload = (body.get("event") or {}).get("payload") or {}
+        resuming = payload.get("event_type") == "step_complete" or runtime == "mcp_call_started"
+        if self.status == "waiting" and self._approvals and resuming:
+            self._decided()
         if payload.get("event_type") == "step_complete":
             self._results(payload.get("step_details") or {})
         pausing = payload.get("event_type") == "turn_awaiting_input"
@@ -190,6 +200,16 @@ class TurnEvents:
                 )
                 self._part("agent.session.turn.content_part.done", at, found.id, text)
                 self._item("agent.session.turn.item.done", at, self._message(found, status, text))
+            case McpCallStarted(index):
+                self._item("agent.session.turn.item.added", self._base + index, self._mcp_call(output[index]))
+            case McpCallEnded(index):
+                self._item("agent.session.turn.item.done", self._base + index, self._mcp_call(output[index]))
+            case ItemWhole(index) if isinstance(output[index], McpCallItem):
+                item = self._mcp_call(output[index])
+                self._item("agent.session.turn.item.added", self._base + index, item)
+                self._item("agent.session.turn.item.done", self._base + index, item)
+            case ItemWhole(index) if isinstance(output[index], McpApprovalRequestItem):
+                self._approval(output[index])
             case ItemWhole(index):
                 found = output[index]
                 if isinstance(found, FunctionCallItem):
@@ -224,6 +244,49 @@ class TurnEvents:
         self.status = "waiting"
         self._session_event("agent.session.requires_action", "requires_action")
 
+    def _mcp_call(self, found: Any) -> dict[str, Any]:
+        """An MCP call as the session's `mcp_call` item shows it."""
+        assert isinstance(found, McpCallItem)
+        status = {"calling": "in_progress", "failed": "failed"}.get(found.status, found.status)
+        return {
+            "id": found.id,
+            "type": "mcp_call",
+            "server_label": found.server_label,
+            "name": found.name,
+            "arguments": found.arguments,
+            "output": found.output,
+            "error": found.error.model_dump() if found.error is not None else None,
+            "status": "failed" if found.error is not None else status,
+            "turn_id": self.turn_id,
+        }
+
+    def _approval(self, found: Any) -> None:
+        """An MCP call held for the caller's decision: a required action until the turn resumes."""
+        assert isinstance(found, McpApprovalRequestItem)
+        arguments: Any = found.arguments
+        with contextlib.suppress(ValueError):
+            arguments = json.loads(found.arguments)
+        self._approvals[found.id] = {
+            "type": "mcp_approval_request",
+            "request_id": found.id,
+            "turn_id": self.turn_id,
+            "request": {
+                "type": "mcp_tool_call",
+                "server_label": found.server_label,
+                "name": found.name,
+                "arguments": arguments,
+                "message": f"Allow {found.name} on the MCP server {found.server_label}?",
+            },
+        }
+
+    def _decided(self) -> None:
+        """The turn resumed after a pause with approval requests: the caller decided every one (the workflow
+        takes the decisions and any function results together)."""
+        self._approvals.clear()
+        if not self._pending:
+            self.status = "in_progress"
+            self._session_event("agent.session.in_progress", "in_progress")
+
     def _results(self, step: dict[str, Any]) -> None:
         """A tool step that answers pending calls: the calls are done and their outputs are items."""
         if step.get("step_type") != "tool_execution" or not self._pending:
@@ -256,6 +319,7 @@ class TurnEvents:
         fold = self._fold
         self.finished = True
         self._pending.clear()  # an ended turn (cancelled or expired while it waited) waits for nothing
+        self._approvals.clear()
         self.completed_at = fold.completed_at
         if fold.status in ("completed", "incomplete"):
             self.status = "completed"

@@ -2,11 +2,12 @@
 (GET, Server-Sent Events).
 
 Input: `input.message` starts a turn on an idle session, `input.cancel` cancels the active turn,
-`input.tool_result` answers one pending function call. The SDK posts one result per call while the turn's
-workflow resumes once per pause, so results are kept until every pending call has one, then delivered
-together. A call id the session's turn does not wait for gets exactly the 400 the SDK's retry rule
-recognises (`Unknown pending tool call: <id>`). With an Idempotency-Key, a retried post is accepted again
-and does nothing more.
+`input.tool_result` answers one pending function call, `input.mcp_approval_request_result` decides one pending
+MCP call (`approve` runs it; `deny` and `cancel` do not, and the model reads that it was denied). The SDK posts
+one result per call while the turn's workflow resumes once per pause, so results and decisions are kept until
+every pending call and approval request has one, then delivered together. A call id the session's turn does
+not wait for gets exactly the 400 the SDK's retry rule recognises (`Unknown pending tool call: <id>`). With an
+Idempotency-Key, a retried post is accepted again and does nothing more.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import Annotated, Any
 from fastapi import Body, Header, Response
 
 from api.agents_beta.routing import beta_router
-from api.agents_beta.session_service import start_turn
+from api.agents_beta.session_service import announce, start_turn
 from api.agents_beta.session_stream import cursor_for, session_sse
+from api.agents_beta.session_view import replayed
 from api.agents_beta.sessions import stored_session, streamed
 from api.agents_beta.wire import InputEvents, parse
 from api.guards.tenancy import PrincipalDep
@@ -26,6 +28,7 @@ from api.responses.errors import OpenAIError, invalid
 from api.services import Services, ServicesDep
 from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
 from domain.content import InterleavedContent, TextContentItem, ToolResponse
+from domain.turn_settings import ApprovalDecision
 from domain.turns import TurnStatus
 from store.agent_sessions import BetaSessionRecord
 from tool_runtime.output_limit import truncate_content
@@ -35,9 +38,6 @@ router = beta_router(tags=["agent sessions (beta)"])
 
 OUT_OF_SCOPE_INPUTS = {
     "agent.session.input.computer_use_approval_request_result": "computer use is not supported by this server",
-    "agent.session.input.mcp_approval_request_result": (
-        "MCP tools are not offered on Agents API sessions by this server, so no approval is ever pending"
-    ),
 }
 
 
@@ -68,6 +68,8 @@ async def post_events(
             await _cancel(services, record)
         elif kind == "agent.session.input.tool_result":
             await _tool_result(services, record, event)
+        elif kind == "agent.session.input.mcp_approval_request_result":
+            await _approval_result(services, record, event, index)
         elif kind in OUT_OF_SCOPE_INPUTS:
             raise invalid(f"events[{index}]: {kind} is not accepted: {OUT_OF_SCOPE_INPUTS[kind]}.", "events")
         else:
@@ -128,9 +130,52 @@ async def _tool_result(services: Services, record: BetaSessionRecord, event: dic
     if call_id not in calls:
         raise unknown_call(call_id)
     content, failed = _content(event, call_id)
-    results = await sessions.add_tool_result(turn_id, call_id, content, failed)
-    if any(pending not in results for pending in calls):
-        return  # more results to come: the turn resumes with all of them
+    await _answer(services, record, turn_id, call_id, content, failed)
+
+
+async def _approval_result(services: Services, record: BetaSessionRecord, event: dict[str, Any], index: int) -> None:
+    request_id = str(event.get("request_id") or "")
+    response = event.get("response")
+    decision = response.get("decision") if isinstance(response, dict) else None
+    if not isinstance(response, dict) or response.get("type") != "mcp_tool_call" or decision not in DECISIONS:
+        raise invalid(
+            f"events[{index}].response must be {{'type': 'mcp_tool_call', 'decision': 'approve' | 'deny' | 'cancel'}}.",
+            "events",
+        )
+    turn_id = (await services.store.pending_calls(record.tenant_id, [request_id])).get(request_id)
+    turn = await services.store.agent_sessions.session_turn(turn_id) if turn_id else None
+    if turn_id is None or turn is None or turn.session_id != record.session_id:
+        raise invalid(
+            f"No MCP approval request {request_id!r} is pending on session {record.session_id}: answer the "
+            "request_id of one of the session's required_actions.",
+            "events",
+        )
+    await _answer(services, record, turn_id, request_id, {"decision": decision}, False)
+
+
+DECISIONS = ("approve", "deny", "cancel")
+
+
+async def _answer(
+    services: Services, record: BetaSessionRecord, turn_id: str, answered: str, content: Any, failed: bool
+) -> None:
+    """Keep one call's result or one request's decision; once every pending one has its own, resume the turn
+    with all of them."""
+    sessions = services.store.agent_sessions
+    results = await sessions.add_tool_result(turn_id, answered, content, failed)
+    stored = await services.store.get_turn(None, turn_id)
+    calls = {
+        call.call_id: call for call in (stored.output_message.tool_calls if stored and stored.output_message else [])
+    }
+    turn = await sessions.session_turn(turn_id)
+    assert turn is not None
+    requests = [
+        action["request_id"]
+        for action in (await replayed(services, record, turn)).required_actions()
+        if action["type"] == "mcp_approval_request"
+    ]
+    if any(pending not in results for pending in [*calls, *requests]):
+        return  # more to come: the turn resumes with all of them
     limit = services.settings.max_tool_output_chars
     responses = []
     for pending, call in calls.items():
@@ -144,8 +189,11 @@ async def _tool_result(services: Services, record: BetaSessionRecord, event: dic
                 metadata={"is_error": True} if is_error else None,
             )
         )
+    decisions = [_decision(request, results[request][0]["decision"]) for request in requests]
     try:
-        await services.turns.submit(turn_id, ToolResponsesSubmission(tool_responses=responses))
+        mark = await services.turns.submit(
+            turn_id, ToolResponsesSubmission(tool_responses=responses, approvals=decisions)
+        )
     except ResumeRejected as refused:
         if not refused.conflict:
             raise invalid(f"Turn {turn_id} did not take the results: {refused}", "events") from refused
@@ -155,7 +203,15 @@ async def _tool_result(services: Services, record: BetaSessionRecord, event: dic
         raise invalid(f"Turn {turn_id} has ended; its calls wait for nothing.", "events") from gone
     except TurnUnavailable as unavailable:
         raise OpenAIError(503, str(unavailable)) from unavailable
+    else:  # the turn works again, as the session's event stream says with its `agent.session.in_progress`
+        resumed = f"pause{mark}"
+        await announce(services, record.tenant_id, "agent.session.in_progress", record.session_id, turn_id, resumed)
     await sessions.forget_tool_results(turn_id)
+
+
+def _decision(request_id: str, decision: str) -> ApprovalDecision:
+    reason = "the user dismissed the request" if decision == "cancel" else None
+    return ApprovalDecision(approval_request_id=request_id, approve=decision == "approve", reason=reason)
 
 
 @router.get("/agents/sessions/{session_id}/events")

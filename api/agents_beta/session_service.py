@@ -16,11 +16,13 @@ from typing import Any
 
 from temporalio.common import SearchAttributePair
 
+from api.agents_beta.mcp_tools import check_mcp_urls, credential_seal, mcp_servers, turn_credentials
 from api.agents_beta.spend_control import spend_store
 from api.agents_beta.wire import AgentFields, SessionCreate, agent_body, check_metadata, parse
 from api.responses.context import fit_context
 from api.responses.errors import OpenAIError, invalid, not_found
 from api.services import Services
+from api.turns.mcp_headers import keep_mcp_headers
 from domain.content import (
     ImageContentItem,
     ImageData,
@@ -154,7 +156,11 @@ async def resolve_agent(
         body = dict(saved.body)
     if inline is not None:
         given = inline.model_fields_set
-        fresh = agent_body(inline.model_copy(update={"model": inline.model or body.get("model")}), model_required=False)
+        fresh = agent_body(
+            inline.model_copy(update={"model": inline.model or body.get("model")}),
+            model_required=False,
+            seal=credential_seal(services.settings.credentials_key),
+        )
         body |= {key: fresh[key] for key in fresh if key in given and getattr(inline, key, None) is not None}
         if not body.get("text"):
             body = fresh | body
@@ -163,6 +169,7 @@ async def resolve_agent(
     if "text" not in body:
         body = agent_body(AgentFields(model=body.get("model")), model_required=False) | body
     check_model(services, body.get("model"), "agent.model")
+    await check_mcp_urls(body, services.tools.outbound_policy)
     body.pop("metadata", None)
     return agent_id, body
 
@@ -170,11 +177,14 @@ async def resolve_agent(
 # --- webhooks the API causes
 
 
-async def announce(services: Services, tenant: str, event_type: str, session_id: str, cause_id: str) -> None:
+async def announce(
+    services: Services, tenant: str, event_type: str, session_id: str, cause_id: str, occasion: str | None = None
+) -> None:
     """Record `event_type` for the session's webhook endpoints and start its deliveries (the outbox sweep
-    starts any this misses). Never fails the request that caused it."""
+    starts any this misses). `cause_id` (the session's or turn's id) and `occasion` (which of the turn's
+    resumes, say) make a repeat record nothing. Never fails the request that caused it."""
     data = agent_session_data(event_type, session_id)
-    cause = f"{cause_id}:{event_type}"
+    cause = f"{cause_id}:{occasion}:{event_type}" if occasion else f"{cause_id}:{event_type}"
     try:
         added = await services.store.database.write(
             lambda tx: record_event(tx, tenant, event_type, data, cause, cause_id)
@@ -279,6 +289,7 @@ async def _start(
     if previous is not None and await services.store.turn_status(previous) in ACTIVE:
         raise busy(record.session_id, previous)
     settings = turn_settings(record.body["agent"])
+    credentials = turn_credentials(record.body["agent"], services.settings.credentials_key)
     context = await _context_after(services, previous)
     started_at = _now()
     await services.store.begin_detached_turn(tenant, turn_id, messages, context, turn_id, settings, started_at)
@@ -286,6 +297,7 @@ async def _start(
     if ordinal is None:  # another input got there first
         await services.store.delete_detached_turn(tenant, turn_id)
         raise busy(record.session_id, None)
+    await keep_mcp_headers(services, turn_id, credentials)  # before its workflow can call a tool
     await announce(services, tenant, "agent.session.in_progress", record.session_id, turn_id)
     await _start_workflow(services, tenant, record, turn_id, messages, started_at)
     return SessionTurn(record.session_id, turn_id, ordinal, created=True)
@@ -365,6 +377,7 @@ async def _start_workflow(
             client_tool_names=sorted(
                 tool["name"] for tool in agent.get("tools") or [] if tool.get("type") == "function"
             ),
+            mcp_servers=mcp_servers(agent),
             max_infer_iters=services.settings.max_infer_iters,
             settings_id=turn_id,
         ),

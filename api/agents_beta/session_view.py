@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from api.agents_beta.mcp_tools import shown_tools
 from api.agents_beta.session_events import SessionObject, TurnEvents
 from api.agents_beta.spend_control import spend_store, with_spend
 from api.agents_beta.wire import timestamp
@@ -40,7 +41,7 @@ def session_object(
     return {
         "id": record.session_id,
         "object": "agent.session",
-        "agent": body["agent"],
+        "agent": body["agent"] | {"tools": shown_tools(body["agent"].get("tools") or [])},
         "created_at": timestamp(record.created_at),
         "last_active_at": timestamp(record.last_active_at),
         "environment": body.get("environment") or {"type": "none"},
@@ -107,7 +108,7 @@ async def _session_of_turns(services: Services, record: BetaSessionRecord) -> di
     actions = renderer.required_actions()
     if actions:
         posted = await services.store.agent_sessions.tool_results(turn.turn_id)
-        actions = [action for action in actions if action["call_id"] not in posted]
+        actions = [action for action in actions if action.get("call_id", action.get("request_id")) not in posted]
     error = renderer.error["message"] if renderer.error else None
     status = "budget_reached" if renderer.budget_held else _SESSION_STATUS[renderer.status]
     return session_object(record, status, actions, error)

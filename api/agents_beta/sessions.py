@@ -6,6 +6,7 @@ Registered before the `/v1/agents/{agent_id}` routes: `sessions` is a path, neve
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
@@ -13,8 +14,9 @@ from fastapi import Body, Query, Request
 from fastapi.responses import StreamingResponse
 
 from api.agents_beta.agents import page, unknown_cursor
+from api.agents_beta.mcp_tools import check_mcp_urls, credential_seal
 from api.agents_beta.routing import beta_router
-from api.agents_beta.session_service import check_model, create_session, parse_create
+from api.agents_beta.session_service import announce, check_model, create_session, parse_create
 from api.agents_beta.session_stream import Cursor, session_sse
 from api.agents_beta.session_view import session_view
 from api.agents_beta.spend_control import change_spend_limit, spend_store
@@ -106,9 +108,13 @@ async def update(
     changes: dict[str, Any] = {}
     if body.agent is not None:
         given = {key: value for key, value in raw["agent"].items() if key in body.agent.model_fields_set}
-        fresh = agent_body(body.agent.model_copy(update={"model": body.agent.model or record.body["agent"]["model"]}))
+        fresh = agent_body(
+            body.agent.model_copy(update={"model": body.agent.model or record.body["agent"]["model"]}),
+            seal=credential_seal(services.settings.credentials_key),
+        )
         agent = record.body["agent"] | {key: fresh[key] for key in given if key in fresh and key != "metadata"}
         check_model(services, agent.get("model"), "agent.model")
+        await check_mcp_urls(agent, services.tools.outbound_policy)
         changes["agent"] = agent
     if "metadata" in raw:
         changes["metadata"] = check_metadata(body.metadata)
@@ -128,7 +134,10 @@ async def update(
     updated = await services.store.agent_sessions.update_session(tenant, session_id, change)
     if "spend_control" in changes:  # the ledger's limit, and the turn held by the old one woken
         limit = changes["spend_control"]["limit"]
-        await change_spend_limit(services.turns.client, spend_store(services.store.database), session_id, limit)
+        spend = await change_spend_limit(services.turns.client, spend_store(services.store.database), session_id, limit)
+        if spend.waiting_turn_id is not None and not spend.reached:  # the held turn goes on, as its stream says
+            held = spend.waiting_turn_id
+            await announce(services, tenant, "agent.session.in_progress", session_id, held, f"budget{uuid.uuid4().hex}")
     return await session_view(services, updated or record)
 
 

@@ -11,7 +11,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from api.agents_beta.mcp_tools import shown_tools, stored_mcp_tool
 from api.responses.errors import invalid
+from tool_runtime.credential_seal import CredentialSeal
 
 MAX_METADATA_PAIRS = 16
 MAX_METADATA_KEY = 64
@@ -23,7 +25,6 @@ UNSUPPORTED_TOOLS = {
     "tool_search": "hosted tool search is not offered by this server",
     "programmatic_tool_calling": "programmatic tool calling needs a hosted environment",
     "automations": "the automations tool is not offered to agents by this server",
-    "mcp": "MCP tools on Agents API sessions are not offered yet; use function tools, or MCP over /v1/responses",
 }
 
 
@@ -85,8 +86,11 @@ def check_metadata(metadata: dict[str, str] | None, param: str = "metadata") -> 
     return metadata
 
 
-def check_tools(tools: list[dict[str, Any]] | None, param: str = "tools") -> list[dict[str, Any]]:
-    """Function tools, normalised as the Agent object shows them; other kinds refused, saying why."""
+def check_tools(
+    tools: list[dict[str, Any]] | None, param: str = "tools", seal: CredentialSeal | None = None
+) -> list[dict[str, Any]]:
+    """Function and MCP tools, normalised as the Agent object shows them (an MCP tool's credentials sealed
+    with `seal`, refused without one); other kinds refused, saying why."""
     checked = []
     for index, tool in enumerate(tools or []):
         kind = tool.get("type") if isinstance(tool, dict) else None
@@ -94,8 +98,13 @@ def check_tools(tools: list[dict[str, Any]] | None, param: str = "tools") -> lis
             raise invalid(
                 f"{param}[{index}]: tools of type '{kind}' are not supported: {UNSUPPORTED_TOOLS[kind]}.", param
             )
+        if kind == "mcp":
+            checked.append(stored_mcp_tool(tool, f"{param}[{index}]", seal))
+            continue
         if kind != "function":
-            raise invalid(f"{param}[{index}]: unknown tool type {kind!r}; this server supports 'function'.", param)
+            raise invalid(
+                f"{param}[{index}]: unknown tool type {kind!r}; this server supports 'function' and 'mcp'.", param
+            )
         function = parse(FunctionToolParam, tool, f"{param}[{index}]")
         checked.append(
             {
@@ -110,8 +119,9 @@ def check_tools(tools: list[dict[str, Any]] | None, param: str = "tools") -> lis
     return checked
 
 
-def agent_body(fields: AgentFields, model_required: bool = True) -> dict[str, Any]:
-    """The stored body of an agent made from these fields, defaults filled in as the Agent object shows them."""
+def agent_body(fields: AgentFields, model_required: bool = True, seal: CredentialSeal | None = None) -> dict[str, Any]:
+    """The stored body of an agent made from these fields, defaults filled in as the Agent object shows them;
+    `seal` seals its MCP tools' credentials (none are accepted without it)."""
     if model_required and not fields.model:
         raise invalid("model is required.", "model")
     text = fields.text.model_dump(exclude_none=True) if fields.text is not None else {}
@@ -120,7 +130,7 @@ def agent_body(fields: AgentFields, model_required: bool = True) -> dict[str, An
         "name": fields.name,
         "instructions": fields.instructions,
         "metadata": check_metadata(fields.metadata),
-        "tools": check_tools(fields.tools),
+        "tools": check_tools(fields.tools, seal=seal),
         "reasoning": fields.reasoning or {},
         "text": {"format": text.get("format") or {"type": "text"}, "verbosity": text.get("verbosity") or "medium"},
         "service_tier": fields.service_tier or "auto",
@@ -136,13 +146,13 @@ def _multi_agent(config: dict[str, Any] | None) -> dict[str, Any]:
     return {"enabled": False}
 
 
-def updated_agent_body(body: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+def updated_agent_body(body: dict[str, Any], raw: dict[str, Any], seal: CredentialSeal | None = None) -> dict[str, Any]:
     """An update: omitted fields unchanged, `null` clears, `metadata` and `tools` replace."""
     fields = parse(AgentFields, raw, "agent update")
     if "model" in raw and not raw["model"]:
         raise invalid("model cannot be cleared; give another model.", "model")
     cleared = agent_body(AgentFields(model=body["model"]), model_required=True)
-    given = agent_body(fields.model_copy(update={"model": fields.model or body["model"]}))
+    given = agent_body(fields.model_copy(update={"model": fields.model or body["model"]}), seal=seal)
     out = dict(body)
     for key in raw:
         if key in given:
@@ -161,6 +171,7 @@ def agent_object(agent_id: str, body: dict[str, Any], created_at: datetime, upda
         "created_at": timestamp(created_at),
         "updated_at": timestamp(updated_at),
         **body,
+        "tools": shown_tools(body.get("tools") or []),
     }
 
 

@@ -4,6 +4,7 @@ each delivering a turn; the invocation log; and the refusals a caller can act on
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -12,7 +13,8 @@ import pytest
 from openai import OpenAI
 
 from tests.support.scripted_model import ScriptedModel, text
-from tests.support.stack import SCRIPTED_MODEL
+from tests.support.stack import SCRIPTED_MODEL, Stack
+from workflows.automation_run import run_workflow_id, schedule_id
 
 NONE: Any = {"type": "none"}
 
@@ -104,7 +106,24 @@ class _any_time:
         return 0
 
 
-def test_a_once_automation_runs_at_its_time_then_completes(client: OpenAI, model: ScriptedModel) -> None:
+def found_by_automation_id(stack: Stack, automation_id: str) -> tuple[list[str], list[str]]:
+    """What an operator's `AutomationId="…"` query finds: the ids of the workflows (runs), and of the Schedules."""
+
+    async def query() -> tuple[list[str], list[str]]:
+        wanted = f'AutomationId="{automation_id}"'
+        runs: list[str] = []
+        for _ in range(50):  # visibility is eventually consistent
+            runs = [wf.id async for wf in stack.client.list_workflows(wanted)]
+            if runs:
+                break
+            await asyncio.sleep(0.2)
+        schedules = [schedule.id async for schedule in await stack.client.list_schedules(wanted)]
+        return runs, schedules
+
+    return stack.background.run(query())
+
+
+def test_a_once_automation_runs_at_its_time_then_completes(client: OpenAI, model: ScriptedModel, stack: Stack) -> None:
     model.script(text("Reminder delivered."))
     run_at = int(time.time()) + 4
     created = client.beta.agents.automations.create(
@@ -119,6 +138,9 @@ def test_a_once_automation_runs_at_its_time_then_completes(client: OpenAI, model
     with pytest.raises(openai.BadRequestError):
         client.beta.agents.automations.resume(created.id)
     assert len(client.beta.agents.automations.invocations.list(created.id).data) == 1
+    runs, schedules = found_by_automation_id(stack, created.id)
+    assert len(runs) == 1 and runs[0].startswith(run_workflow_id(created.id)), runs  # Temporal appends the time
+    assert schedules == [schedule_id(created.id)]
 
 
 def test_an_existing_session_target_gets_a_turn_and_a_busy_session_skips_the_delivery(

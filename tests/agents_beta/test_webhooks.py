@@ -1,9 +1,11 @@
 """The agent.session.* webhooks, received by a real HTTP receiver and verified and parsed by the `openai`
-SDK's `webhooks.unwrap`: created, in_progress, action_required, idle and failed, each once."""
+SDK's `webhooks.unwrap`: created, in_progress (at a turn's start and again when it resumes), action_required,
+idle and failed, each once per occasion."""
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +13,7 @@ import openai
 import pytest
 from openai import OpenAI
 
+from tests.agents_beta.test_spend_control import paused_on_budget
 from tests.support.scripted_model import ScriptedModel, failure, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL
 from tests.support.webhook_receiver import Receiver
@@ -69,8 +72,10 @@ def test_a_session_sends_its_lifecycle_webhooks(
             }
         ],
     )
-    idle = receiver.wait_for(4)[3].event(endpoint.signing_secret)
-    assert idle.type == "agent.session.idle" and idle.data.id == session.id and idle.data.environment_type == "none"
+    resumed = [delivery.event(endpoint.signing_secret) for delivery in receiver.wait_for(5)[3:]]
+    assert sorted(event.type for event in resumed) == ["agent.session.idle", "agent.session.in_progress"]
+    idle = next(event for event in resumed if event.type == "agent.session.idle")
+    assert idle.data.id == session.id and idle.data.environment_type == "none"
 
     model.script(failure(400))
     client.beta.agents.sessions.events.create(
@@ -82,6 +87,30 @@ def test_a_session_sends_its_lifecycle_webhooks(
             }
         ],
     )
-    later = [delivery.event(endpoint.signing_secret) for delivery in receiver.wait_for(6)[4:]]
+    later = [delivery.event(endpoint.signing_secret) for delivery in receiver.wait_for(7)[5:]]
     assert sorted(event.type for event in later) == ["agent.session.failed", "agent.session.in_progress"]
     assert client.beta.agents.sessions.retrieve(session.id).status == "failed"
+
+
+def test_a_turn_held_by_its_spend_limit_is_in_progress_again_when_the_limit_is_lifted(
+    client: OpenAI, model: ScriptedModel, receiver: Receiver, endpoint: Any
+) -> None:
+    held, _ = paused_on_budget(client, model, limit_cents=2)  # started, waited for a result, resumed, held
+    before = [delivery.event(endpoint.signing_secret).type for delivery in receiver.wait_for(4)]
+    assert sorted(before) == sorted(
+        [
+            "agent.session.created",
+            "agent.session.in_progress",
+            "agent.session.action_required",
+            "agent.session.in_progress",
+        ]
+    )
+    consumed = client.beta.agents.sessions.retrieve(held.id).spend_control.consumed
+    client.beta.agents.sessions.update(held.id, spend_control={"limit": consumed})  # too little: still held
+    time.sleep(1.5)
+    assert len(receiver.deliveries) == 4
+
+    client.beta.agents.sessions.update(held.id, spend_control=None)
+    after = [delivery.event(endpoint.signing_secret) for delivery in receiver.wait_for(6)[4:]]
+    assert sorted(event.type for event in after) == ["agent.session.idle", "agent.session.in_progress"]
+    assert all(event.data.id == held.id for event in after)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import pytest
 from openai import OpenAI
 from temporalio.service import RPCError
@@ -287,3 +288,71 @@ def test_expires_after_is_honoured_with_no_ttl_at_all(stack: Stack, client: Open
         assert http.get(f"/v1/vector_stores/{kept.id}").status_code == 200
         metrics = http.get("/metrics").text
     assert 'durable_agents_retention_pruned_rows_total{kind="files",reason="expires_after"}' in metrics
+
+
+def test_agents_api_sessions_expire_like_llama_stack_ones_and_a_paused_turn_stays(
+    client: OpenAI, model: ScriptedModel, retention: Any
+) -> None:
+    """The `sessions` TTL takes an idle Agents API session with its turns; the `turns` TTL an ended turn that is
+    not its session's latest; a session whose turn waits for the caller is kept, and its turn still resumes."""
+    none: Any = {"type": "none"}
+    agent: Any = {"model": SCRIPTED_MODEL, "tools": [WEATHER | {"description": "The weather."}]}
+    model.script(text("old answer"), text("first answer"), tool_call("get_weather", {"city": "Oslo"}))
+    idle = client.beta.agents.sessions.create(environment=none, agent=agent, input="hello")
+    kept = client.beta.agents.sessions.create(environment=none, agent=agent, input="first")
+    for session_id in (idle.id, kept.id):
+        _wait_session(client, session_id, "idle")
+    client.beta.agents.sessions.events.create(
+        kept.id,
+        events=[{"type": "agent.session.input.message", "input": [{"role": "user", "content": "weather?"}]}],  # type: ignore[list-item]
+    )
+    paused = _wait_session(client, kept.id, "requires_action")
+    [first_turn, waiting_turn] = client.beta.agents.sessions.turns.list(kept.id, order="asc").data
+
+    time.sleep(2)  # all of it is now older than its TTL
+    retention({"sessions": 1.5, "turns": 1.5}, period=1)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        turns = [turn.id for turn in client.beta.agents.sessions.turns.list(kept.id).data]
+        if turns == [waiting_turn.id] and _session_gone(client, idle.id):
+            break
+        time.sleep(0.5)
+    assert _session_gone(client, idle.id), "the idle session outlived its TTL"
+    assert [turn.id for turn in client.beta.agents.sessions.turns.list(kept.id).data] == [waiting_turn.id]
+    assert first_turn.id != waiting_turn.id
+
+    # The waiting session was not pruned, and its turn still takes its result.
+    assert client.beta.agents.sessions.retrieve(kept.id).status == "requires_action"
+    [action] = paused.required_actions
+    model.script(text("Sunny in Oslo."))
+    client.beta.agents.sessions.events.create(
+        kept.id,
+        events=[
+            {
+                "type": "agent.session.input.tool_result",
+                "turn_id": action.turn_id,  # type: ignore[union-attr]
+                "call_id": action.call_id,  # type: ignore[union-attr]
+                "success": True,
+                "output": "sunny",
+            }
+        ],
+    )
+    assert _wait_session(client, kept.id, "idle").status == "idle"
+    assert model.requests[-1]["messages"][-1]["content"] == "sunny"
+
+
+def _wait_session(client: OpenAI, session_id: str, wanted: str, seconds: float = 30) -> Any:
+    deadline = time.monotonic() + seconds
+    while True:
+        session = client.beta.agents.sessions.retrieve(session_id)
+        if session.status == wanted or time.monotonic() > deadline:
+            return session
+        time.sleep(0.05)
+
+
+def _session_gone(client: OpenAI, session_id: str) -> bool:
+    try:
+        client.beta.agents.sessions.retrieve(session_id)
+    except openai.NotFoundError:
+        return True
+    return False

@@ -68,7 +68,7 @@ def test_the_missing_ones_are_added_and_those_present_kept(stack: Stack) -> None
 
     added = stack.background.run(add_missing_search_attributes(client))
 
-    assert added == ["TenantId", "ResponseId", "ConversationId"]
+    assert added == ["TenantId", "ResponseId", "ConversationId", "AutomationId"]
     assert stack.background.run(missing_search_attributes(client)) == []
     stack.background.run(require_search_attributes(client))  # passes now
     assert stack.background.run(add_missing_search_attributes(client)) == []  # and again: nothing to do

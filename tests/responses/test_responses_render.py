@@ -643,6 +643,9 @@ def test_a_shield_refusal_is_the_answer() -> None:
 class _Recorder:
     """Where the inference activity's delta writer puts its batches (the store's save_turn_progress)."""
 
+    database = None
+    """What the activity's spend ledger would write through; these attempts price nothing."""
+
     def __init__(self) -> None:
         self.events: list[KeyedEvent] = []
 

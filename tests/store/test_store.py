@@ -356,10 +356,25 @@ async def test_a_new_turns_context_is_handed_to_this_processs_first_read_unless_
     assert changed is not None and [s.step_id for s in changed[0].steps] == ["s1"]
 
     await store.database.write(lambda tx: delete_turns(tx, TurnRow.turn_id == "read"))
-    handed = await store.detached_context("read")  # no read: what was written
+    handed = await store.detached_context("read", first_model_call=True)  # no read: what was written
     assert handed is not None and handed[1] == context and handed[0].input_messages == stored[0].input_messages
     assert handed[0].steps == [] and handed[0].status == TurnStatus.RUNNING
-    assert await store.detached_context("read") is None  # once
+    assert await store.detached_context("read", first_model_call=True) is None  # once
+
+
+async def test_a_kept_context_serves_only_the_turns_first_model_call(store: Store) -> None:
+    """A separate worker writes the turn's steps, which cannot drop this process's copy: any other reader
+    (the turn's later model calls, the next session turn's context) reads the store and drops it."""
+    await store.begin_detached_turn(TENANT, "t", [UserMessage(content="now")], [], "t", TurnSettings(model="m"), T0)
+    step = InferenceStep(
+        turn_id="t", step_id="s1", started_at=T0, completed_at=T0, model_response=CompletionMessage(content="a")
+    )
+    await Store(store.database).save_turn_progress("t", new_steps=[(0, step)])  # another process's write
+
+    later = await store.detached_context("t")
+    assert later is not None and [s.step_id for s in later[0].steps] == ["s1"]
+    first = await store.detached_context("t", first_model_call=True)  # what was kept is gone
+    assert first is not None and [s.step_id for s in first[0].steps] == ["s1"]
 
 
 async def test_a_new_turns_extra_statements_commit_with_it_or_not_at_all(store: Store) -> None:
