@@ -25,9 +25,11 @@ from activities.ingestion import IngestionActivities
 from activities.knowledge_search import KnowledgeSearch
 from activities.retention import KnowledgeRetention, RetentionActivities, WebhookErasure
 from activities.shields import ShieldActivities
+from activities.spend import SpendActivities
 from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
 from activities.webhook_delivery import WebhookDeliveryActivities
+from api.agents_beta.automation_delivery import AutomationDeliveries, worker_services
 from compaction.seal import CompactionSeal
 from configuration.loading import get_settings
 from configuration.settings import Settings
@@ -43,9 +45,11 @@ from observability.tracing import setup_tracing
 from observability.worker_metrics import serve_worker_metrics
 from outbound.http import outbound_from
 from providers.registry import ModelRegistry
+from store.automations import AutomationStore
 from store.database import open_database
 from store.files import FileStore
 from store.repository import Store
+from store.spend import SpendStore
 from store.upgrade import StoreNotUpgradable, upgrade_store
 from store.vector_stores import VectorStores
 from store.wake import WakeSender, wake_dir
@@ -54,6 +58,7 @@ from tool_runtime.catalog import ToolCatalog
 from tool_runtime.credential_seal import CredentialSeal
 from webhooks.dispatch import DeliveryStarter
 from webhooks.secrets import SecretSeal
+from workflows.automation_run import AutomationRun
 from workflows.compaction import CompactionWorkflow
 from workflows.ingestion import IngestFileWorkflow
 from workflows.retention import RetentionSweep, TenantErasure
@@ -79,6 +84,9 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     inference = InferenceActivities(store, models, settings.max_history_bytes)
     shields = ShieldActivities(store, models, settings)
     progress = TurnProgressActivities(store)
+    spend = SpendActivities(SpendStore(store.database))
+    # Automations create and feed Agents API sessions through the same session service as the API's routes.
+    automations = AutomationDeliveries(worker_services(client, settings, store), AutomationStore(store.database))
     seal = CredentialSeal(settings.credentials_key) if settings.credentials_key else None
     vector_stores = VectorStores(store.database, vector_index(settings.store_url))
     embeddings = EmbeddingCatalog(settings)
@@ -116,11 +124,13 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
             CompactionWorkflow,
             RetentionSweep,
             TenantErasure,
+            AutomationRun,
         ],
         activities=[
             inference.infer,
             progress.save_turn_progress,
             progress.load_turn_steps,
+            spend.check_session_spend,
             documents.fetch_documents,
             tools.resolve_tools,
             tools.list_mcp_server,
@@ -136,6 +146,8 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
             retention.prune_expired,
             retention.stop_tenant_turns,
             retention.erase_tenant_batch,
+            automations.deliver_automation,
+            automations.fail_automation_invocation,
         ],
         # Cancellation reaches a model call through its heartbeat: send one at least every second.
         max_heartbeat_throttle_interval=timedelta(seconds=1),

@@ -27,6 +27,7 @@ from providers import openai_format
 from providers.base import ChatModel, ChatRequest, FinishPart, ProviderRejected, TextPart, ToolCallPart
 from providers.registry import ModelRegistry
 from store.repository import Store
+from store.spend import SpendStore
 from workflows import steps, turn_end
 from workflows.contracts import (
     INFER_ACTIVITY,
@@ -156,6 +157,7 @@ class InferenceActivities:
         self._models = models
         self._max_history_bytes = max_history_bytes
         self._delta_interval = delta_interval
+        self._spend = SpendStore(store.database)
 
     async def _streamed_before(self, request: InferenceRequest) -> tuple[str, list[ToolCall]]:
         """The text and the tool calls earlier attempts of this step streamed to clients."""
@@ -251,6 +253,16 @@ class InferenceActivities:
         crash_point(AFTER_TURN_END)
         return TurnFinished(step_completed_at=step_completed_at, completed_at=completed_at)
 
+    async def _record_spend(self, request: InferenceRequest, model_id: str, finish: FinishPart) -> None:
+        """Enter the call's cost in its session's ledger before the turn may go on (or end): the next spend
+        check, and the session's `consumed`, include it."""
+        assert request.spend_session_id is not None
+        input_tokens, output_tokens = finish.prompt_tokens or 0, finish.completion_tokens or 0
+        cost = self._models.pricing(model_id).cost_microcents(input_tokens, output_tokens)
+        await self._spend.record(
+            request.spend_session_id, request.turn_id, request.step_id, model_id, input_tokens, output_tokens, cost
+        )
+
     @activity.defn(name=INFER_ACTIVITY)
     async def infer(self, request: InferenceRequest) -> InferenceResult:
         attempt = activity.info().attempt
@@ -273,6 +285,7 @@ class InferenceActivities:
             text: list[str] = []
             calls: list[ToolCall] = []
             stop_reason: StopReason = "end_of_turn"
+            finish: FinishPart | None = None
             size = 0
             async with heartbeating():
                 with metrics.model_call(model_id) as measured:
@@ -290,6 +303,7 @@ class InferenceActivities:
                             await writer.add_call(part.tool_call)
                         elif isinstance(part, FinishPart):
                             stop_reason = part.stop_reason
+                            finish = part
                             measured.usage(part.prompt_tokens, part.completion_tokens)
                             if part.prompt_tokens is not None or part.completion_tokens is not None:
                                 writer.keep(_usage_event(request.step_id, part))
@@ -300,6 +314,8 @@ class InferenceActivities:
                 await asyncio.gather(writing, return_exceptions=True)
         if writing is not None:
             await writing  # done by now; a failure of it is this attempt's
+        if request.spend_session_id is not None and finish is not None:
+            await self._record_spend(request, model_id, finish)
         message = CompletionMessage(content="".join(text), stop_reason=stop_reason, tool_calls=calls)
         result = InferenceResult(message=message)
         size = len(result.model_dump_json())

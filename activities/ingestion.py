@@ -16,11 +16,11 @@ from temporalio.exceptions import ApplicationError
 
 from configuration.settings import Settings
 from knowledge.blobs import BlobStore
-from knowledge.chunking import StaticChunking, chunks
+from knowledge.chunking import Chunk, StaticChunking, chunks
 from knowledge.embeddings import EmbeddingCatalog, EmbeddingUnavailable, WordLlamaEmbeddings
 from knowledge.extraction import Unreadable, extract_text
 from store.vector_index import IndexedChunk
-from store.vector_store_records import IngestionTarget, LimitReached
+from store.vector_store_records import Detached, IngestionTarget, LimitReached
 from store.vector_stores import VectorStores
 from workflows.ingestion import (
     CHUNK_FILE_ACTIVITY,
@@ -51,8 +51,8 @@ async def _beating(work: Awaitable[T]) -> T:
         activity.heartbeat()
 
 
-def _chunked(text: str, strategy: StaticChunking) -> list[tuple[str, int]]:
-    return [(chunk.text, chunk.tokens) for chunk in chunks(text, strategy)]
+def _chunked(text: str, strategy: StaticChunking) -> list[Chunk]:
+    return list(chunks(text, strategy))
 
 
 class IngestionActivities:
@@ -78,7 +78,7 @@ class IngestionActivities:
 
     async def _target(self, file: IngestFile) -> IngestionTarget:
         target = await self._stores.ingestion_target(file.vector_store_id, file.file_id)
-        if target is None or target.status != "in_progress":
+        if target is None or target.status != "in_progress" or target.ingestion_id != file.ingestion_id:
             raise ApplicationError("The file is no longer attached to the vector store", type=FILE_DETACHED)
         return target
 
@@ -98,12 +98,47 @@ class IngestionActivities:
             raise ApplicationError(unreadable.message, type=unreadable.code) from None
         pieces = await self._on_cpu(partial(asyncio.to_thread, _chunked, text, strategy))
         del text
+        model = self._embeddings.get(target.embedding_model)
         try:
+            if isinstance(model, WordLlamaEmbeddings):
+                return await self._write_embedded(file, target, model, pieces)
             return await self._stores.write_chunks(
-                file.vector_store_id, file.file_id, pieces, self._settings.max_chunks_per_vector_store
+                file.vector_store_id,
+                file.file_id,
+                file.ingestion_id,
+                [(chunk.text, chunk.tokens) for chunk in pieces],
+                self._settings.max_chunks_per_vector_store,
             )
         except LimitReached as limit:
             raise ApplicationError(str(limit), type="invalid_file") from None
+        except Detached:
+            raise ApplicationError("The file is no longer attached to the vector store", type=FILE_DETACHED) from None
+
+    async def _write_embedded(
+        self, file: IngestFile, target: IngestionTarget, model: WordLlamaEmbeddings, pieces: list[Chunk]
+    ) -> int:
+        """The built-in model's way: each batch embedded from the token ids the chunker cut and written with its
+        vectors in one transaction, from the first batch an earlier attempt did not write; `embed_chunks` then
+        finds nothing left. (A remote model embeds text: `write_chunks`, then `embed_chunks`.)"""
+        size = self._settings.ingestion_batch_size
+        written = await self._stores.written_chunks(file.vector_store_id, file.file_id)
+        for first in range(written - written % size, len(pieces), size):
+            batch = pieces[first : first + size]
+            embedded = await self._on_cpu(
+                partial(asyncio.to_thread, model.embed_token_ids, [chunk.token_ids for chunk in batch])
+            )
+            await self._stores.write_embedded_chunks(
+                file.vector_store_id,
+                file.file_id,
+                file.ingestion_id,
+                target.embedding_dimension,
+                first,
+                len(pieces),
+                [(chunk.text, chunk.tokens, vector) for chunk, vector in zip(batch, embedded.vectors, strict=True)],
+                self._settings.max_chunks_per_vector_store,
+            )
+            activity.heartbeat(first + len(batch))
+        return len(pieces)
 
     @activity.defn(name=EMBED_CHUNKS_ACTIVITY)
     async def embed_chunks(self, file: IngestFile) -> int:
@@ -141,5 +176,10 @@ class IngestionActivities:
         if target is None:
             return
         await self._stores.finish_file(
-            outcome.vector_store_id, outcome.file_id, outcome.status, outcome.last_error, target.embedding_dimension * 4
+            outcome.vector_store_id,
+            outcome.file_id,
+            outcome.ingestion_id,
+            outcome.status,
+            outcome.last_error,
+            target.embedding_dimension * 4,
         )

@@ -71,7 +71,8 @@ class KnowledgeSearch:
         results: list[SearchResult] = []
         lacking: list[UnknownFilterKey] = []
         for store_id in store_ids:
-            store = await self._stores.get(tenant, store_id)
+            # A vector store's id, or (builtin::rag) the tenant's own name of a llama-stack vector DB.
+            store = await self._stores.get_vector_db(tenant, store_id)
             if store is None:
                 raise _Missing(store_id)
             try:

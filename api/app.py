@@ -11,6 +11,11 @@ from fastapi import APIRouter, FastAPI
 from sqlalchemy.engine import make_url
 
 from api import models
+from api.agents_beta import agents as beta_agents
+from api.agents_beta import automations as beta_automations
+from api.agents_beta import out_of_scope as beta_out_of_scope
+from api.agents_beta import session_inputs, session_turns
+from api.agents_beta import sessions as beta_sessions
 from api.guards.auth import BearerAuth
 from api.guards.body_limit import BodySizeLimit
 from api.guards.host_check import HostOriginCheck
@@ -170,6 +175,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BearerAuth, settings=current_settings)
     app.add_middleware(HostOriginCheck, settings=current_settings)
     app.add_middleware(OpenAIErrorEnvelope)  # outermost: the Responses paths' errors in OpenAI's shape
+    # The Agents API beta first, literal paths before `{agent_id}`: its routes match only requests that send
+    # `OpenAI-Beta: agents=v1`, and the llama-stack routes on the same paths answer every other request.
+    beta = (beta_out_of_scope.router, beta_sessions.router, session_inputs.router, session_turns.router)
+    for router in (*beta, beta_automations.router, beta_agents.router):
+        app.include_router(router, prefix="/v1")
     routers: tuple[APIRouter, ...] = (
         agents.router,
         sessions.router,

@@ -94,5 +94,5 @@ async def attach_files(
     if attached is None:
         raise HTTPException(404, f"Vector store with id '{vector_store_id}' not found.")
     crash_point(AFTER_ATTACHMENT_ROW)  # the sweep (knowledge/ingestion_sweep.py) starts what a crash here leaves
-    await knowledge.ingestion.start(vector_store_id, [attachment.file_id for attachment in attachments])
+    await knowledge.ingestion.start(vector_store_id, [(file.file_id, file.ingestion_id) for file in attached])
     return attached

@@ -1,9 +1,12 @@
 """Knowledge figures: ingestion throughput beside the embedding model's own, and search latency by store size.
 
     .venv/bin/python -m bench.knowledge_bench [--corpus-mb 10] [--sizes 1000,10000,100000] [--searches 200]
+        [--engines sqlite,pgvector]
 
-Starts the whole service (`serve.py`: dev server, API with its worker) on a scratch data directory and prints
-one JSON line:
+For each engine, starts the whole service (`serve.py`: dev server, API with its worker) on a scratch data
+directory — its store in SQLite (sqlite-vec + FTS5), or in a PostgreSQL with pgvector that `pgserver` starts
+from PyPI — and measures; then prints one JSON line, the SQLite figures at its top level and each other
+engine's under its name (an engine that cannot start says why there instead):
 
 - `embedding_chunks_per_s`: the built-in model embedding 800-token chunks of the corpus in this process, alone.
 - `ingest_chunks_per_s`: the same corpus uploaded as 20 files and attached as one file batch, from the attach
@@ -16,13 +19,16 @@ one JSON line:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -131,25 +137,34 @@ def search_latency(base_url: str, client: openai.OpenAI, size: int, searches: in
                 for index, vector in enumerate(vectors)
             ]
             http.post("/v1/vector-io/insert", json={"vector_db_id": store, "chunks": payload}).raise_for_status()
+    # The vector DB is the vector store of that name in the OpenAI dialect.
+    vector_store_id = next(found.id for found in client.vector_stores.list(limit=100) if found.name == store)
     timings = []
     for index in range(searches + 5):
         query = " ".join(random.choices(WORDS, k=6))
         started = time.perf_counter()
-        client.vector_stores.search(store, query=query, max_num_results=10)
+        client.vector_stores.search(vector_store_id, query=query, max_num_results=10)
         if index >= 5:
             timings.append(time.perf_counter() - started)
     return p50_p99(timings)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--corpus-mb", type=float, default=10)
-    parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--searches", type=int, default=200)
-    arguments = parser.parse_args()
-    texts = corpus(arguments.corpus_mb, 20)
-    log(f"bare embedding of the {arguments.corpus_mb} MB corpus's chunks")
-    chunk_count, bare = bare_embedding(texts)
+@contextlib.contextmanager
+def pgvector_store() -> Iterator[str]:
+    """The URL of a scratch database on a PostgreSQL with pgvector started from PyPI, gone afterwards."""
+    import pgserver
+
+    data = Path(tempfile.mkdtemp(prefix="da-bench-pgvector-"))
+    server = pgserver.get_server(data, cleanup_mode="delete")
+    try:
+        server.psql('CREATE DATABASE "bench";')
+        yield f"postgresql+asyncpg://postgres@/bench?host={data}"
+    finally:
+        server.cleanup()
+
+
+def measure(texts: list[str], sizes: list[int], searches: int, store_url: str | None) -> dict[str, Any]:
+    """Ingest and search figures of the service on a store of its own (`store_url`; None: SQLite)."""
     data = Path(tempfile.mkdtemp(prefix="da-bench-knowledge-"))
     api_port = free_port()
     env = {
@@ -159,6 +174,7 @@ def main() -> None:
         "DA_TEMPORAL_UI_PORT": str(free_port()),
         "DA_RATE_LIMIT_PER_MINUTE": "0",
         "DA_MAX_REQUEST_BYTES": str(64 * 1024 * 1024),
+        **({"DA_STORE_URL": store_url} if store_url else {}),
     }
     service = spawn([sys.executable, "serve.py"], data / "serve.log", env)
     base_url = f"http://127.0.0.1:{api_port}"
@@ -168,26 +184,60 @@ def main() -> None:
         log("ingesting the corpus through the API")
         ingested, ingest_rate = ingest(client, texts)
         search = {}
-        for size in (int(size) for size in arguments.sizes.split(",")):
+        for size in sizes:
             log(f"search latency at {size} chunks")
-            search[str(size)] = search_latency(base_url, client, size, arguments.searches)
+            search[str(size)] = search_latency(base_url, client, size, searches)
     finally:
         stop_process(service)
-    print(
-        json.dumps(
-            {
-                "revision": runtime_revision(),
-                "cpus": os.cpu_count(),
-                "corpus_mb": arguments.corpus_mb,
-                "chunks": chunk_count,
-                "embedding_chunks_per_s": round(bare, 1),
-                "ingested_chunks": ingested,
-                "ingest_chunks_per_s": round(ingest_rate, 1),
-                "ingest_vs_embedding": round(ingest_rate / bare, 2),
-                "search_ms": search,
-            }
-        )
+    return {"ingested_chunks": ingested, "ingest_chunks_per_s": round(ingest_rate, 1), "search_ms": search}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--corpus-mb", type=float, default=10)
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--searches", type=int, default=200)
+    parser.add_argument("--engines", default="sqlite,pgvector")
+    parser.add_argument(
+        "--pgvector-sizes", default=None, help="store sizes on pgvector (default: --sizes); its inserts are slower"
     )
+    arguments = parser.parse_args()
+    texts = corpus(arguments.corpus_mb, 20)
+    sizes = [int(size) for size in arguments.sizes.split(",")]
+    log(f"bare embedding of the {arguments.corpus_mb} MB corpus's chunks")
+    chunk_count, bare = bare_embedding(texts)
+    figures: dict[str, Any] = {
+        "revision": runtime_revision(),
+        "cpus": os.cpu_count(),
+        "load_average": [round(load, 2) for load in os.getloadavg()],
+        "corpus_mb": arguments.corpus_mb,
+        "chunks": chunk_count,
+        "embedding_chunks_per_s": round(bare, 1),
+    }
+    for engine in arguments.engines.split(","):
+        log(f"engine {engine}")
+        if engine == "sqlite":
+            measured = measure(texts, sizes, arguments.searches, None)
+            figures.update(measured)
+            figures["ingest_vs_embedding"] = round(measured["ingest_chunks_per_s"] / bare, 2)
+            log(f"sqlite: {json.dumps(measured)}")
+            continue
+        try:
+            store = pgvector_store()
+            url = store.__enter__()
+        except Exception as cannot:
+            figures[engine] = {"skipped": f"pgserver could not start a PostgreSQL with pgvector: {cannot}"}
+            continue
+        try:
+            pg_sizes = arguments.pgvector_sizes or arguments.sizes
+            measured = measure(texts, [int(size) for size in pg_sizes.split(",")], arguments.searches, url)
+            measured["ingest_vs_embedding"] = round(measured["ingest_chunks_per_s"] / bare, 2)
+            figures[engine] = measured
+            log(f"{engine}: {json.dumps(measured)}")
+        finally:
+            store.__exit__(None, None, None)
+    figures["load_average_after"] = [round(load, 2) for load in os.getloadavg()]
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

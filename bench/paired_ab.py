@@ -1,6 +1,7 @@
 """A lever's effect on a machine whose pace drifts: this checkout against another, probe by probe.
 
-    .venv/bin/python -m bench.paired_ab OTHER_CHECKOUT [--kind first-delta|simple|tool] [--probes 80]
+    .venv/bin/python -m bench.paired_ab OTHER_CHECKOUT [--kind first-delta|simple|tool|response|response-delta]
+                                        [--probes 80]
 
 Two full benchmark runs minutes apart can differ by more than a lever is worth (a shared VM's pace
 moved by 30% within one session). Here both checkouts' stacks (bench/benchmark's EmbeddedStack:
@@ -8,7 +9,8 @@ serve.py, the API running the turns, the two model servers) are up at once and l
 alternate between them, each in a fresh session, so drift falls on both alike; the median of the
 probe-by-probe differences is the lever's effect. Kinds: `first-delta`, POST → first text delta with
 the model's first token at 100 ms; `simple`, a streamed turn on the zero-latency model; `tool`, a
-client-tool turn (create → awaiting input → resume → complete) on it.
+client-tool turn (create → awaiting input → resume → complete) on it; `response`, a non-streamed
+`POST /v1/responses` on it; `response-delta`, POST (streamed) → its first `response.output_text.delta` on it.
 Prints one JSON line: each side's p50 and the differences (this checkout minus the other), in ms.
 """
 
@@ -20,10 +22,12 @@ import json
 import statistics
 import tempfile
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 
 import httpx
 
+from bench.benchmark.responses import non_streamed_response, response_first_delta
 from bench.benchmark.stack import FAST_MODEL, REQUEST_TIMEOUT, SLOW_MODEL, EmbeddedStack
 from bench.benchmark.turns import first_delta_timing, in_fresh_session, simple_turn, tool_turn
 from bench.common import REPO_ROOT, create_agent, log, runtime_revision
@@ -34,6 +38,10 @@ WARMUP = 5
 
 async def _probe_of(kind: str, client: httpx.AsyncClient, stack: EmbeddedStack) -> Probe:
     """One timed probe of `kind` against `stack`, in seconds."""
+    if kind == "response":
+        return partial(non_streamed_response, client)
+    if kind == "response-delta":
+        return partial(response_first_delta, client)
     if kind == "first-delta":
         assert stack.slow is not None
         slow, agent_id = stack.slow, await create_agent(client, SLOW_MODEL)
@@ -93,7 +101,9 @@ def report(this: Path, other: Path, kind: str, found: dict[str, list[float]]) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description="This checkout against another, probes alternating.")
     parser.add_argument("other", type=Path, help="the other checkout of the project (a git worktree, say)")
-    parser.add_argument("--kind", choices=["first-delta", "simple", "tool"], default="first-delta")
+    parser.add_argument(
+        "--kind", choices=["first-delta", "simple", "tool", "response", "response-delta"], default="first-delta"
+    )
     parser.add_argument("--probes", type=int, default=80, help="timed probes on each side")
     args = parser.parse_args()
     other = args.other.resolve()

@@ -100,6 +100,7 @@ TYPE_BY_PARSER = {
 TYPE_BY_NAME = {
     "models": "JSON object: id → model spec",
     "shields": "JSON object: id → shield spec",
+    "pricing": "JSON object: input, output (numbers)",
 }
 PLAIN_TYPES: dict[Any, str] = {
     str: "text",

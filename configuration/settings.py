@@ -56,6 +56,23 @@ class SettingsError(ValueError):
     """A configuration value is wrong; the message says which and how to fix it."""
 
 
+class ModelPricing(BaseModel):
+    """What a model's tokens cost, in US dollars per million tokens: what an Agents API session's `spend_control`
+    counts against its limit."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    input: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """USD per million input (prompt) tokens."""
+    output: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """USD per million output (completion) tokens."""
+
+    def cost_microcents(self, input_tokens: int, output_tokens: int) -> int:
+        """The cost of one model call in millionths of a US cent, whole (USD per million tokens times tokens is
+        that many micro-cents times 100): sums of them stay exact where cents would round each call."""
+        return round((input_tokens * self.input + output_tokens * self.output) * 100)
+
+
 class ModelSpec(BaseModel):
     """How to reach one model id that agents may name."""
 
@@ -77,6 +94,9 @@ class ModelSpec(BaseModel):
     timeout_seconds: float = Field(default=120.0, gt=0)
     """The model client's timeout in seconds (to connect, and between bytes of the reply); Temporal retries a call
     that times out."""
+    pricing: ModelPricing | None = None
+    """`{"input": USD, "output": USD}` per million tokens, as the provider reports them used; unset: free (a local
+    model). Agents API sessions with a `spend_control` limit pause when their calls' cost reaches it."""
 
     @model_validator(mode="after")
     def _openai_needs_an_endpoint(self) -> ModelSpec:
@@ -424,6 +444,10 @@ class Settings(BaseSettings):
     """Seconds between two retention sweeps (the Schedule's interval)."""
     retention_batch: PositiveInt = 500
     """Rows one retention or erasure transaction deletes at most."""
+    automation_catchup_window: PositiveSeconds = Field(default=3600.0, ge=10)
+    """Seconds after its time within which an Agents API automation's occurrence missed while Temporal was down
+    still runs when it is back: once, however many fell in the window; older ones are skipped
+    (docs/agents-spend-and-automations.md). Temporal's minimum is 10."""
     operator_key: str | None = Field(default=None, repr=False)
     """Bearer token of the operator routes (`/v1/operator/…`: erase a tenant); unset: those routes are off."""
     session_compact_threshold: PositiveInt | None = None

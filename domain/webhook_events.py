@@ -23,7 +23,14 @@ TURN_EVENTS: dict[str, str] = {
     "turn.cancelled": "A llama-stack agent turn was cancelled.",
     "turn.awaiting_input": "A llama-stack agent turn paused for client tool results: resume it with them.",
 }
-EVENT_TYPES: dict[str, str] = {**RESPONSE_EVENTS, **TURN_EVENTS}
+AGENT_SESSION_EVENTS: dict[str, str] = {
+    "agent.session.created": "An Agents API session was created.",
+    "agent.session.in_progress": "An Agents API session started working on a turn.",
+    "agent.session.action_required": "An Agents API session waits for function results (or approvals).",
+    "agent.session.idle": "An Agents API session finished its turn and is ready for input.",
+    "agent.session.failed": "An Agents API session's turn failed.",
+}
+EVENT_TYPES: dict[str, str] = {**RESPONSE_EVENTS, **TURN_EVENTS, **AGENT_SESSION_EVENTS}
 
 
 def response_event_type(status: TurnStatus, out_of_tokens: bool) -> str | None:
@@ -50,6 +57,24 @@ def turn_event_type(status: TurnStatus) -> str | None:
     }.get(status)
 
 
+def agent_session_event_type(status: TurnStatus) -> str | None:
+    """The event a session turn's new status means for its session; None for running (the API records it)."""
+    return {
+        TurnStatus.AWAITING_INPUT: "agent.session.action_required",
+        TurnStatus.COMPLETED: "agent.session.idle",
+        TurnStatus.CANCELLED: "agent.session.idle",
+        TurnStatus.FAILED: "agent.session.failed",
+        TurnStatus.EXPIRED: "agent.session.failed",
+    }.get(status)
+
+
+def agent_session_data(event_type: str, session_id: str, action: str | None = None) -> dict[str, Any]:
+    """The `data` of an agent.session.* event (the openai SDK's `types/webhooks/agent_session_*`)."""
+    if event_type == "agent.session.action_required":
+        return {"id": session_id, "required_action": {"type": action or "function_call"}}
+    return {"id": session_id, "environment_type": "none"}
+
+
 def event_body(event_id: str, event_type: str, created_at: int, data: dict[str, Any]) -> dict[str, Any]:
     return {"id": event_id, "type": event_type, "created_at": created_at, "data": data, "object": "event"}
 
@@ -61,4 +86,6 @@ def sample_data(event_type: str) -> dict[str, Any]:
         if event_type == "turn.awaiting_input":
             data["tool_calls"] = [{"call_id": "call_test", "tool_name": "get_weather"}]
         return data
+    if event_type in AGENT_SESSION_EVENTS:
+        return agent_session_data(event_type, "sess_test")
     return {"id": "resp_test"}

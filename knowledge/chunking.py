@@ -12,6 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 DEFAULT_MAX_TOKENS = 800
 DEFAULT_OVERLAP_TOKENS = 400
 _SEGMENT_CHARS = 64_000
@@ -25,10 +27,13 @@ class StaticChunking:
     chunk_overlap_tokens: int = DEFAULT_OVERLAP_TOKENS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Chunk:
     text: str
     tokens: int
+    token_ids: np.ndarray
+    """Its tokens as the chunker cut them from the document: the built-in embedding model's input, so the
+    document is not tokenized again to embed it."""
 
 
 @cache
@@ -45,8 +50,16 @@ def count_tokens(text: str) -> int:
     return len(_tokenizer().encode(text, add_special_tokens=False).ids)
 
 
-def _spans(text: str) -> Iterator[tuple[int, int]]:
-    """(start, end) character offsets of every token of `text`, segment by segment (cut at whitespace)."""
+def token_ids(texts: list[str]) -> list[np.ndarray]:
+    """Each text's token ids, tokenized on their own (the built-in embedding model's input)."""
+    encodings = _tokenizer().encode_batch(texts, add_special_tokens=False)
+    return [np.asarray(encoding.ids, np.int64) for encoding in encodings]
+
+
+def _spans(text: str) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Start and end character offsets and ids of the tokens of `text` (empty tokens left out), one segment at a time
+    (cut at whitespace), as arrays: a document is millions of tokens, and a Python object per token cost more
+    than tokenizing it."""
     tokenizer = _tokenizer()
     start = 0
     while start < len(text):
@@ -54,22 +67,29 @@ def _spans(text: str) -> Iterator[tuple[int, int]]:
         if end < len(text):
             cut = text.rfind(" ", start + _SEGMENT_CHARS // 2, end)
             end = cut if cut > start else end
-        for first, last in tokenizer.encode(text[start:end], add_special_tokens=False).offsets:
-            if last > first:
-                yield start + first, start + last
+        encoding = tokenizer.encode(text[start:end], add_special_tokens=False)
+        offsets = np.asarray(encoding.offsets, np.int64).reshape(-1, 2)
+        kept = offsets[:, 1] > offsets[:, 0]
+        offsets = offsets[kept] + start
+        yield offsets[:, 0], offsets[:, 1], np.asarray(encoding.ids, np.int64)[kept]
         start = end
 
 
 def chunks(text: str, strategy: StaticChunking) -> Iterator[Chunk]:
+    """Windows of `max_chunk_size_tokens` tokens, each starting `max - overlap` tokens after the one before; the
+    last holds the tokens that follow the last full window (if any do), with the overlap before them."""
     size, overlap = strategy.max_chunk_size_tokens, strategy.chunk_overlap_tokens
     step = size - overlap
-    window: list[tuple[int, int]] = []
-    emitted_to = 0  # tokens of `window` already ending a chunk
-    for span in _spans(text):
-        window.append(span)
-        if len(window) == size:
-            yield Chunk(text[window[0][0] : window[-1][1]], size)
-            window = window[step:]
-            emitted_to = len(window)
-    if window and (len(window) > emitted_to or emitted_to == 0):
-        yield Chunk(text[window[0][0] : window[-1][1]], len(window))
+    starts = ends = ids = np.empty(0, np.int64)  # the tokens not yet past every window they belong to
+    emitted = False
+    for segment in _spans(text):
+        starts, ends, ids = (np.concatenate(pair) for pair in zip((starts, ends, ids), segment, strict=True))
+        if len(starts) < size:
+            continue
+        windows = (len(starts) - size) // step + 1
+        for first in range(0, windows * step, step):
+            yield Chunk(text[starts[first] : ends[first + size - 1]], size, ids[first : first + size])
+        starts, ends, ids = starts[windows * step :], ends[windows * step :], ids[windows * step :]
+        emitted = True
+    if len(starts) and (len(starts) > overlap or not emitted):
+        yield Chunk(text[starts[0] : ends[-1]], len(starts), ids)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -23,6 +22,7 @@ import numpy as np
 import openai
 
 from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID, ModelSpec, Settings
+from knowledge.chunking import token_ids
 
 BUILTIN_DIMENSION = 256
 _OPENAI_BATCH = 512
@@ -70,23 +70,35 @@ def _wordllama() -> Any:
 
 
 class WordLlamaEmbeddings:
-    """The built-in model, in this process; its work runs on a thread so the event loop keeps serving."""
+    """The built-in model, in this process; its work runs on a thread so the event loop keeps serving.
+
+    A text's vector is the mean of its tokens' rows of the model's table, as `WordLlama.embed` computes it, but
+    each text is tokenized once (the library tokenized every batch twice to count tokens, padded it to its
+    longest text and multiplied the padding by zero), and ingestion hands over the token ids its chunker cut
+    (`embed_token_ids`), so a document is tokenized once in all.
+    """
 
     model_id = BUILTIN_EMBEDDING_MODEL_ID
     dimension = BUILTIN_DIMENSION
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()  # its tokenizer pads batches in place: one batch at a time
-
     def embed_now(self, texts: list[str]) -> Embedded:
         if not texts:
             return Embedded(np.zeros((0, self.dimension), np.float32), 0)
-        model = _wordllama()
-        with self._lock:
-            encoded = model.tokenize(texts)
-            tokens = sum(sum(encoding.attention_mask) for encoding in encoded)
-            vectors = model.embed(texts, batch_size=64)
-        return Embedded(unit_rows(vectors), int(tokens))
+        encoded = token_ids(texts)
+        return self.embed_token_ids(encoded)
+
+    def embed_token_ids(self, texts: list[np.ndarray]) -> Embedded:
+        """The vectors of texts already tokenized by the built-in tokenizer (knowledge/chunking.py)."""
+        table: np.ndarray = _wordllama().embedding
+        vectors = np.zeros((len(texts), table.shape[1]), np.float32)
+        tokens = 0
+        for row, ids in enumerate(texts):
+            # Text by text: one text's rows stay in the CPU's cache (gathering a whole batch's rows first was
+            # several times slower), and a text of no tokens stays a zero row.
+            if len(ids):
+                vectors[row] = table[np.clip(ids, 0, table.shape[0] - 1)].sum(axis=0)
+                tokens += len(ids)
+        return Embedded(unit_rows(vectors), tokens)
 
     async def embed(self, texts: list[str]) -> Embedded:
         return await asyncio.to_thread(self.embed_now, texts)

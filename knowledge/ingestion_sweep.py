@@ -1,10 +1,12 @@
-"""The sweep of unstarted ingestions: a crash between attaching a file (its row `in_progress`) and starting
-its workflow must not leave the file in progress forever.
+"""The sweep of ingestions that cannot finish: a crash between attaching a file (its row `in_progress`) and
+starting its workflow, or a workflow that ended without recording an outcome (terminated by an operator, timed
+out), must not leave the file in progress forever.
 
-Every API process runs it, at start and then periodically; they may overlap safely, because a file's workflow
-id is the file's (`ingest-<vector store>-<file>`) and the sweep starts it only if no workflow of that id runs
-or ran: a second start starts nothing, and a file whose ingestion ended is never ingested again. A file of a
-cancelled batch is cancelled, not started.
+Every API process runs it, at start and then periodically; they may overlap safely, because an attachment's
+workflow id is its own (`ingest-<vector store>-<file>-<ingestion id>`) and the sweep starts it only if no
+workflow of that id runs or ran: a second start starts nothing, and an attachment whose ingestion ended is never
+ingested again — if it ended and the file is still in progress, the file is marked `failed` with the reason. A
+file of a cancelled batch is cancelled, not started.
 """
 
 from __future__ import annotations
@@ -25,29 +27,42 @@ SWEEP_BATCH = 100
 async def start_unstarted_ingestions(
     stores: VectorStores, starter: IngestionStarter, older_than: timedelta
 ) -> list[tuple[str, str]]:
-    """Start the ingestion of each file in progress for longer than `older_than` that has no workflow; the
-    (vector store, file) ids started."""
+    """Start the ingestion of each file in progress for longer than `older_than` that has no workflow, and fail
+    each whose workflow ended without recording an outcome; the (vector store, file) ids started."""
     started: list[tuple[str, str]] = []
     for pending in await stores.in_progress_since(datetime.now(UTC) - older_than, SWEEP_BATCH):
         ids = (pending.vector_store_id, pending.file_id)
+        run = (*ids, pending.ingestion_id)
         if pending.batch_cancelled:
             # Its batch was cancelled: a running ingestion is asked to stop (and records `cancelled`); a file
             # with none, because the API died before starting or cancelling it, is marked cancelled here.
-            if not await starter.cancel_one(*ids) and await stores.cancel_unstarted(*ids):
+            if not await starter.cancel_one(*run) and await stores.cancel_unstarted(*ids):
                 log.warning("cancelled file %s of vector store %s: its batch was cancelled", ids[1], ids[0])
             continue
-        if await starter.start_once(*ids):
-            log.warning(
-                "started the ingestion of file %s into vector store %s: the process that attached it died first",
-                ids[1],
-                ids[0],
-            )
-            started.append(ids)
-            # The batch may have been cancelled after the read above and before the start: its cancel found
-            # no workflow to stop, so this one is stopped here.
-            if await stores.batch_cancelled(*ids):
-                await starter.cancel_one(*ids)
+        if not await starter.start_once(*run):
+            ended = await starter.ended(*run)
+            if ended is not None and await stores.fail_ended(*run, _ended_error(ended)):
+                log.warning("failed file %s of vector store %s: its ingestion workflow %s", ids[1], ids[0], ended)
+            continue
+        log.warning(
+            "started the ingestion of file %s into vector store %s: the process that attached it died first",
+            ids[1],
+            ids[0],
+        )
+        started.append(ids)
+        # The batch may have been cancelled after the read above and before the start: its cancel found
+        # no workflow to stop, so this one is stopped here.
+        if await stores.batch_cancelled(*ids):
+            await starter.cancel_one(*run)
     return started
+
+
+def _ended_error(ended: str) -> dict[str, str]:
+    return {
+        "code": "server_error",
+        "message": f"The file's ingestion workflow ended ({ended.replace('_', ' ')}) without finishing the file; "
+        "attach the file again to ingest it.",
+    }
 
 
 async def sweep_forever(stores: VectorStores, starter: IngestionStarter, every: timedelta) -> None:

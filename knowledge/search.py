@@ -69,31 +69,10 @@ async def search(
     score_threshold: float,
     hybrid: Hybrid | None,
 ) -> list[SearchResult]:
-    files = await stores.searchable_files(tenant, store.vector_store_id) or {}
-    if filters is not None:
-        present = {key for _, attributes in files.values() for key in attributes}
-        missing = sorted(set(attribute_filters.keys(filters)) - present)
-        if missing and files:
-            raise UnknownFilterKey(
-                f"No file in this vector store has the attribute(s) {missing}; "
-                f"attributes present: {sorted(present) or 'none'}."
-            )
-    allowed = [
-        file_id
-        for file_id, (_, attributes) in files.items()
-        if filters is None or attribute_filters.matches(filters, attributes)
-    ]
-    if not allowed or not queries:
-        return []
-    counts = store.file_counts
-    if filters is None and counts.completed == counts.total:
-        allowed_ids: list[str] | None = None  # every file is searchable: no file list in the index's query
-    else:
-        allowed_ids = allowed
     embedded = await model.embed(list(queries))
     wanted = max_results * CANDIDATES if hybrid else max_results
 
-    def ranked(tx: Connection) -> list[Hit]:
+    def ranked(tx: Connection, allowed_ids: list[str] | None) -> list[Hit]:
         best: dict[int, float] = {}
         for query, vector in zip(queries, embedded.vectors, strict=True):
             hits = stores.index.nearest(
@@ -107,15 +86,38 @@ async def search(
         ordered = sorted(best.items(), key=lambda item: -item[1])
         return [Hit(chunk_id, score) for chunk_id, score in ordered if score >= score_threshold][:max_results]
 
-    hits = await stores.search(ranked)
-    chunks = await stores.chunks([hit.chunk_id for hit in hits])
-    results = []
-    for hit in hits:
-        chunk = chunks.get(hit.chunk_id)
-        if chunk is None or chunk.file_id not in files:
-            continue  # removed between the two reads
-        filename, attributes = files[chunk.file_id]
-        results.append(
-            SearchResult(chunk.file_id, filename, hit.score, attributes, chunk.text, chunk.chunk_id, chunk.metadata)
-        )
-    return results
+    def read(tx: Connection) -> list[SearchResult]:
+        # The files, the index and the chunks' text in one read (one connection, one trip to the store's thread
+        # or server).
+        files = stores.searchable_files(tx, tenant, store.vector_store_id) or {}
+        if filters is not None:
+            present = {key for _, attributes in files.values() for key in attributes}
+            missing = sorted(set(attribute_filters.keys(filters)) - present)
+            if missing and files:
+                raise UnknownFilterKey(
+                    f"No file in this vector store has the attribute(s) {missing}; "
+                    f"attributes present: {sorted(present) or 'none'}."
+                )
+        allowed = [
+            file_id
+            for file_id, (_, attributes) in files.items()
+            if filters is None or attribute_filters.matches(filters, attributes)
+        ]
+        if not allowed or not queries:
+            return []
+        counts = store.file_counts
+        # Every file searchable: no file list in the index's query.
+        hits = ranked(tx, None if filters is None and counts.completed == counts.total else allowed)
+        chunks = stores.chunks(tx, [hit.chunk_id for hit in hits])
+        results = []
+        for hit in hits:
+            chunk = chunks.get(hit.chunk_id)
+            if chunk is None or chunk.file_id not in files:
+                continue  # removed meanwhile: SQLite reads each statement's own snapshot
+            filename, attributes = files[chunk.file_id]
+            results.append(
+                SearchResult(chunk.file_id, filename, hit.score, attributes, chunk.text, chunk.chunk_id, chunk.metadata)
+            )
+        return results
+
+    return await stores.search(read)

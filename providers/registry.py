@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from configuration.settings import ModelSpec, Settings
+from configuration.settings import ModelPricing, ModelSpec, Settings
 from providers.base import ChatModel, ProviderRejected
 from providers.offline import OfflineModel
 from providers.openai_chat import OpenAIChatModel
@@ -26,6 +26,11 @@ class ModelRegistry:
                 raise ProviderRejected(f"Model {model_id!r} is not configured; configured models: {known}")
             self._models[model_id] = (_build(spec), spec.provider_model or model_id)
         return self._models[model_id]
+
+    def pricing(self, model_id: str) -> ModelPricing:
+        """What the model's tokens cost (free unless its spec says otherwise)."""
+        spec = self._settings.model(model_id)
+        return spec.pricing if spec is not None and spec.pricing is not None else ModelPricing()
 
 
 def _build(spec: ModelSpec) -> ChatModel:

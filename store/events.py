@@ -12,8 +12,9 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, literal, sel
 from domain.content import CompletionMessage
 from domain.events import KeyedEvent
 from domain.turns import Step, Turn, TurnStatus
+from store.hand_over import HandOver
 from store.pg_wake import notify_events_written
-from store.records import FINAL_STATUSES, EventsWritten, StoredEvent
+from store.records import FINAL_STATUSES, BegunTurn, EventsWritten, StoredEvent
 from store.rows import STEPS, StoreBase, load_turns
 from store.tables import (
     EventRow,
@@ -71,6 +72,8 @@ def _set_pending_calls(tx: Connection, turn_id: str, tenant: str, call_ids: Sequ
 
 class EventStore(StoreBase):
     _event_listeners: list[Callable[[EventsWritten], None]]
+    _turns_begun: HandOver[str, BegunTurn]
+    """New turns as written, until their first read here or a change to them (store/hand_over.py)."""
 
     async def last_event_id(self, turn_id: str) -> int:
         query = select(func.max(EventRow.event_id)).where(EventRow.turn_id == turn_id)
@@ -99,6 +102,7 @@ class EventStore(StoreBase):
         the turn as stored (an answer written by its inference just before a cancel stands). None
         when the write was made.
         """
+        self._turns_begun.drop(turn_id)  # the turn changes: its next read goes to the store
         values: dict[str, Any] = {"status": status.value if status is not None else TurnRow.status}
         if status is not None:
             # A status comes with the output it has: a paused turn's tool calls, a final answer, or none.

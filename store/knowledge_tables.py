@@ -95,6 +95,9 @@ class VectorStoreFileRow(Base):
     chunk_count: Mapped[int] = mapped_column(Integer, default=0)
     batch_id: Mapped[str | None] = mapped_column(String(64), index=True)
     created_at: Mapped[datetime]
+    ingestion_id: Mapped[str | None] = mapped_column(String(32))
+    """This attachment's own: its ingestion workflow's id ends with it (workflows/ingestion.py). None for files
+    attached before attachments had one."""
 
 
 class ChunkRow(Base):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from domain.agents import AgentToolGroup, ToolConfig
@@ -69,3 +70,13 @@ T = TypeVar("T")
 class Page(Generic[T]):
     items: list[T]
     has_more: bool
+
+
+@dataclass(frozen=True)
+class BegunTurn:
+    """A detached turn as Store.begin_detached_turn wrote it (its rows' JSON), for the first read of it here
+    (store/hand_over.py)."""
+
+    input_messages: list[Any]
+    context_messages: list[Any]
+    started_at: datetime

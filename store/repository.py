@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import select
 
+from store.agent_sessions import AgentSessionStore
 from store.agents import AgentStore
 from store.conversations import ConversationStore
 from store.database import Database
+from store.hand_over import HandOver
 from store.history import HistoryCache, HistoryStore
-from store.records import EventsWritten
+from store.records import BegunTurn, EventsWritten
 from store.responses import ResponseStore
 from store.sessions import SessionStore
 from store.toolgroups import ToolGroupStore
@@ -25,8 +28,11 @@ class Store(AgentStore, ToolGroupStore, SessionStore, TurnStore, HistoryStore):
         self.database = database
         self.conversations = ConversationStore(database)
         self.responses = ResponseStore(database)
+        self.agent_sessions = AgentSessionStore(database)
         self._event_listeners: list[Callable[[EventsWritten], None]] = []
         self._history = HistoryCache()
+        self._settings_written: HandOver[str, tuple[str, dict[str, Any]]] = HandOver()
+        self._turns_begun: HandOver[str, BegunTurn] = HandOver()
 
     def on_events_written(self, listener: Callable[[EventsWritten], None]) -> None:
         """Call `listener` with the events of each commit that added some through this Store object:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, Literal
 
 from sqlalchemy import Connection, Row, delete, false, func, insert, literal, select, update
@@ -67,6 +68,14 @@ def _record(row: Row[Any]) -> ResponseRecord:
     )
 
 
+def add_response(record: ResponseRecord, tx: Connection) -> bool:
+    """`ResponseStore.add` as a statement of the caller's transaction (a new turn's, TurnStore.begin_detached_turn)."""
+    if tx.scalar(select(ResponseRow.response_id).where(ResponseRow.response_id == record.response_id)):
+        return False
+    tx.execute(insert(ResponseRow).values(**record.__dict__))
+    return True
+
+
 class ResponseStore:
     """Every statement on `responses`; each method is one transaction of the given database."""
 
@@ -75,14 +84,7 @@ class ResponseStore:
 
     async def add(self, record: ResponseRecord) -> bool:
         """Record a response; False when its id exists already (a retried create with the same key)."""
-
-        def run(tx: Connection) -> bool:
-            if tx.scalar(select(ResponseRow.response_id).where(ResponseRow.response_id == record.response_id)):
-                return False
-            tx.execute(insert(ResponseRow).values(**record.__dict__))
-            return True
-
-        return await self.database.write(run)
+        return await self.database.write(partial(add_response, record))
 
     async def get(self, tenant: str, response_id: str) -> ResponseRecord | None:
         """The tenant's response, stored or not; another tenant's is None as an unknown id is."""

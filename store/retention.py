@@ -19,8 +19,17 @@ from datetime import datetime
 
 from sqlalchemy import Connection, and_, delete, exists, func, or_, select
 
+from store.agent_session_tables import (
+    BetaAgentRow,
+    BetaInputKeyRow,
+    BetaSessionRow,
+    BetaSessionTurnRow,
+    BetaToolResultRow,
+)
+from store.automation_tables import AutomationInvocationRow, AutomationRow
 from store.records import FINAL_STATUSES
 from store.rows import delete_turns
+from store.spend_tables import SessionBudgetRow, SpendEntryRow
 from store.tables import (
     AgentRow,
     CompactionRow,
@@ -276,3 +285,38 @@ def unfinished_turns_of(tx: Connection, tenant: str, limit: int) -> list[str]:
         .limit(limit)
     )
     return _ids(tx, query)
+
+
+# --- Agents API (beta) agents and sessions: kept until deleted; their turns go as the tenant's detached turns
+
+
+def _erase_agent_sessions(tx: Connection, tenant: str, limit: int) -> int:
+    sessions = _ids(tx, select(BetaSessionRow.session_id).where(BetaSessionRow.tenant_id == tenant).limit(limit))
+    if sessions:
+        turns = _ids(tx, select(BetaSessionTurnRow.turn_id).where(BetaSessionTurnRow.session_id.in_(sessions)))
+        tx.execute(delete(BetaToolResultRow).where(BetaToolResultRow.turn_id.in_(turns)))
+        tx.execute(delete(BetaSessionTurnRow).where(BetaSessionTurnRow.session_id.in_(sessions)))
+        tx.execute(delete(BetaInputKeyRow).where(BetaInputKeyRow.session_id.in_(sessions)))
+        tx.execute(delete(SessionBudgetRow).where(SessionBudgetRow.session_id.in_(sessions)))
+        tx.execute(delete(SpendEntryRow).where(SpendEntryRow.session_id.in_(sessions)))
+        tx.execute(delete(BetaSessionRow).where(BetaSessionRow.session_id.in_(sessions)))
+        return len(sessions)
+    agents = _ids(tx, select(BetaAgentRow.agent_id).where(BetaAgentRow.tenant_id == tenant).limit(limit))
+    if agents:
+        tx.execute(delete(BetaAgentRow).where(BetaAgentRow.agent_id.in_(agents)))
+    return len(agents)
+
+
+register(Kind("agent_sessions", None, None, _erase_agent_sessions))
+
+
+def _erase_automations(tx: Connection, tenant: str, limit: int) -> int:
+    """A tenant's automations and their logs; each Schedule left behind deletes itself at its next run."""
+    automations = _ids(tx, select(AutomationRow.automation_id).where(AutomationRow.tenant_id == tenant).limit(limit))
+    if automations:
+        tx.execute(delete(AutomationInvocationRow).where(AutomationInvocationRow.automation_id.in_(automations)))
+        tx.execute(delete(AutomationRow).where(AutomationRow.automation_id.in_(automations)))
+    return len(automations)
+
+
+register(Kind("automations", None, None, _erase_automations))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,7 +15,8 @@ from domain.events import ErrorChunk, KeyedEvent, StreamError
 from domain.turn_settings import ContextMessage, TurnSettings
 from domain.turns import Turn, TurnStatus
 from store.events import EventStore
-from store.records import LimitReached, TurnConflict, TurnTools, UnstartedTurn
+from store.hand_over import HandOver
+from store.records import BegunTurn, LimitReached, TurnConflict, TurnTools, UnstartedTurn
 from store.rows import INPUTS, TURNS, delete_turns, load_turns, turn_of_row
 from store.tables import (
     AgentRow,
@@ -60,6 +61,10 @@ def _turn_tools(row: Row[Any]) -> TurnTools:
 
 
 class TurnStore(EventStore):
+    _settings_written: HandOver[str, tuple[str, dict[str, Any]]]
+    """Settings bodies as written, until their first read here: a settings row never changes once written
+    (add_turn_settings keeps the first), so a kept body is what a read would find (store/hand_over.py)."""
+
     async def begin_turn(
         self,
         agent_id: str,
@@ -106,8 +111,10 @@ class TurnStore(EventStore):
         settings_id: str,
         settings: TurnSettings,
         started_at: datetime,
+        also: Callable[[Connection], object] | None = None,
     ) -> None:
-        """Record a new running turn of no agent or session (a Responses turn) with its first settings."""
+        """Record a new running turn of no agent or session (a Responses turn) with its first settings;
+        `also`: more statements of the same transaction (its response's row: one commit, not two)."""
         row = {
             "turn_id": turn_id,
             "tenant_id": tenant,
@@ -121,8 +128,12 @@ class TurnStore(EventStore):
         def run(tx: Connection) -> None:
             tx.execute(insert(TurnRow).values(**row))
             tx.execute(insert(TurnSettingsRow).values(settings_id=settings_id, turn_id=turn_id, body=body))
+            if also is not None:
+                also(tx)
 
         await self.database.write(run)
+        self._settings_written.keep(settings_id, (turn_id, body))
+        self._turns_begun.keep(turn_id, BegunTurn(row["input_messages"], row["context_messages"], started_at))
 
     async def add_turn_settings(self, turn_id: str, settings_id: str, settings: TurnSettings) -> None:
         """Store a segment's settings before the turn is resumed with them; writing the same id again
@@ -136,8 +147,11 @@ class TurnStore(EventStore):
         await self.database.write(run)
 
     async def turn_settings(self, settings_id: str) -> TurnSettings | None:
-        query = select(TurnSettingsRow.body).where(TurnSettingsRow.settings_id == settings_id)
-        body = await self.database.read(lambda tx: tx.scalar(query))
+        handed = self._settings_written.take(settings_id)
+        body = handed[1] if handed is not None else None
+        if body is None:
+            query = select(TurnSettingsRow.body).where(TurnSettingsRow.settings_id == settings_id)
+            body = await self.database.read(lambda tx: tx.scalar(query))
         return TurnSettings.model_validate(body) if body is not None else None
 
     async def pending_calls(self, tenant: str, call_ids: Sequence[str]) -> dict[str, str]:
@@ -156,6 +170,8 @@ class TurnStore(EventStore):
         credentials; its status before, None if there was no such turn. A running or paused one's
         workflow must be stopped (TurnGateway.terminate)."""
         which = (TurnRow.turn_id == turn_id) & (TurnRow.tenant_id == tenant) & TurnRow.session_id.is_(None)
+        self._turns_begun.drop(turn_id)
+        self._settings_written.drop_if(lambda kept: kept[0] == turn_id)
 
         def run(tx: Connection) -> TurnStatus | None:
             status = tx.scalar(select(TurnRow.status).where(which))
@@ -167,7 +183,17 @@ class TurnStore(EventStore):
         return await self.database.write(run)
 
     async def detached_context(self, turn_id: str) -> tuple[Turn, list[ContextMessage]] | None:
-        """A detached turn as one model call sees it: the turn so far and its prior context."""
+        """A detached turn as one model call sees it: the turn so far and its prior context. The first read
+        of a turn this process has just begun, before anything changed it, is handed what was written."""
+        if (begun := self._turns_begun.take(turn_id)) is not None:
+            turn = Turn(
+                turn_id=turn_id,
+                session_id="",
+                input_messages=INPUTS.validate_python(begun.input_messages),
+                started_at=begun.started_at,
+                status=TurnStatus.RUNNING,
+            )
+            return turn, _context.validate_python(begun.context_messages)
 
         def run(tx: Connection) -> tuple[Turn, list[ContextMessage]] | None:
             context = tx.execute(select(TurnRow.context_messages).where(TurnRow.turn_id == turn_id)).first()
@@ -179,6 +205,7 @@ class TurnStore(EventStore):
         return await self.database.read(run)
 
     async def set_input_messages(self, turn_id: str, input_messages: list[InputMessage]) -> None:
+        self._turns_begun.drop(turn_id)
         stored = INPUTS.dump_python(input_messages, mode="json")
         await self.database.write(
             lambda tx: tx.execute(update(TurnRow).where(TurnRow.turn_id == turn_id).values(input_messages=stored))

@@ -5,16 +5,19 @@ exactly when its row says it is embedded. `VectorStores` (store/vector_stores.py
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
+import numpy as np
 from sqlalchemy import Connection, delete, func, insert, select, update
 
 from store.database import Database
 from store.knowledge_tables import ChunkRow, FileRow, VectorStoreFileRow, VectorStoreRow
 from store.vector_index import IndexedChunk, VectorIndex
-from store.vector_store_records import IngestionTarget, LimitReached, StoredChunk
+from store.vector_store_records import Detached, IngestionTarget, LimitReached, StoredChunk
+
+T = TypeVar("T")
 
 STORE_COLUMNS = (
     VectorStoreRow.vector_store_id,
@@ -27,6 +30,17 @@ STORE_COLUMNS = (
     VectorStoreRow.last_active_at,
     VectorStoreRow.provider_vector_db_id,
 )
+
+
+def attachment_is(tx: Connection, vector_store_id: str, file_id: str, ingestion_id: str | None) -> None:
+    """Raise Detached unless the file is attached, in progress, by the attachment `ingestion_id` names."""
+    row = tx.execute(
+        select(VectorStoreFileRow.status, VectorStoreFileRow.ingestion_id).where(
+            VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.file_id == file_id
+        )
+    ).first()
+    if row is None or row.status != "in_progress" or row.ingestion_id != ingestion_id:
+        raise Detached(f"File {file_id} is no longer attached to vector store {vector_store_id} by this ingestion")
 
 
 def owned_store(tenant: str, vector_store_id: str) -> Any:
@@ -57,6 +71,7 @@ class VectorStoreChunks:
                     VectorStoreFileRow.chunking_strategy,
                     VectorStoreRow.embedding_model,
                     VectorStoreRow.embedding_dimension,
+                    VectorStoreFileRow.ingestion_id,
                 )
                 .join(VectorStoreRow, VectorStoreRow.vector_store_id == VectorStoreFileRow.vector_store_id)
                 .join(FileRow, FileRow.file_id == VectorStoreFileRow.file_id)
@@ -67,12 +82,19 @@ class VectorStoreChunks:
         return await self.database.read(read)
 
     async def write_chunks(
-        self, vector_store_id: str, file_id: str, chunks: Sequence[tuple[str, int]], max_chunks: int
+        self,
+        vector_store_id: str,
+        file_id: str,
+        ingestion_id: str | None,
+        chunks: Sequence[tuple[str, int]],
+        max_chunks: int,
     ) -> int:
         """The file's chunks (text, tokens) in order, not yet embedded; if an earlier attempt wrote them all
-        already, nothing changes. Raises LimitReached past the store's chunk limit."""
+        already, nothing changes. Raises LimitReached past the store's chunk limit, Detached if the attachment
+        `ingestion_id` names is gone."""
 
         def write(tx: Connection) -> int:
+            attachment_is(tx, vector_store_id, file_id, ingestion_id)
             mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
             written = tx.execute(select(func.count()).where(*mine)).scalar_one()
             if written == len(chunks):
@@ -100,6 +122,71 @@ class VectorStoreChunks:
             ]
             for start in range(0, len(rows), 1000):
                 tx.execute(insert(ChunkRow), rows[start : start + 1000])
+            return len(rows)
+
+        return await self.database.write(write)
+
+    async def written_chunks(self, vector_store_id: str, file_id: str) -> int:
+        def read(tx: Connection) -> int:
+            mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
+            return tx.execute(select(func.count()).where(*mine)).scalar_one()
+
+        return await self.database.read(read)
+
+    async def write_embedded_chunks(
+        self,
+        vector_store_id: str,
+        file_id: str,
+        ingestion_id: str | None,
+        dimension: int,
+        first: int,
+        total: int,
+        chunks: Sequence[tuple[str, int, np.ndarray]],
+        max_chunks: int,
+    ) -> int:
+        """Chunks `first`, `first + 1` … of the file's `total` (text, tokens, vector), written, indexed and
+        marked embedded in one transaction; how many were written: 0 if an earlier attempt wrote them. The file's
+        chunks are written in order, so its count of rows says which batches are in; a batch written twice at
+        once (two attempts of one activity) breaks the (store, file, seq) key and rolls back. The first batch
+        raises LimitReached if the whole file would pass the store's chunk limit; every batch raises Detached
+        if the attachment `ingestion_id` names is gone."""
+
+        def write(tx: Connection) -> int:
+            attachment_is(tx, vector_store_id, file_id, ingestion_id)
+            mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
+            written = tx.execute(select(func.count()).where(*mine)).scalar_one()
+            if written >= first + len(chunks):
+                return 0
+            if written != first:
+                raise RuntimeError(f"{written} chunks of file {file_id} are written; expected {first}")
+            if first == 0:
+                stored = tx.execute(
+                    select(func.count()).where(ChunkRow.vector_store_id == vector_store_id)
+                ).scalar_one()
+                if stored + total > max_chunks:
+                    raise LimitReached(
+                        f"This file has {total} chunks and its vector store {stored} already: more than this "
+                        f"server's limit of {max_chunks} chunks per vector store (DA_MAX_CHUNKS_PER_VECTOR_STORE). "
+                        "Use another vector store, or a larger chunk size."
+                    )
+            rows = [
+                {
+                    "vector_store_id": vector_store_id,
+                    "file_id": file_id,
+                    "seq": first + offset,
+                    "text": text,
+                    "tokens": tokens,
+                    "embedded": True,
+                    "metadata": None,
+                }
+                for offset, (text, tokens, _) in enumerate(chunks)
+            ]
+            ids = tx.execute(insert(ChunkRow).returning(ChunkRow.chunk_id, sort_by_parameter_order=True), rows)
+            indexed = [
+                IndexedChunk(chunk_id, file_id, text, vector)
+                for chunk_id, (text, _, vector) in zip(ids.scalars(), chunks, strict=True)
+            ]
+            self.index.add(tx, vector_store_id, dimension, indexed)
             return len(rows)
 
         return await self.database.write(write)
@@ -142,11 +229,22 @@ class VectorStoreChunks:
         return await self.database.write(write)
 
     async def finish_file(
-        self, vector_store_id: str, file_id: str, status: str, last_error: dict[str, Any] | None, vector_bytes: int
+        self,
+        vector_store_id: str,
+        file_id: str,
+        ingestion_id: str | None,
+        status: str,
+        last_error: dict[str, Any] | None,
+        vector_bytes: int,
     ) -> None:
-        """Record the outcome; a file that did not complete keeps no chunks."""
+        """Record the outcome; a file that did not complete keeps no chunks. Nothing changes if the attachment
+        `ingestion_id` names is gone (a run that outlived it)."""
 
         def write(tx: Connection) -> None:
+            try:
+                attachment_is(tx, vector_store_id, file_id, ingestion_id)
+            except Detached:
+                return
             store = tx.execute(
                 select(VectorStoreRow.embedding_dimension).where(VectorStoreRow.vector_store_id == vector_store_id)
             ).first()
@@ -242,37 +340,34 @@ class VectorStoreChunks:
 
         return await self.database.write(write)
 
-    # Search's reads.
+    # Search's reads: functions of the connection of one read transaction (`search`).
 
-    async def searchable_files(self, tenant: str, vector_store_id: str) -> dict[str, tuple[str, dict[str, Any]]] | None:
+    @staticmethod
+    def searchable_files(
+        tx: Connection, tenant: str, vector_store_id: str
+    ) -> dict[str, tuple[str, dict[str, Any]]] | None:
         """file id → (filename, attributes) of the store's completed files; None if there is no such store."""
+        if tx.execute(owned_store(tenant, vector_store_id)).first() is None:
+            return None
+        rows = tx.execute(
+            select(VectorStoreFileRow.file_id, FileRow.filename, VectorStoreFileRow.attributes)
+            .outerjoin(FileRow, FileRow.file_id == VectorStoreFileRow.file_id)
+            .where(VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.status == "completed")
+        ).all()
+        return {row[0]: (row[1] or row[0], row[2] or {}) for row in rows}
 
-        def read(tx: Connection) -> dict[str, tuple[str, dict[str, Any]]] | None:
-            if tx.execute(owned_store(tenant, vector_store_id)).first() is None:
-                return None
-            rows = tx.execute(
-                select(VectorStoreFileRow.file_id, FileRow.filename, VectorStoreFileRow.attributes)
-                .outerjoin(FileRow, FileRow.file_id == VectorStoreFileRow.file_id)
-                .where(VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.status == "completed")
-            ).all()
-            return {row[0]: (row[1] or row[0], row[2] or {}) for row in rows}
-
-        return await self.database.read(read)
-
-    async def search(self, operation: Any) -> Any:
-        """Run a search's index reads (a function of a connection) in one read transaction."""
+    async def search(self, operation: Callable[[Connection], T]) -> T:
+        """Run a search's reads (a function of a connection) in one read transaction."""
         return await self.database.read(operation)
 
-    async def chunks(self, chunk_ids: Sequence[int]) -> dict[int, StoredChunk]:
-        def read(tx: Connection) -> dict[int, StoredChunk]:
-            rows = tx.execute(
-                select(ChunkRow.chunk_id, ChunkRow.file_id, ChunkRow.seq, ChunkRow.text, ChunkRow.metadata_).where(
-                    ChunkRow.chunk_id.in_(list(chunk_ids))
-                )
-            ).all()
-            return {row[0]: StoredChunk(*row) for row in rows}
-
-        return await self.database.read(read)
+    @staticmethod
+    def chunks(tx: Connection, chunk_ids: Sequence[int]) -> dict[int, StoredChunk]:
+        rows = tx.execute(
+            select(ChunkRow.chunk_id, ChunkRow.file_id, ChunkRow.seq, ChunkRow.text, ChunkRow.metadata_).where(
+                ChunkRow.chunk_id.in_(list(chunk_ids))
+            )
+        ).all()
+        return {row[0]: StoredChunk(*row) for row in rows}
 
     async def file_chunks(self, vector_store_id: str, file_id: str, limit: int) -> list[StoredChunk]:
         def read(tx: Connection) -> list[StoredChunk]:

@@ -54,6 +54,7 @@ class VectorStoreFile:
     chunk_count: int
     batch_id: str | None
     created_at: datetime
+    ingestion_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,11 @@ class IngestionTarget:
     chunking_strategy: dict[str, Any]
     embedding_model: str
     embedding_dimension: int
+    ingestion_id: str | None = None
+
+
+class Detached(Exception):
+    """The attachment an ingestion run was started for is gone: the file was detached or attached anew."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,7 @@ class PendingIngestion:
     vector_store_id: str
     file_id: str
     batch_cancelled: bool
+    ingestion_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ records it hands out are in store/vector_store_records.py.
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -15,10 +17,11 @@ from sqlalchemy import Connection, String, delete, func, insert, literal_column,
 
 from store.files import UnknownCursor
 from store.knowledge_tables import ChunkRow, VectorStoreFileBatchRow, VectorStoreFileRow, VectorStoreRow
-from store.vector_store_chunks import STORE_COLUMNS, VectorStoreChunks, owned_store
+from store.vector_store_chunks import STORE_COLUMNS, VectorStoreChunks, attachment_is, owned_store
 from store.vector_store_records import (
     FINAL,
     Attachment,
+    Detached,
     FileBatch,
     FileCounts,
     LimitReached,
@@ -42,6 +45,7 @@ _FILE_COLUMNS = (
     VectorStoreFileRow.chunk_count,
     VectorStoreFileRow.batch_id,
     VectorStoreFileRow.created_at,
+    VectorStoreFileRow.ingestion_id,
 )
 
 
@@ -72,6 +76,12 @@ def _store(tx: Connection, row: Any) -> VectorStore:
         file_counts=counts,
         usage_bytes=usage,
     )
+
+
+def vector_db_store_id(tenant: str, vector_db_id: str) -> str:
+    """The id of the vector store under the tenant's llama-stack vector DB of this id: a vector DB id is its
+    tenant's own name, so the store's id is made of both (and shaped like any vector store's)."""
+    return "vs_" + hashlib.sha256(f"{tenant}\0{vector_db_id}".encode()).hexdigest()[:24]
 
 
 def _after(tx: Connection, query: Any, position: Any, cursor_query: Any, after: str | None, order: Order) -> Any:
@@ -105,6 +115,19 @@ class VectorStores(VectorStoreChunks):
         def read(tx: Connection) -> VectorStore | None:
             row = tx.execute(owned_store(tenant, vector_store_id)).first()
             return _store(tx, row) if row is not None else None
+
+        return await self.database.read(read)
+
+    async def get_vector_db(self, tenant: str, vector_db_id: str) -> VectorStore | None:
+        """The tenant's vector DB of this id, else its vector store of this id (a `vs_…` id, or a vector DB
+        registered before ids were per tenant)."""
+
+        def read(tx: Connection) -> VectorStore | None:
+            for candidate in (vector_db_store_id(tenant, vector_db_id), vector_db_id):
+                row = tx.execute(owned_store(tenant, candidate)).first()
+                if row is not None:
+                    return _store(tx, row)
+            return None
 
         return await self.database.read(read)
 
@@ -214,6 +237,7 @@ class VectorStores(VectorStoreChunks):
                     "chunk_count": 0,
                     "batch_id": batch_id,
                     "created_at": created_at,
+                    "ingestion_id": secrets.token_hex(8),
                 }
                 for attachment in attachments
             ]
@@ -351,10 +375,13 @@ class VectorStores(VectorStoreChunks):
 
         return await self.database.read(read)
 
-    async def cancel_batch(self, tenant: str, vector_store_id: str, batch_id: str) -> list[str] | None:
-        """Mark the batch cancelled; the ids of its files still in progress (whose workflows to cancel)."""
+    async def cancel_batch(
+        self, tenant: str, vector_store_id: str, batch_id: str
+    ) -> list[tuple[str, str | None]] | None:
+        """Mark the batch cancelled; its files still in progress, with their ingestion ids (whose workflows to
+        cancel)."""
 
-        def write(tx: Connection) -> list[str] | None:
+        def write(tx: Connection) -> list[tuple[str, str | None]] | None:
             if tx.execute(owned_store(tenant, vector_store_id)).first() is None:
                 return None
             done = tx.execute(
@@ -367,13 +394,12 @@ class VectorStores(VectorStoreChunks):
             )
             if done.rowcount == 0:
                 return None
-            return list(
-                tx.execute(
-                    select(VectorStoreFileRow.file_id).where(
-                        VectorStoreFileRow.batch_id == batch_id, VectorStoreFileRow.status == "in_progress"
-                    )
-                ).scalars()
+            pending = tx.execute(
+                select(VectorStoreFileRow.file_id, VectorStoreFileRow.ingestion_id).where(
+                    VectorStoreFileRow.batch_id == batch_id, VectorStoreFileRow.status == "in_progress"
+                )
             )
+            return [(row.file_id, row.ingestion_id) for row in pending]
 
         return await self.database.write(write)
 
@@ -387,6 +413,7 @@ class VectorStores(VectorStoreChunks):
                     VectorStoreFileRow.vector_store_id,
                     VectorStoreFileRow.file_id,
                     func.coalesce(VectorStoreFileBatchRow.cancelled, False),
+                    VectorStoreFileRow.ingestion_id,
                 )
                 .outerjoin(VectorStoreFileBatchRow, VectorStoreFileBatchRow.batch_id == VectorStoreFileRow.batch_id)
                 # A literal, not a parameter: so that a generic (prepared) plan can still use the partial index.
@@ -411,6 +438,30 @@ class VectorStores(VectorStoreChunks):
             )
 
         return await self.database.read(read)
+
+    async def fail_ended(
+        self, vector_store_id: str, file_id: str, ingestion_id: str | None, last_error: dict[str, Any]
+    ) -> bool:
+        """Mark a file `failed` whose ingestion run ended without recording an outcome (terminated, timed
+        out), if it is still in progress by that run's attachment; its chunks go."""
+
+        def write(tx: Connection) -> bool:
+            try:
+                attachment_is(tx, vector_store_id, file_id, ingestion_id)
+            except Detached:
+                return False
+            dimension = tx.execute(
+                select(VectorStoreRow.embedding_dimension).where(VectorStoreRow.vector_store_id == vector_store_id)
+            ).scalar_one()
+            self.remove_chunks(tx, dimension, ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
+            tx.execute(
+                update(VectorStoreFileRow)
+                .where(VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.file_id == file_id)
+                .values(status="failed", last_error=last_error, chunk_count=0, usage_bytes=0)
+            )
+            return True
+
+        return await self.database.write(write)
 
     async def cancel_unstarted(self, vector_store_id: str, file_id: str) -> bool:
         """Mark a file still in progress `cancelled` (its batch was, and it has no ingestion to do it)."""

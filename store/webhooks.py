@@ -16,7 +16,14 @@ from typing import Any
 from sqlalchemy import Connection, Row, delete, func, insert, select, update
 
 from domain.turns import TurnStatus
-from domain.webhook_events import event_body, response_event_type, turn_event_type
+from domain.webhook_events import (
+    agent_session_data,
+    agent_session_event_type,
+    event_body,
+    response_event_type,
+    turn_event_type,
+)
+from store.agent_session_tables import BetaSessionTurnRow
 from store.database import Database
 from store.tables import AgentRow, ResponseRow, TurnRow
 from store.webhook_tables import WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow
@@ -150,7 +157,12 @@ def record_turn_status(tx: Connection, turn_id: str, status: TurnStatus, cause: 
         return
     output = turn.output_message or {}
     data: dict[str, Any]
-    if turn.session_id is None:
+    beta_session = _beta_session(tx, turn_id) if turn.session_id is None else None
+    if beta_session is not None:
+        event_type = agent_session_event_type(status)
+        calls = output.get("tool_calls") or []
+        data = agent_session_data(event_type or "", beta_session, "function_call" if calls else "mcp_approval_request")
+    elif turn.session_id is None:
         response = tx.execute(
             select(ResponseRow.response_id, ResponseRow.store)
             .where(ResponseRow.turn_id == turn_id)
@@ -190,6 +202,36 @@ def record_turn_status(tx: Connection, turn_id: str, status: TurnStatus, cause: 
         )
     )
     _add_deliveries(tx, turn.tenant, event_id, subscribed, now)
+
+
+def _beta_session(tx: Connection, turn_id: str) -> str | None:
+    """The Agents API session a detached turn belongs to, if it does."""
+    return tx.scalar(select(BetaSessionTurnRow.session_id).where(BetaSessionTurnRow.turn_id == turn_id))
+
+
+def record_event(tx: Connection, tenant: str, event_type: str, data: dict[str, Any], cause: str, turn_id: str) -> bool:
+    """Record an event the API itself causes (not a turn's status change), with a delivery to each of the
+    tenant's endpoints subscribed to it; `cause` makes a repeat record nothing. True if deliveries were added
+    (start them: `unstarted(turn_id=turn_id)`)."""
+    endpoints = tx.execute(
+        select(WebhookEndpointRow.endpoint_id, WebhookEndpointRow.event_types).where(
+            WebhookEndpointRow.tenant_id == tenant
+        )
+    ).all()
+    subscribed = [row.endpoint_id for row in endpoints if event_type in row.event_types]
+    cause_key = cause[:300]
+    seen = select(WebhookEventRow.event_id).where(
+        WebhookEventRow.tenant_id == tenant, WebhookEventRow.cause == cause_key
+    )
+    if not subscribed or tx.scalar(seen) is not None:
+        return False
+    now = datetime.now(UTC)
+    event_id = _new_id("evt")
+    body = event_body(event_id, event_type, int(now.timestamp()), data)
+    values = {"event_type": event_type, "turn_id": turn_id, "cause": cause_key, "body": body, "created_at": now}
+    tx.execute(insert(WebhookEventRow).values(event_id=event_id, tenant_id=tenant, **values))
+    _add_deliveries(tx, tenant, event_id, subscribed, now)
+    return True
 
 
 def _add_deliveries(tx: Connection, tenant: str, event_id: str, endpoint_ids: Sequence[str], now: datetime) -> None:

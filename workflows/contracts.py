@@ -44,6 +44,9 @@ TOOL_RESPONSES_MISMATCH = "ToolResponsesMismatch"
 TOOL_RESPONSES_SIGNAL = "submit_tool_responses_signal"
 """The signal an operator sends (Temporal UI, `temporal workflow signal`) to resume a paused turn
 with the same JSON as the update; one that does not fit is ignored and the reason shown."""
+CHECK_SPEND_ACTIVITY = "check_session_spend"
+SPEND_LIMIT_SIGNAL = "spend_limit_changed"
+"""Sent to a turn when its session's spending limit changes: a turn held at its next model call checks again."""
 
 
 TURN_WORKFLOW_PREFIX = "turn-"
@@ -231,6 +234,10 @@ class TurnStart(BaseModel):
     continuation: Continuation | None = None
     reopened_with: list[ToolResponse] | None = None
     """Results a client submitted for a completed turn (ReAct-style clients parse calls themselves)."""
+    spend_session_id: str | None = None
+    """The Agents API session whose spend the turn's model calls count (a session turn is otherwise detached):
+    each call is first checked against that session's spending limit, and the turn waits at the call while the
+    limit is reached. None: not counted."""
     inference_writes_end: bool = False
     """The inference activity may write an answer that ends the turn as its end (InferenceRequest.ending);
     turns started by earlier releases replay with the workflow writing every end. Said here rather than
@@ -300,6 +307,8 @@ class InferenceRequest(BaseModel):
     pending: PendingWrites = Field(default_factory=PendingWrites)
     ending: TurnEnding | None = None
     """None: the workflow writes the turn's end, whatever the answer."""
+    spend_session_id: str | None = None
+    """Record what the call cost in this session's spend ledger (TurnStart.spend_session_id)."""
     compaction: bool = False
     """The turn's plan compacts: its context may have been summarised (its own compaction step, or for a
     llama-stack turn its session's latest one), and the model reads the summary (activities/conversation.py)."""
@@ -379,6 +388,19 @@ class ShieldRequest(BaseModel):
 
 class ShieldResult(BaseModel):
     violation: SafetyViolation | None = None
+
+
+class SpendCheck(BaseModel):
+    session_id: str
+    turn_id: str
+
+
+class SpendVerdict(BaseModel):
+    """Whether a tracked turn may make its next model call, and the session's spend it was decided on."""
+
+    allowed: bool
+    limit_cents: int | None = None
+    consumed_cents: int = 0
 
 
 class TurnFinished(BaseModel):

@@ -1,12 +1,18 @@
 """`IngestFile`: one file attached to a vector store, read, chunked, embedded and indexed, durably.
 
-Its id names the vector store and the file (`ingest-<vector store id>-<file id>`), so the Temporal UI finds it
-by either. The steps are activities (activities/ingestion.py): `chunk_file` writes the file's chunks to the
-store; `embed_chunks` embeds and indexes the chunks not yet indexed, batch by batch, each batch in one
-transaction, and says how many it did; the workflow calls it until none are left; `finish_file` records the
-outcome. No payload carries the file's bytes or its vectors: only ids and counts cross Temporal. A crash of any
-process repeats at most the batch that was in flight, and a repeated batch writes nothing twice, so the file
-ends with the chunks of an uninterrupted run.
+Its id names the vector store, the file and the attachment (`ingest-<vector store id>-<file id>-<ingestion id>`),
+so the Temporal UI finds it by either, and attaching the file again starts a run of its own: a run that outlives
+its attachment finds it gone at its next write and ends writing nothing (files attached by an earlier release
+have no ingestion id, and their runs the id without it).
+
+The steps are activities (activities/ingestion.py): `chunk_file` writes the file's chunks to the store (with
+the built-in embedding model, embedded and indexed batch by batch as they are written); `embed_chunks` embeds
+and indexes the chunks not yet indexed, batch by batch, each batch in one transaction, and says how many it
+did; the workflow calls it until none are left; `finish_file` records the outcome. No payload carries the
+file's bytes or its vectors: only ids and counts cross Temporal. A crash of any process repeats at most the
+batch that was in flight, and a repeated batch writes nothing twice, so the file ends with the chunks of an
+uninterrupted run. A run that ends without recording an outcome (terminated by an operator, say) leaves the
+file in progress until the sweep (knowledge/ingestion_sweep.py) marks it `failed`.
 
 A file that cannot be read (empty, corrupt, binary, over a limit) fails at once with the reason; an embedding
 model that keeps failing fails the file after a few minutes of retries; cancelling the workflow (a cancelled
@@ -48,6 +54,7 @@ _RETRY = RetryPolicy(
 class IngestFile:
     vector_store_id: str
     file_id: str
+    ingestion_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,10 +63,11 @@ class FileOutcome:
     file_id: str
     status: str
     last_error: dict[str, Any] | None = None
+    ingestion_id: str | None = None
 
 
-def workflow_id(vector_store_id: str, file_id: str) -> str:
-    return f"ingest-{vector_store_id}-{file_id}"
+def workflow_id(vector_store_id: str, file_id: str, ingestion_id: str | None) -> str:
+    return f"ingest-{vector_store_id}-{file_id}" + (f"-{ingestion_id}" if ingestion_id else "")
 
 
 def _last_error(failure: ActivityError) -> dict[str, str] | None:
@@ -83,7 +91,7 @@ def _last_error(failure: ActivityError) -> dict[str, str] | None:
 class IngestFileWorkflow:
     @workflow.run
     async def run(self, file: IngestFile) -> str:
-        outcome = FileOutcome(file.vector_store_id, file.file_id, "completed")
+        outcome = FileOutcome(file.vector_store_id, file.file_id, "completed", None, file.ingestion_id)
         try:
             await workflow.execute_activity(
                 CHUNK_FILE_ACTIVITY,
@@ -104,14 +112,14 @@ class IngestFileWorkflow:
                 pass
         except ActivityError as failure:
             if is_cancelled_exception(failure):
-                outcome = FileOutcome(file.vector_store_id, file.file_id, "cancelled")
+                outcome = FileOutcome(file.vector_store_id, file.file_id, "cancelled", None, file.ingestion_id)
                 return await self._finish(outcome)
             last_error = _last_error(failure)
             if last_error is None:
                 return "detached"
-            outcome = FileOutcome(file.vector_store_id, file.file_id, "failed", last_error)
+            outcome = FileOutcome(file.vector_store_id, file.file_id, "failed", last_error, file.ingestion_id)
         except asyncio.CancelledError:
-            outcome = FileOutcome(file.vector_store_id, file.file_id, "cancelled")
+            outcome = FileOutcome(file.vector_store_id, file.file_id, "cancelled", None, file.ingestion_id)
         return await self._finish(outcome)
 
     async def _finish(self, outcome: FileOutcome) -> str:

@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import compaction, mcp_servers, pauses, turn_end
     from workflows.contracts import (
         DOCUMENT_UNAVAILABLE,
+        SPEND_LIMIT_SIGNAL,
         TOOL_RESPONSES_SIGNAL,
         TOOLS_UNAVAILABLE,
         ToolResponsesSubmission,
@@ -186,6 +187,11 @@ class TurnWorkflow(InferenceSteps, ClientInputSteps, Continuations):
             return
         self._pause.ignored_signal = None
         self._pause.submitted = submission
+
+    @workflow.signal(name=SPEND_LIMIT_SIGNAL)
+    def spend_limit_changed(self) -> None:
+        """The session's spending limit was raised or removed: a turn held at its next model call checks again."""
+        self._spend_signals += 1
 
     @submit_tool_responses.validator
     def _check_tool_responses(self, submission: ToolResponsesSubmission) -> None:

@@ -23,6 +23,7 @@ from api.openai_platform.vector_store_shapes import (
 from api.responses.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
 from knowledge import filters as attribute_filters
 from knowledge.embeddings import EmbeddingUnavailable
+from knowledge.query_rewrite import rewrite
 from knowledge.search import Hybrid, UnknownFilterKey, search
 from store.files import UnknownCursor
 from store.vector_store_records import Attachment, VectorStore
@@ -71,6 +72,8 @@ class SearchRequest(BaseModel):
     max_num_results: int = Field(default=10, ge=1)
     ranking_options: RankingOptions | None = None
     rewrite_query: bool = False
+    """Search the query's words without its function words (knowledge/query_rewrite.py); the page's
+    `search_query` shows what was searched."""
 
 
 class SearchContent(BaseModel):
@@ -178,6 +181,8 @@ async def search_vector_store(
     queries = [body.query] if isinstance(body.query, str) else body.query
     if not queries or not all(query.strip() for query in queries) or len(queries) > 10:
         raise invalid("'query' is a non-empty string or a list of 1 to 10 of them.", "query")
+    if body.rewrite_query:
+        queries = [rewrite(query) for query in queries]
     if body.filters is not None:
         try:
             attribute_filters.validate(body.filters)

@@ -15,6 +15,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from temporalio.common import SearchAttributePair
@@ -52,7 +53,7 @@ from api.turns.sdk_retries import RETRY_WINDOW, is_sdk_retry, may_repeat
 from domain.content import ToolResponse, UserMessage
 from domain.turn_settings import ApprovalDecision
 from domain.turns import TurnStatus
-from store.responses import ResponseRecord, ResponseStore
+from store.responses import ResponseRecord, ResponseStore, add_response
 from tool_runtime.credential_seal import CredentialSeal
 from tool_runtime.output_limit import truncate_content
 from workflows.contracts import ToolResponsesSubmission, TurnStart
@@ -74,6 +75,11 @@ def response_id_for(tenant: str, idempotency_key: str | None) -> str:
     if idempotency_key is None:
         return ids.new_response_id()
     return "resp_" + hashlib.sha256(f"{tenant}\0{idempotency_key}".encode()).hexdigest()[:48]
+
+
+def turn_id_of(response_id: str) -> str:
+    """The id of the turn a response begins (derived, so a keyed retry finds the same turn)."""
+    return str(uuid.uuid5(_TURN_NAMESPACE, response_id))
 
 
 def request_hash_of(tenant: str, body: bytes) -> str:
@@ -249,17 +255,22 @@ async def _start(
 ) -> Created:
     split = split_input(to_messages(everything))
     context = fit_context(split.context, services.settings.max_history_bytes, body.truncation)
-    turn_id = str(uuid.uuid5(_TURN_NAMESPACE, response_id))
+    turn_id = turn_id_of(response_id)
     started_at = datetime.now(UTC)
     # A fresh random id has no turn yet; a keyed one may, recorded by a first attempt that crashed.
     new_turn = not keyed or await services.store.turn_status(turn_id) is None
+    record = _record(response_id, tenant, turn_id, 0, body, stored, request_hash)
+    # The response's row commits with its turn's, unless MCP headers are kept in between: a retry that finds
+    # the response recorded (`retried`) starts its workflow without keeping them again.
+    with_turn = new_turn and credentials is None
     if new_turn:
+        also = partial(add_response, record) if with_turn else None
         await services.store.begin_detached_turn(
-            tenant, turn_id, split.input, context, response_id, turn_settings(body), started_at
+            tenant, turn_id, split.input, context, response_id, turn_settings(body), started_at, also=also
         )
     await keep_mcp_headers(services, turn_id, credentials)
-    record = _record(response_id, tenant, turn_id, 0, body, stored, request_hash)
-    await responses.add(record)
+    if not with_turn:
+        await responses.add(record)
     await _start_workflow(services, record, body, started_at)
     return Created(record, 0, new_turn)
 

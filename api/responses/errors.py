@@ -28,6 +28,8 @@ PREFIXES = (
     "/v1/embeddings",
     "/v1/files",
     "/v1/vector_stores",
+    "/v1/agents/sessions",  # the Agents API beta's own paths (no llama-stack agent is named `sessions`)
+    "/v1/agents/automations",  # likewise
 )
 
 _TYPES = {
@@ -117,6 +119,11 @@ def envelope(status: int, body: Any) -> dict[str, Any]:
     return {"error": {key: error[key] for key in ("message", "type", "param", "code")}}
 
 
+def _names_agents_beta(scope: Scope) -> bool:
+    """A request of the Agents API beta (`OpenAI-Beta: agents=v1`, api/agents_beta/routing.py): OpenAI's shape too."""
+    return any(name == b"openai-beta" and b"agents=" in value for name, value in scope.get("headers") or ())
+
+
 class OpenAIErrorEnvelope:
     """Rewrites non-2xx JSON answers on the Responses/Conversations paths into the OpenAI envelope.
 
@@ -128,7 +135,7 @@ class OpenAIErrorEnvelope:
         self._app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(PREFIXES):
+        if scope["type"] != "http" or not (scope["path"].startswith(PREFIXES) or _names_agents_beta(scope)):
             await self._app(scope, receive, send)
             return
         start: Message | None = None

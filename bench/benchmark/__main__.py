@@ -25,7 +25,9 @@ them all at the end (SIGINT to serve.py). Figures:
   trip (a response with a function_call → `previous_response_id` + function_call_output →
   completed), N (20) concurrent clients each creating M (10) non-streamed responses in sequence,
   and the non-streamed figure once more through the `openai` SDK (its overhead on the client's
-  side). `--responses-only` measures only these.
+  side). `--responses-only` measures only these (and the next);
+- the Agents API (beta), beside them: a session turn (POST input.message → `agent.session.idle`, the
+  client following the session's events) and its first `output_text.delta`, p50/p95.
 
 Each measured turn gets a fresh session (not timed), so session history does not grow across
 iterations, except in the session-growth phase; in the throughput phase each simulated client keeps
@@ -50,6 +52,7 @@ from typing import Any
 
 import httpx
 
+from bench.benchmark.agent_sessions import measure_agent_sessions
 from bench.benchmark.plan import Plan
 from bench.benchmark.responses import measure_responses
 from bench.benchmark.stack import (
@@ -139,6 +142,7 @@ async def measure(stack: EmbeddedStack, plan: Plan) -> dict[str, Any]:
     async with httpx.AsyncClient(base_url=stack.api_url, timeout=REQUEST_TIMEOUT, limits=limits) as client:
         report = {} if plan.responses_only else await measure_llama_stack(client, stack, plan)
         report["responses"] = await measure_responses(client, stack.api_url, plan, stack.pids())
+        report["agent_sessions"] = await measure_agent_sessions(client, plan)
     if not plan.responses_only:
         log(f"Temporal floors x{plan.iterations}")
         measuring = measure_temporal_floor(stack.temporal_address, plan.iterations, plan.warmup)

@@ -14,7 +14,7 @@ from alembic.autogenerate.api import AutogenContext
 from sqlalchemy import Connection, pool
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from store import knowledge_tables  # noqa: F401  (its tables join Base.metadata)
+from store import agent_session_tables, knowledge_tables  # noqa: F401  (their tables join Base.metadata)
 from store.tables import Base, UtcDateTime
 
 

@@ -69,3 +69,16 @@ def test_the_recordings_cover_a_turn_ended_by_its_inference() -> None:
         return b'"inference_writes_end":true' in start and not markers
 
     assert any(ended_by_its_inference(path) for path in HISTORIES)
+
+
+def test_the_recordings_cover_a_turn_held_by_its_sessions_spend_limit() -> None:
+    """An Agents API session turn that waited at a model call for its session's spending limit to be raised, behind
+    its workflow.patched marker, and went on when the limit changed."""
+
+    def held(path: Path) -> bool:
+        events = WorkflowHistory.from_json(path.stem, path.read_text()).events
+        start = events[0].workflow_execution_started_event_attributes.input.payloads[0].data
+        signals = [e.workflow_execution_signaled_event_attributes.signal_name for e in events]
+        return b'"spend_session_id":"' in start and "spend_limit_changed" in signals
+
+    assert any(held(path) for path in HISTORIES)

@@ -146,7 +146,12 @@ def _attach_and_crash(processes: ProcessStack, path: str, body: dict) -> None:
 def _ingestion_runs(processes: ProcessStack, vector_store_id: str, file_id: str) -> int:
     async def count() -> int:
         client = await processes.temporal_client()
-        query = f"WorkflowId = '{workflow_id(vector_store_id, file_id)}'"
+        with contextlib.closing(sqlite_module().connect(_data_dir(processes) / "store.db")) as db:
+            (ingestion_id,) = db.execute(
+                "SELECT ingestion_id FROM vector_store_files WHERE vector_store_id = ? AND file_id = ?",
+                (vector_store_id, file_id),
+            ).fetchone()
+        query = f"WorkflowId = '{workflow_id(vector_store_id, file_id, ingestion_id)}'"
         return len([execution async for execution in client.list_workflows(query)])
 
     return asyncio.run(count())

@@ -45,9 +45,11 @@ def test_register_list_get_unregister(llama: LlamaStackClient, stack: Stack) -> 
     assert registered.identifier == "lsc-registry" and registered.embedding_dimension == 256
     assert "lsc-registry" in [db.identifier for db in llama.vector_dbs.list()]
     assert llama.vector_dbs.retrieve("lsc-registry").embedding_model == BUILTIN_EMBEDDING_MODEL_ID
-    # The same object in the OpenAI dialect.
+    # The same object in the OpenAI dialect: a vector store named as the vector DB, under an id of its own.
     oai = openai.OpenAI(base_url=f"{stack.base_url}/v1", api_key="unused", max_retries=0)
-    assert oai.vector_stores.retrieve("lsc-registry").id == "lsc-registry"
+    same = [store.id for store in oai.vector_stores.list(limit=100) if store.name == "lsc-registry"]
+    assert len(same) == 1 and same[0].startswith("vs_")
+    assert oai.vector_stores.retrieve(same[0]).name == "lsc-registry"
     llama.vector_dbs.unregister("lsc-registry")
     with pytest.raises(LlamaNotFound):
         llama.vector_dbs.retrieve("lsc-registry")

@@ -129,3 +129,33 @@ def test_another_tenants_knowledge_is_not_found_on_every_route(stack: Stack) -> 
     templates = {key: "{" + key + "}" for key in ("file_id", "vector_store_id", "batch_id", "vector_db_id")}
     walked = {(method, path) for method, path, _ in _foreign_requests(templates)}
     assert walked | _TENANT_FREE | _CREATES_AND_LISTS == KNOWLEDGE_ROUTES
+
+
+def test_a_vector_db_id_is_the_tenants_own_name(stack: Stack) -> None:
+    """Two tenants registering `docs` get a vector DB each: neither clashes with, sees nor reaches the other's."""
+    settings = stack.settings.model_copy(update={"api_keys": ("kn-first-0123", "kn-second-4567")})
+    register = {"vector_db_id": "docs", "embedding_model": BUILTIN_EMBEDDING_MODEL_ID}
+    with (
+        stack.other_api(settings) as url,
+        httpx.Client(base_url=url, headers={"Authorization": "Bearer kn-first-0123"}, timeout=60) as first,
+        httpx.Client(base_url=url, headers={"Authorization": "Bearer kn-second-4567"}, timeout=60) as second,
+    ):
+        for client, words in ((first, "The first tenant's lighthouse"), (second, "The second tenant's orchard")):
+            registered = client.post("/v1/vector-dbs", json=register)
+            assert registered.status_code == 200, registered.text
+            assert registered.json()["identifier"] == "docs"
+            chunk = {"content": words, "metadata": {"document_id": "d1"}}
+            inserted = client.post("/v1/vector-io/insert", json={"vector_db_id": "docs", "chunks": [chunk]})
+            assert inserted.status_code == 200, inserted.text
+
+        for client, mine, theirs in ((first, "lighthouse", "orchard"), (second, "orchard", "lighthouse")):
+            assert [db["identifier"] for db in client.get("/v1/vector-dbs").json()["data"]] == ["docs"]
+            found = client.post("/v1/vector-io/query", json={"vector_db_id": "docs", "query": theirs}).json()
+            assert [mine in chunk["content"] for chunk in found["chunks"]] == [True]
+            stores = client.get("/v1/vector_stores").json()["data"]
+            assert [store["name"] for store in stores] == ["docs"]
+
+        assert first.delete("/v1/vector-dbs/docs").status_code == 200
+        assert first.get("/v1/vector-dbs/docs").status_code == 404
+        assert second.get("/v1/vector-dbs/docs").json()["identifier"] == "docs"
+        assert second.delete("/v1/vector-dbs/docs").status_code == 200

@@ -83,6 +83,11 @@ def test_create_with_files_poll_and_search_with_filters(oai: openai.OpenAI, stac
         extra_body={"ranking_options": {"hybrid_search": {"embedding_weight": 1, "text_weight": 1}}},
     )
     assert hybrid.data[0].file_id == animals.id
+    question = "What is the fee for late payment of an invoice?"
+    rewritten = oai.vector_stores.search(store.id, query=question, rewrite_query=True, max_num_results=1)
+    assert (rewritten.model_extra or {})["search_query"] == ["fee late payment invoice"]
+    assert [result.file_id for result in rewritten.data] == [finance.id]
+    assert (oai.vector_stores.search(store.id, query=question).model_extra or {})["search_query"] == [question]
 
     listed = oai.vector_stores.files.list(vector_store_id=store.id, filter="completed")
     assert {file.id for file in listed} == {animals.id, finance.id}

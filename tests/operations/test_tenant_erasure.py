@@ -19,6 +19,7 @@ from temporalio.client import WorkflowExecutionStatus
 from api.guards.auth import OPERATOR_PREFIX
 from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
 from store.database import sqlite_module
+from store.vector_stores import vector_db_store_id
 from tests.knowledge.test_knowledge_vector_stores import chunk_rows
 from tests.support.scripted_model import ScriptedModel, text
 from tests.support.stack import SCRIPTED_MODEL, Stack
@@ -80,6 +81,7 @@ class Tenant:
         attached = self.oai.vector_stores.files.create_and_poll(file_id=self.file.id, vector_store_id=self.store.id)
         assert attached.status == "completed"
         self.vector_db = f"{name}-db"
+        self.vector_db_store = vector_db_store_id(name, self.vector_db)
         llama.vector_dbs.register(vector_db_id=self.vector_db, embedding_model=BUILTIN_EMBEDDING_MODEL_ID)
         llama.vector_io.insert(
             vector_db_id=self.vector_db,
@@ -105,7 +107,7 @@ def test_an_erasure_takes_the_tenants_files_vector_stores_and_webhooks(
     pending_workflow = delivery_workflow_id(alice.endpoint.id, pending["event_id"], 0)
     blobs = stack.settings.data_dir / "files"
     assert (blobs / alice.file.id).exists() and chunk_rows(stack, alice.store.id) > 0
-    assert chunk_rows(stack, alice.vector_db) > 0 and _outbox_rows(stack, "alice") == 2
+    assert chunk_rows(stack, alice.vector_db_store) > 0 and _outbox_rows(stack, "alice") == 2
 
     operator = {"Authorization": f"Bearer {OPERATOR_KEY}"}
     erased = httpx.delete(f"{url}{OPERATOR_PREFIX}tenants/alice", headers=operator, timeout=60)
@@ -130,7 +132,7 @@ def test_an_erasure_takes_the_tenants_files_vector_stores_and_webhooks(
     ):
         assert alice.http.get(path).status_code == 404, path
     assert not (blobs / alice.file.id).exists()
-    assert chunk_rows(stack, alice.store.id) == 0 and chunk_rows(stack, alice.vector_db) == 0
+    assert chunk_rows(stack, alice.store.id) == 0 and chunk_rows(stack, alice.vector_db_store) == 0
     assert _outbox_rows(stack, "alice") == 0
 
     async def stopped() -> bool:
@@ -145,8 +147,8 @@ def test_an_erasure_takes_the_tenants_files_vector_stores_and_webhooks(
     # Bob's alike are untouched.
     assert [file.id for file in bob.oai.files.list().data] == [bob.file.id]
     assert bob.oai.files.content(bob.file.id).read() == NOTES and (blobs / bob.file.id).exists()
-    assert {store.id for store in bob.oai.vector_stores.list().data} == {bob.store.id, bob.vector_db}
-    assert chunk_rows(stack, bob.store.id) > 0 and chunk_rows(stack, bob.vector_db) > 0
+    assert {store.id for store in bob.oai.vector_stores.list().data} == {bob.store.id, bob.vector_db_store}
+    assert chunk_rows(stack, bob.store.id) > 0 and chunk_rows(stack, bob.vector_db_store) > 0
     assert [endpoint.id for endpoint in bob.oai.webhooks.list().data] == [bob.endpoint.id]
     assert _deliveries(bob.http, bob.endpoint.id, "delivered", 1) == bob.deliveries
     assert _outbox_rows(stack, "bob") == 1

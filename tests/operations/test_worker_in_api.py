@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.rest import create_agent, create_session, final_turn, sse_events
 from tests.support.scripted_model import ScriptedModel, text, tool_call
-from tests.support.stack import Stack
+from tests.support.stack import SCRIPTED_MODEL, Stack
 
 
 def test_an_api_with_its_own_worker_runs_a_client_tool_turn_alone(stack: Stack, model: ScriptedModel) -> None:
@@ -38,6 +38,31 @@ def test_an_api_with_its_own_worker_runs_a_client_tool_turn_alone(stack: Stack, 
     # Its worker's Temporal SDK metrics are on the API's /metrics, in Prometheus naming.
     assert sdk_metrics["temporal_workflow_completed_total"] >= 1
     assert sdk_metrics["temporal_activity_execution_latency_seconds_count"] >= 2
+
+
+def test_an_api_with_its_own_worker_asks_the_model_with_what_a_response_and_its_chain_say(
+    stack: Stack, model: ScriptedModel
+) -> None:
+    """The model call of a response this process created is handed the turn's settings, input and prior
+    context as written (store/hand_over.py): what it asks must be what the store holds."""
+    model.script(text("Paris."), text("About two million."))
+    alone = stack.settings.model_copy(
+        update={"worker_in_api": True, "task_queue": f"{stack.settings.task_queue}-in-api-responses"}
+    )
+    with stack.other_api(alone) as url, httpx.Client(base_url=url, timeout=30) as http:
+        first = http.post(
+            "/v1/responses", json={"model": SCRIPTED_MODEL, "instructions": "Be brief.", "input": "Capital of France?"}
+        ).json()
+        follow = {"model": SCRIPTED_MODEL, "previous_response_id": first["id"], "input": "How many live there?"}
+        second = http.post("/v1/responses", json=follow).json()
+
+    assert first["status"] == "completed" and second["status"] == "completed", (first, second)
+    assert second["output"][0]["content"][0]["text"] == "About two million. "
+    asked = [[(m["role"], m["content"]) for m in request["messages"]] for request in model.requests]
+    assert asked == [
+        [("system", "Be brief."), ("user", "Capital of France?")],
+        [("user", "Capital of France?"), ("assistant", "Paris. "), ("user", "How many live there?")],
+    ]
 
 
 def _temporal_metrics_once_closed(http: httpx.Client) -> dict[str, float]:

@@ -194,6 +194,7 @@ def test_caps_on_iterations_sessions_turns_and_toolgroups(limited_api: str) -> N
         assert second.status_code == 409 and "DA_MAX_TOOLGROUPS_PER_TENANT" in second.json()["detail"]
         assert [g["identifier"] for g in http.get("/v1/toolgroups").json()["data"]] == [
             "builtin::calculator",
+            "builtin::rag",
             "mcp::one",
         ]
         http.delete("/v1/toolgroups/mcp::one")

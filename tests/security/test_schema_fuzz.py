@@ -54,6 +54,15 @@ CONFIGURATION_DEPENDENT = {
     "POST /v1/tool-runtime/rag-tool/query",
     # The model must be configured; there must be something to compact.
     "POST /v1/responses/compact",
+    # Agents API sessions: the agent's model must be configured, an agent_id must exist, input events must
+    # answer pending calls of an idle or waiting session.
+    "POST /v1/agents/sessions",
+    "POST /v1/agents/sessions/{session_id}",
+    "POST /v1/agents/sessions/{session_id}/events",
+    # Automations: the body's shape depends on its `type` (a cron `expression` or a `run_at`), and a target
+    # names a session or agent that must exist.
+    "POST /v1/agents/automations",
+    "POST /v1/agents/automations/{automation_id}",
 }
 
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Connection, delete
 
 from domain.agents import Agent, AgentConfig, ToolConfig, ToolGroupWithArgs
 from domain.content import CompletionMessage, ToolCall, UserMessage
@@ -17,6 +18,8 @@ from domain.turns import InferenceStep, TurnStatus
 from store.database import open_database
 from store.records import StoredEvent, TurnConflict, TurnTools
 from store.repository import Store
+from store.rows import delete_turns
+from store.tables import TurnRow, TurnSettingsRow
 from store.upgrade import upgrade_store
 from tests.support.databases import store_url
 
@@ -323,6 +326,52 @@ async def test_detached_turns_keep_their_tenant_context_settings_and_pending_cal
     await store.save_turn_progress("d1", status=TurnStatus.AWAITING_INPUT, output_message=paused, awaiting=["c1"])
     await store.save_turn_progress("d1", status=TurnStatus.EXPIRED, completed_at=T0)
     assert await store.pending_calls(TENANT, ["c1"]) == {}
+
+
+async def test_a_new_turns_settings_are_handed_to_this_process_once_and_stay_in_the_store(store: Store) -> None:
+    """The first read in the writing process needs no round trip; every other read finds the stored row."""
+    settings = TurnSettings(model="m", instructions="one", function_tools=[FunctionTool(name="f")])
+    await store.begin_detached_turn(TENANT, "d1", [UserMessage(content="now")], [], "set1", settings, T0)
+    elsewhere = Store(store.database)  # another process's Store on the same database
+    assert await elsewhere.turn_settings("set1") == settings
+
+    await store.database.write(lambda tx: tx.execute(delete(TurnSettingsRow)))  # reads of the row now find none
+    assert await store.turn_settings("set1") == settings  # handed over: no read
+    assert await store.turn_settings("set1") is None  # once: this read went to the store
+
+
+async def test_a_new_turns_context_is_handed_to_this_processs_first_read_unless_it_changed(store: Store) -> None:
+    context: list[ContextMessage] = [UserMessage(content="before"), CompletionMessage(content="answer")]
+    settings = TurnSettings(model="m")
+    for turn_id in ("read", "changed"):
+        await store.begin_detached_turn(TENANT, turn_id, [UserMessage(content="now")], context, turn_id, settings, T0)
+    stored = await Store(store.database).detached_context("read")  # another process's Store reads the rows
+    assert stored is not None and stored[1] == context
+
+    step = InferenceStep(
+        turn_id="changed", step_id="s1", started_at=T0, completed_at=T0, model_response=CompletionMessage(content="a")
+    )
+    await store.save_turn_progress("changed", new_steps=[(0, step)])
+    changed = await store.detached_context("changed")
+    assert changed is not None and [s.step_id for s in changed[0].steps] == ["s1"]
+
+    await store.database.write(lambda tx: delete_turns(tx, TurnRow.turn_id == "read"))
+    handed = await store.detached_context("read")  # no read: what was written
+    assert handed is not None and handed[1] == context and handed[0].input_messages == stored[0].input_messages
+    assert handed[0].steps == [] and handed[0].status == TurnStatus.RUNNING
+    assert await store.detached_context("read") is None  # once
+
+
+async def test_a_new_turns_extra_statements_commit_with_it_or_not_at_all(store: Store) -> None:
+    settings = TurnSettings(model="m")
+
+    def fails(tx: Connection) -> None:
+        raise RuntimeError("the response's insert failed")
+
+    with pytest.raises(RuntimeError):
+        await store.begin_detached_turn(TENANT, "d1", [UserMessage(content="q")], [], "set1", settings, T0, also=fails)
+    assert await store.turn_status("d1") is None
+    assert await Store(store.database).turn_settings("set1") is None
 
 
 async def test_a_llama_stack_pause_is_not_a_pending_call_of_any_tenant(store: Store) -> None:

@@ -44,6 +44,8 @@ from workflows import search_attributes
 T = TypeVar("T")
 
 SCRIPTED_MODEL = "scripted"
+PRICED_MODEL = "scripted-priced"
+"""The scripted model at 1 US cent a token, input and output alike (its tokens are words): spend_control tests."""
 SCRIPTED_KEY = "scripted-secret-key-0123456789"
 TOOL_CALL_DEADLINE = 15
 
@@ -134,6 +136,15 @@ class Stack:
                             "timeout_seconds": 5,
                         }
                         for name in (SCRIPTED_MODEL, GUARD_MODEL)
+                    }
+                    | {
+                        PRICED_MODEL: {
+                            "provider": "openai",
+                            "base_url": f"{self.model_server.url}/v1",
+                            "api_key_env": SCRIPTED_KEY_ENV,
+                            "timeout_seconds": 5,
+                            "pricing": {"input": 10_000, "output": 10_000},
+                        }
                     }
                 ),
                 "DA_SHIELDS": json.dumps(

@@ -108,6 +108,11 @@ def test_the_event_types_are_listed(client: OpenAI) -> None:
         "turn.failed",
         "turn.cancelled",
         "turn.awaiting_input",
+        "agent.session.created",
+        "agent.session.in_progress",
+        "agent.session.action_required",
+        "agent.session.idle",
+        "agent.session.failed",
     ]
 
 

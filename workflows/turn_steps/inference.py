@@ -8,6 +8,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.workflow import ActivityCancellationType
 
+from workflows.turn_steps.spend import SpendSteps
 from workflows.turn_steps.tools import ToolSteps
 
 with workflow.unsafe.imports_passed_through():
@@ -29,10 +30,11 @@ with workflow.unsafe.imports_passed_through():
     )
 
 
-class InferenceSteps(ToolSteps):
+class InferenceSteps(ToolSteps, SpendSteps):
     async def _infer(self, last: bool) -> tuple[CompletionMessage, TurnFinished | None]:
         """The model's message, and when the activity wrote it as the turn's end, the times it gave.
         `last`: the turn's last model call allowed (max_infer_iters)."""
+        await self._within_budget()
         step_id = str(workflow.uuid4())
         started_at = self._now()
         ending = None
@@ -54,6 +56,7 @@ class InferenceSteps(ToolSteps):
             settings_id=self._plan.settings_id,
             ending=ending,
             compaction=self._plan.compact_threshold is not None,
+            spend_session_id=self._start.spend_session_id,
         )
         pending = await self._carry(request)
         result = await workflow.execute_activity(

@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
         SAVE_PROGRESS_ACTIVITY,
         PendingWrites,
         ServerTool,
+        SpendVerdict,
         TurnFinished,
         TurnOutcome,
         TurnPlan,
@@ -84,6 +85,10 @@ class TurnState:
         """Labels of the request-named MCP servers listed so far: each is listed once per turn."""
         self._segment_server_calls = 0
         self._input_messages = start.input_messages
+        self._spend_signals = 0
+        """How many times the session's spending limit changed during this run (the spend_limit_changed signal)."""
+        self._budget_hold: SpendVerdict | None = None
+        """Set while the turn waits at a model call for its session's spending limit to be raised."""
 
     def _set_status(self, status: TurnStatus) -> None:
         self._status = status
@@ -94,6 +99,10 @@ class TurnState:
         lines = [f"**Status:** {self._status.value}", "", f"**Steps so far:** {len(self._steps)}"]
         lines += [f"{i}. {_step_line(step)}" for i, step in enumerate(self._steps, start=1)]
         lines += self._pause.detail_lines()
+        if self._budget_hold is not None:
+            hold = self._budget_hold
+            spent = f"{hold.consumed_cents}¢ of {hold.limit_cents}¢"
+            lines += ["", f"**Waiting for the session's spending limit to be raised:** {spent} spent"]
         if self._error:
             lines += ["", f"**Error:** {self._error}"]
         if self._pause.ignored_signal:

@@ -1,0 +1,192 @@
+"""Automations with the unmodified `openai` SDK: Temporal Schedules that create sessions or feed an existing one.
+Periodic (its first occurrence awaited, bounded), once (a few seconds ahead), paused, resumed and invoked by hand,
+each delivering a turn; the invocation log; and the refusals a caller can act on."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import openai
+import pytest
+from openai import OpenAI
+
+from tests.support.scripted_model import ScriptedModel, text
+from tests.support.stack import SCRIPTED_MODEL
+
+NONE: Any = {"type": "none"}
+
+
+def new_session_target(question: str) -> Any:
+    return {
+        "type": "new_session",
+        "environment": NONE,
+        "agent": {"model": SCRIPTED_MODEL, "instructions": "Report briefly."},
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": question}]}],
+        "metadata": {"origin": "automation"},
+    }
+
+
+def wait_invocation(client: OpenAI, automation_id: str, seconds: float, **wanted: Any) -> Any:
+    """The first invocation of the automation whose fields have the wanted values, or None after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for invocation in client.beta.agents.automations.invocations.list(automation_id).data:
+            matches = all(getattr(invocation, name) == value for name, value in wanted.items())
+            if matches and invocation.status != "queued":
+                return invocation
+        time.sleep(0.2)
+    return None
+
+
+def answered(client: OpenAI, session_id: str, seconds: float = 30) -> str:
+    """The session's last answer once it is idle."""
+    deadline = time.monotonic() + seconds
+    while client.beta.agents.sessions.retrieve(session_id).status != "idle":
+        assert time.monotonic() < deadline, "the delivered turn did not finish"
+        time.sleep(0.1)
+    items = client.beta.agents.sessions.items.list(session_id, order="asc").data
+    last: Any = items[-1]
+    return "".join(part.text for part in last.content).strip()
+
+
+def test_a_periodic_automation_paused_resumed_and_invoked_delivers_a_turn_each_time(
+    client: OpenAI, model: ScriptedModel
+) -> None:
+    model.script(text("Manual report."), text("Paused but invoked."), text("Scheduled report."))
+    created = client.beta.agents.automations.create(
+        type="periodic",
+        name="minutely report",
+        expression="* * * * *",
+        timezone="Europe/Paris",
+        target=new_session_target("Report the news."),
+        metadata={"team": "ops"},
+    )
+    assert created.object == "agent.automation" and created.status == "active" and created.type == "periodic"
+    assert client.beta.agents.automations.retrieve(created.id).expression == "* * * * *"
+    assert created.id in [found.id for found in client.beta.agents.automations.list().data]
+
+    invoked = client.beta.agents.automations.invocations.create(created.id)
+    assert invoked.status == "queued" and invoked.source.type == "manual" and invoked.scheduled_at is None
+    delivered = wait_invocation(client, created.id, 30, id=invoked.id)
+    assert delivered is not None and delivered.status == "completed", delivered
+    assert answered(client, delivered.session_id) == "Manual report."
+    session = client.beta.agents.sessions.retrieve(delivered.session_id)
+    assert session.metadata == {"origin": "automation"}
+
+    paused = client.beta.agents.automations.pause(created.id)
+    assert paused.status == "paused"
+    again = client.beta.agents.automations.invocations.create(created.id)  # pause stops scheduled runs only
+    found = wait_invocation(client, created.id, 30, id=again.id)
+    assert found is not None and found.status == "completed"
+    assert answered(client, found.session_id) == "Paused but invoked."
+
+    resumed = client.beta.agents.automations.resume(created.id)
+    assert resumed.status == "active" and resumed.pause_reason is None
+    scheduled = wait_invocation(client, created.id, 75, status="completed", scheduled_at=_any_time())
+    assert scheduled is not None, "the resumed schedule did not fire within its minute"
+    assert scheduled.source.type == "automation" and scheduled.source.automation.id == created.id
+    assert answered(client, scheduled.session_id) == "Scheduled report."
+    assert len(model.requests) == 3
+
+    client.beta.agents.automations.delete(created.id)
+    with pytest.raises(openai.NotFoundError):
+        client.beta.agents.automations.retrieve(created.id)
+
+
+class _any_time:
+    """Equal to any timestamp: matches a scheduled (not manual) invocation."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, int)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+def test_a_once_automation_runs_at_its_time_then_completes(client: OpenAI, model: ScriptedModel) -> None:
+    model.script(text("Reminder delivered."))
+    run_at = int(time.time()) + 4
+    created = client.beta.agents.automations.create(
+        type="once", name="reminder", run_at=run_at, target=new_session_target("Remind me.")
+    )
+    assert created.type == "once" and created.run_at == run_at
+    scheduled = wait_invocation(client, created.id, 40, status="completed")
+    assert scheduled is not None, "the one-time automation did not run"
+    assert scheduled.scheduled_at == run_at and scheduled.source.type == "automation"
+    assert answered(client, scheduled.session_id) == "Reminder delivered."
+    assert client.beta.agents.automations.retrieve(created.id).status == "completed"
+    with pytest.raises(openai.BadRequestError):
+        client.beta.agents.automations.resume(created.id)
+    assert len(client.beta.agents.automations.invocations.list(created.id).data) == 1
+
+
+def test_an_existing_session_target_gets_a_turn_and_a_busy_session_skips_the_delivery(
+    client: OpenAI, model: ScriptedModel
+) -> None:
+    model.script(text("First."), text("Checked in.", delay_seconds=3))
+    session = client.beta.agents.sessions.create(environment=NONE, agent={"model": SCRIPTED_MODEL}, input="Hello")
+    assert answered(client, session.id) == "First."
+    automation = client.beta.agents.automations.create(
+        type="periodic",
+        name="check-in",
+        expression="0 9 * * 1-5",
+        timezone="UTC",
+        target={"type": "existing_session", "session_id": session.id, "instructions": "Check in on the task."},
+    )
+    assert [found.id for found in client.beta.agents.automations.list(session_id=session.id).data] == [automation.id]
+
+    first = client.beta.agents.automations.invocations.create(automation.id)
+    delivered = wait_invocation(client, automation.id, 30, id=first.id)
+    assert delivered is not None and delivered.status == "completed" and delivered.session_id == session.id
+    second = client.beta.agents.automations.invocations.create(automation.id)  # the session is still answering
+    skipped = wait_invocation(client, automation.id, 30, id=second.id)
+    assert skipped is not None and skipped.status == "skipped" and skipped.skip_reason == "pending_delivery"
+    assert answered(client, session.id) == "Checked in."
+    turns = client.beta.agents.sessions.turns.list(session.id).data
+    assert len(turns) == 2
+    texts = [model_request["messages"][-1]["content"] for model_request in model.requests]
+    assert texts[-1] == "Check in on the task."
+    log = client.beta.agents.automations.invocations.list(automation.id, order="asc").data
+    assert [(i.id, i.status) for i in log] == [(first.id, "completed"), (second.id, "skipped")]
+    assert client.beta.agents.automations.invocations.retrieve(second.id, automation_id=automation.id).id == second.id
+
+    client.beta.agents.sessions.delete(session.id)
+    third = client.beta.agents.automations.invocations.create(automation.id)
+    failed = wait_invocation(client, automation.id, 30, id=third.id)
+    assert failed is not None and failed.status == "failed" and failed.error is not None, failed
+    assert session.id in failed.error.message
+    paused = client.beta.agents.automations.retrieve(automation.id)
+    assert paused.status == "paused" and paused.pause_reason == "target_session_failed"
+
+
+def test_automations_refuse_what_cannot_run(client: OpenAI) -> None:
+    target: Any = new_session_target("x")
+    automations = client.beta.agents.automations
+    with pytest.raises(openai.BadRequestError, match="5-field cron"):
+        automations.create(type="periodic", name="n", expression="* * *", timezone="UTC", target=target)
+    with pytest.raises(openai.BadRequestError, match="IANA"):
+        automations.create(type="periodic", name="n", expression="* * * * *", timezone="Mars/Base", target=target)
+    with pytest.raises(openai.BadRequestError, match="future"):
+        automations.create(type="once", name="n", run_at=int(time.time()) - 10, target=target)
+    no_environment: Any = {**target, "environment": None}
+    with pytest.raises(openai.BadRequestError, match="environment"):
+        automations.create(type="once", name="n", run_at=int(time.time()) + 600, target=no_environment)
+    saved_agent: Any = {**target, "agent": None, "agent_id": "agent_x"}
+    with pytest.raises(openai.NotFoundError):
+        automations.create(type="once", name="n", run_at=int(time.time()) + 600, target=saved_agent)
+    with pytest.raises(openai.NotFoundError):
+        automations.create(
+            type="once",
+            name="n",
+            run_at=int(time.time()) + 600,
+            target={"type": "existing_session", "session_id": "sess_nope", "instructions": "x"},
+        )
+    with pytest.raises(openai.NotFoundError):
+        automations.invocations.create("auto_nope")
+    created = automations.create(type="once", name="n", run_at=int(time.time()) + 600, target=target)
+    with pytest.raises(openai.BadRequestError, match="periodic"):
+        automations.update(created.id, expression="* * * * *")
+    updated = automations.update(created.id, name="renamed", metadata={"k": "v"})
+    assert updated.name == "renamed" and updated.metadata == {"k": "v"}
+    automations.delete(created.id)

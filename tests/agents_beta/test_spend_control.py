@@ -1,0 +1,139 @@
+"""spend_control with the unmodified `openai` SDK: a priced model (tests/support/stack.py PRICED_MODEL, a cent a
+token) reports usage, the session's spend reaches its limit, and its running turn waits at its next model call
+(`budget_reached`) with no call made; raising or removing the limit resumes that same turn, spend kept."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from openai import OpenAI
+
+from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.stack import PRICED_MODEL, SCRIPTED_MODEL
+
+NONE: Any = {"type": "none"}
+WEATHER: Any = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+
+
+def wait_status(client: OpenAI, session_id: str, wanted: str, seconds: float = 30) -> Any:
+    deadline = time.monotonic() + seconds
+    while True:
+        session = client.beta.agents.sessions.retrieve(session_id)
+        if session.status == wanted or time.monotonic() > deadline:
+            return session
+        time.sleep(0.05)
+
+
+def answer_pending_call(client: OpenAI, session: Any, output: str) -> None:
+    action = session.required_actions[0]
+    client.beta.agents.sessions.events.create(
+        session.id,
+        events=[
+            {
+                "type": "agent.session.input.tool_result",
+                "turn_id": action.turn_id,
+                "call_id": action.call_id,
+                "success": True,
+                "output": output,
+            }
+        ],
+    )
+
+
+def paused_on_budget(client: OpenAI, model: ScriptedModel, limit_cents: int) -> tuple[Any, int]:
+    """A session whose first model call (a function call) spends past `limit_cents`, then given the call's result:
+    its turn now waits at its second model call. Returns the session and what it had consumed."""
+    model.script(tool_call("get_weather", {"city": "Paris"}), text("It is sunny in Paris."))
+    created = client.beta.agents.sessions.create(
+        environment=NONE,
+        agent={"model": PRICED_MODEL, "instructions": "Answer briefly.", "tools": [WEATHER]},
+        input="What is the weather in Paris today?",
+        spend_control={"limit": limit_cents},
+    )
+    assert created.spend_control is not None and created.spend_control.limit == limit_cents
+    waiting = wait_status(client, created.id, "requires_action")
+    assert waiting.status == "requires_action", waiting
+    assert waiting.spend_control is not None
+    consumed = waiting.spend_control.consumed
+    assert consumed is not None and consumed >= limit_cents  # a cent a word: the first call crossed the limit
+    answer_pending_call(client, waiting, "sunny, 21 C")
+    held = wait_status(client, created.id, "budget_reached")
+    assert held.status == "budget_reached", held
+    assert held.required_actions == []
+    time.sleep(1.5)  # were the turn to go on regardless, its model call would come now
+    assert len(model.requests) == 1, "a model call was made past the spending limit"
+    assert client.beta.agents.sessions.retrieve(created.id).status == "budget_reached"
+    return held, consumed
+
+
+def test_a_session_at_its_limit_waits_and_the_same_turn_finishes_once_the_limit_is_raised(
+    client: OpenAI, model: ScriptedModel
+) -> None:
+    held, consumed = paused_on_budget(client, model, limit_cents=1)
+    [turn] = client.beta.agents.sessions.turns.list(held.id).data
+    kinds: list[str] = []
+    with client.beta.agents.sessions.events.stream(held.id) as stream:  # the held turn's events from its start
+        for event in stream:
+            kinds.append(event.type)
+            if event.type == "agent.session.budget_reached":
+                assert event.session.status == "budget_reached"
+                assert "agent.session.turn.completed" not in kinds
+                raised = client.beta.agents.sessions.update(held.id, spend_control={"limit": 1_000_000})
+            if event.type == "agent.session.idle":
+                break
+    reached = kinds.index("agent.session.budget_reached")
+    assert kinds.index("agent.session.requires_action") < reached
+    assert kinds.index("agent.session.in_progress", reached) < kinds.index("agent.session.turn.completed")
+
+    assert raised.spend_control is not None and raised.spend_control.limit == 1_000_000
+    assert raised.spend_control.consumed is not None and raised.spend_control.consumed >= consumed  # never reset
+
+    done = wait_status(client, held.id, "idle")
+    assert done.status == "idle", done
+    assert len(model.requests) == 2
+    turns = client.beta.agents.sessions.turns.list(held.id).data
+    assert [(t.id, t.status) for t in turns] == [(turn.id, "completed")]  # the same turn, finished
+    items = client.beta.agents.sessions.items.list(held.id, order="asc").data
+    assert items[-1].type == "message" and "sunny" in items[-1].content[0].text
+    assert done.spend_control is not None and (done.spend_control.consumed or 0) > consumed
+
+
+def test_removing_the_limit_resumes_the_turn_and_a_limit_raised_too_little_holds_it_again(
+    client: OpenAI, model: ScriptedModel
+) -> None:
+    held, consumed = paused_on_budget(client, model, limit_cents=2)
+
+    still = client.beta.agents.sessions.update(held.id, spend_control={"limit": consumed})
+    assert still.spend_control is not None and still.spend_control.limit == consumed
+    time.sleep(1.5)
+    assert client.beta.agents.sessions.retrieve(held.id).status == "budget_reached"
+    assert len(model.requests) == 1
+
+    lifted = client.beta.agents.sessions.update(held.id, spend_control=None)
+    assert lifted.spend_control is not None and lifted.spend_control.limit is None
+    assert wait_status(client, held.id, "idle").status == "idle"
+    assert len(model.requests) == 2
+    assert [t.status for t in client.beta.agents.sessions.turns.list(held.id).data] == ["completed"]
+
+
+def test_an_idle_session_at_its_limit_shows_budget_reached_and_a_free_model_never_counts(
+    client: OpenAI, model: ScriptedModel
+) -> None:
+    model.script(text("Hello."))
+    priced = client.beta.agents.sessions.create(
+        environment=NONE, agent={"model": PRICED_MODEL}, input="Say hello to me", spend_control={"limit": 1}
+    )
+    assert wait_status(client, priced.id, "budget_reached").status == "budget_reached"
+
+    model.script(text("Hello."))
+    free = client.beta.agents.sessions.create(
+        environment=NONE, agent={"model": SCRIPTED_MODEL}, input="Say hello to me", spend_control={"limit": 1}
+    )
+    shown = wait_status(client, free.id, "idle")
+    assert shown.status == "idle" and shown.spend_control is not None and shown.spend_control.consumed == 0
