@@ -16,7 +16,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet uv || $(BIN)/pip install --quiet --upgrade pip
 
-INSTALL = { [ -x $(BIN)/uv ] && $(BIN)/uv pip install --quiet --python $(BIN)/python $(1); } || $(BIN)/pip install --quiet $(1)
+INSTALL = { [ -x $(BIN)/uv ] && $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(1); } || $(BIN)/pip install --quiet $(1)
+
+# Bytecode ahead of time, for the packages and for our sources: where Python may not write it itself
+# (PYTHONDONTWRITEBYTECODE, as in many containers and CI runners) every API, worker and test process would
+# otherwise compile what it imports again, over a second of CPU at each start. Already compiled, the check
+# takes well under a second; a file that does not compile is left to fail where it is imported.
+BYTECODE = $(BIN)/python -m compileall -q -x '/\.[^/]' . >/dev/null || true; \
+	$(BIN)/python -m compileall -q "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" >/dev/null || true
 
 $(VENV)/.run-deps: pyproject.toml | $(BIN)/python
 	$(call INSTALL,-e .)
@@ -27,6 +34,7 @@ $(VENV)/.test-deps: pyproject.toml | $(BIN)/python
 	touch $@
 
 run: $(VENV)/.run-deps
+	@$(BYTECODE)
 	$(BIN)/python serve.py
 
 # ruff (style, errors), import-linter (the layers, no import circles, the shared API edge apart from the
@@ -36,22 +44,28 @@ LINT = $(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/lint-import
 lint: $(VENV)/.test-deps
 	$(LINT)
 
-# docs/testing.md says how the suite runs and why so. The lint, and .venv-lsc (the current llama-stack-client,
-# which needs Python >= 3.12: tests/support/client_venvs.py; its tests wait for it on a lock), are built in
-# the background while the tests run: both are mostly one core's work or waiting on the network. Then the
-# suite on TEST_WORKERS workers, a file per worker at a time, except the tests marked `processes` (services
-# of their own, killed on a timetable), which run afterwards on PROCESS_WORKERS workers of their own. Every
-# part always runs; any failing fails `make test`, and the lint's output is printed at the end.
+# docs/testing.md says how the suite runs and why so. Three things run side by side from the start: the lint;
+# .venv-lsc (the current llama-stack-client, which needs Python >= 3.12: tests/support/client_venvs.py; its
+# tests wait for it on a lock); and the tests marked `processes` (services of their own, killed on a
+# timetable: mostly waiting, little computing) on PROCESS_WORKERS workers, in their own slices of ports
+# (DA_TEST_PORT_SLICE_OFFSET, tests/support/stack.py). In the foreground, the rest of the suite on
+# TEST_WORKERS workers, a file per worker at a time. Every part always runs; any failing fails `make test`;
+# the `processes` part's and the lint's output are printed at the end.
 PROCESS_WORKERS ?= 2
 LINT_LOG := .lint.log
+PROCESSES_LOG := .processes.log
 
 test: $(VENV)/.test-deps
+	@$(BYTECODE)
 	@status=0; \
 	( $(LINT) ) > $(LINT_LOG) 2>&1 & lint=$$!; \
 	$(BIN)/python -m tests.support.client_venvs & venv_lsc=$$!; \
+	DA_TEST_PORT_SLICE_OFFSET=4 $(BIN)/pytest -m processes -n $(PROCESS_WORKERS) --dist loadfile \
+		> $(PROCESSES_LOG) 2>&1 & processes=$$!; \
 	$(BIN)/pytest -m "not processes" -n $(TEST_WORKERS) --dist loadfile || status=$$?; \
 	wait $$venv_lsc || status=$$?; \
-	$(BIN)/pytest -m processes -n $(PROCESS_WORKERS) --dist loadfile || status=$$?; \
+	wait $$processes || { status=1; echo "the processes tests failed:"; }; \
+	cat $(PROCESSES_LOG); \
 	wait $$lint || { status=1; echo "make lint failed:"; }; \
 	cat $(LINT_LOG); \
 	exit $$status

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-import openai
 
 from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID, ModelSpec, Settings
 from knowledge.chunking import token_ids
@@ -114,6 +113,10 @@ class OpenAIEmbeddings:
         self._name = spec.provider_model or model_id
         self._api_key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
         self._missing_key = spec.api_key_env if spec.api_key_env and not self._api_key else None
+        # The SDK when an endpoint model is first built: importing it costs a process near half a second
+        # of CPU, which a deployment on the built-in model never needs to pay.
+        import openai
+
         # Retries of ingestion are Temporal's; a query's caller retries its own request.
         self._client = openai.AsyncOpenAI(
             base_url=spec.base_url, api_key=self._api_key or "not-needed", timeout=spec.timeout_seconds, max_retries=0
@@ -125,6 +128,8 @@ class OpenAIEmbeddings:
     async def embed(self, texts: list[str]) -> Embedded:
         if self._missing_key:
             raise EmbeddingUnavailable(f"This process's environment has no {self._missing_key}, which holds the key")
+        import openai  # imported already by __init__
+
         rows: list[list[float]] = []
         tokens = 0
         for start in range(0, len(texts), _OPENAI_BATCH):

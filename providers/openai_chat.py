@@ -5,11 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
-import openai
-from openai._types import RequestOptions
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from domain.content import StopReason, ToolCall
 from providers.base import (
@@ -24,11 +21,18 @@ from providers.base import (
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 
-# What `create` asks of the client besides the body: the bearer key, which openai 3 sends only when a
-# request asks for it (earlier majors have no such option and send the key with every request).
-_REQUEST_OPTIONS: RequestOptions = (
-    {"security": {"bearer_auth": True}} if "security" in RequestOptions.__annotations__ else {}
-)
+if TYPE_CHECKING:
+    from openai._types import RequestOptions
+
+
+@cache
+def _request_options() -> RequestOptions:
+    """What `create` asks of the client besides the body: the bearer key, which openai 3 sends only when a
+    request asks for it (earlier majors have no such option and send the key with every request)."""
+    from openai._types import RequestOptions
+
+    return {"security": {"bearer_auth": True}} if "security" in RequestOptions.__annotations__ else {}
+
 
 _STOP_REASONS: dict[str | None, StopReason] = {"length": "out_of_tokens", "content_filter": "end_of_turn"}
 
@@ -77,6 +81,10 @@ def _object(payload: str) -> dict[str, Any]:
 
 class OpenAIChatModel:
     def __init__(self, base_url: str, api_key: str | None, timeout_seconds: float) -> None:
+        # The SDK when a model of this kind is first built, not at import: it costs a process near half a
+        # second of CPU, which a deployment on the built-in model never needs to pay.
+        import openai
+
         self._api_key = api_key
         # Retries are Temporal's job: it backs off durably and records every attempt.
         self._client = openai.AsyncOpenAI(
@@ -111,6 +119,9 @@ class OpenAIChatModel:
         return arguments
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ReplyPart]:
+        import httpx
+        import openai  # imported already by __init__
+
         try:
             # The body as built, not through `chat.completions.create`: its request transform walks
             # every message with typing introspection (O(conversation) per call, half the worker's
@@ -120,7 +131,7 @@ class OpenAIChatModel:
             response = await self._client.post(
                 "/chat/completions",
                 body=self._arguments(request),
-                options=_REQUEST_OPTIONS,
+                options=_request_options(),
                 cast_to=httpx.Response,
                 stream=True,
             )

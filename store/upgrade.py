@@ -11,24 +11,29 @@ schema behind.
 A store made before migrations existed (by `create_all`: the tables, no alembic_version) is taken
 to be at the baseline revision. A store at a revision this code does not know was upgraded by newer
 code; it is refused, never used.
+
+The usual start finds the store at the newest revision already. That is checked with one query and the
+revision files' `revision` and `down_revision` lines, without loading Alembic, which costs every process
+started near half a second of CPU; Alembic is loaded only when there is something to migrate, stamp or refuse.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import sys
 from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, create_engine, event, inspect, pool, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from store.database import sqlite_module, switch_to_wal
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 BASELINE = "0001"
 """The revision whose schema is what `create_all` made before migrations existed."""
@@ -44,12 +49,16 @@ class StoreNotUpgradable(RuntimeError):
 
 def migrations_config() -> Config:
     """Alembic's configuration for the store's migrations, wherever the package is installed."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(files("store") / "migrations"))
     return config
 
 
 def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(migrations_config()).get_current_head()
     assert head is not None, "store/migrations/versions has no revision"
     return head
@@ -57,16 +66,23 @@ def head_revision() -> str:
 
 def current_revisions(connection: Connection) -> tuple[str, ...]:
     """The revisions recorded in the store; () for a store that has none (new, or made by `create_all`)."""
+    from alembic.runtime.migration import MigrationContext
+
     return MigrationContext.configure(connection).get_current_heads()
 
 
 def upgrade_schema(connection: Connection, url: str, target: str = "head") -> None:
     """Migrate the store on `connection` to `target`, in the connection's one transaction."""
+    if target == "head" and _at_newest_revision(connection):
+        return  # the usual start: nothing to do, and no lock that would hold up the store's writers
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
     config = migrations_config()
     config.attributes["connection"] = connection
     script = ScriptDirectory.from_config(config)
     if target == "head" and current_revisions(connection) == (script.get_current_head(),):
-        return  # the usual start: nothing to do, and no lock that would hold up the store's writers
+        return
     _lock(connection)
     current = current_revisions(connection)
     known = {revision.revision for revision in script.walk_revisions()}
@@ -90,6 +106,42 @@ def upgrade_schema(connection: Connection, url: str, target: str = "head") -> No
                 "that durable-agents made."
             )
     command.upgrade(config, target)
+
+
+def _at_newest_revision(connection: Connection) -> bool:
+    """Whether the store records exactly the newest revision, read without Alembic. False whenever unsure
+    (no version table, several heads): the caller then asks Alembic."""
+    if not inspect(connection).has_table("alembic_version"):
+        return False
+    recorded = [row[0] for row in connection.execute(text("SELECT version_num FROM alembic_version"))]
+    newest = _newest_revision()
+    return newest is not None and recorded == [newest]
+
+
+def _newest_revision() -> str | None:
+    """The one revision no other revision follows, from the `revision` and `down_revision` assignments of
+    store/migrations/versions; None unless exactly one (Alembic, which decides when unsure, agrees)."""
+    revisions: set[str] = set()
+    followed: set[str] = set()
+    for path in (files("store") / "migrations" / "versions").iterdir():
+        if not path.name.endswith(".py"):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                target, value = node.target, node.value
+            else:
+                continue
+            if not isinstance(target, ast.Name) or target.id not in ("revision", "down_revision"):
+                continue
+            named = ast.literal_eval(value)
+            if target.id == "revision":
+                revisions.add(named)
+            else:
+                followed.update([named] if isinstance(named, str) else named or ())
+    heads = revisions - followed
+    return heads.pop() if len(heads) == 1 else None
 
 
 async def upgrade_store(url: str, target: str = "head") -> None:

@@ -10,15 +10,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx2
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from outbound.http import Outbound
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -106,6 +107,11 @@ class McpConnector:
         limit: float | None = None,
     ) -> T:
         """`limit`: when this attempt must end, if sooner than `deadline`."""
+        # The SDK on first use, not at import: it costs every API and worker process half a second of CPU
+        # at start, and most never reach an MCP server. Outside the `try`, so a broken install fails loudly.
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
         incidents: list[Exception] = []
         where = shown_uri(uri)
         try:

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,6 +211,19 @@ def _value(samples: dict[str, list[tuple[dict[str, str], float]]], name: str, **
     return sum(matching)
 
 
+Samples = dict[str, list[tuple[dict[str, str], float]]]
+
+
+def _scrape_until(url: str, name: str, at_least: float, seconds: float = 60) -> Samples:
+    """The samples once `name` has reached `at_least` (polled), or as they are after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        samples = _scrape(url)
+        if sum(value for _, value in samples.get(name, [])) >= at_least or time.monotonic() > deadline:
+            return samples
+        time.sleep(0.2)
+
+
 def test_metrics_count_turns_model_calls_tools_and_tokens(
     observed: Observed, http: httpx.Client, client_tool_turn: ClientToolTurn
 ) -> None:
@@ -237,7 +251,9 @@ def test_metrics_count_turns_model_calls_tools_and_tokens(
     done = http.post(f"/v1/agents/{agent_id}/session/{session_id}/turn", json=_ask("add"))
     assert done.json()["status"] == "completed", done.text
 
-    worker = _scrape(observed.worker_metrics_url)
+    # The answer comes as the turn's end is stored; its workflow completes a moment later, and the SDK
+    # counts it then: on a loaded machine, after the answer.
+    worker = _scrape_until(observed.worker_metrics_url, "temporal_workflow_completed_total", 3)
     assert _value(worker, "durable_agents_turns_ended_total", status="completed") >= 3
     calls = _value(worker, "durable_agents_model_call_duration_seconds_count", model=SCRIPTED_MODEL, outcome="ok")
     assert calls >= 7

@@ -121,6 +121,20 @@ def test_the_migrations_form_one_line_of_revisions() -> None:
     assert script.get_base() == BASELINE
 
 
+def test_a_start_on_a_store_at_the_newest_revision_does_not_load_alembic(url: str) -> None:
+    """Every process upgrades as it starts; the usual start, with nothing to migrate, must not pay for Alembic."""
+    asyncio.run(upgrade_store(url))
+    check = (
+        "import asyncio, sys; from store.upgrade import upgrade_store; "
+        f"asyncio.run(upgrade_store({url!r})); print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))"
+    )
+
+    loaded = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, check=True)
+
+    assert loaded.stdout.strip() == "[]"
+    assert asyncio.run(on(url, revisions)) == (head_revision(),)
+
+
 def test_the_baseline_revision_is_the_schema_create_all_made(url: str, tmp_path: Path) -> None:
     asyncio.run(on(url, make_legacy_store))
     legacy = MetaData()

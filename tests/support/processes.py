@@ -21,9 +21,15 @@ from tests.support.scripted_model import ALLOWED_HOST, ScriptedModel, ThreadedSe
 from tests.support.stack import SCRIPTED_KEY, SCRIPTED_KEY_ENV, SCRIPTED_MODEL, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+START_SECONDS = 180
+"""Upper bound on a service coming up. Waits poll every 0.1 s and end as soon as the condition holds, so a
+generous bound costs nothing on a quiet machine; on a loaded 2-core one, where `make test` runs these tests
+beside the rest of the suite, a Python process's imports alone can take tens of seconds."""
+EVENT_SECONDS = 120
+"""Upper bound on something a test waits for once the services are up (a model request, say)."""
 
 
-def _wait_until(check: Callable[[], object], what: str, seconds: float = 60) -> None:
+def _wait_until(check: Callable[[], object], what: str, seconds: float = START_SECONDS) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
@@ -107,7 +113,7 @@ class ProcessStack:
         )
         _wait_until(lambda: httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200, "API healthy")
 
-    def wait_for_model_requests(self, count: int, seconds: float = 30) -> None:
+    def wait_for_model_requests(self, count: int, seconds: float = EVENT_SECONDS) -> None:
         """Block until the scripted model has received `count` requests: a model call is under way."""
         _wait_until(lambda: len(self.model.requests) >= count, f"{count} model requests", seconds)
 

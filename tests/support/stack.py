@@ -58,6 +58,10 @@ def _ephemeral_ports_start() -> int:
 
 
 LOWEST_TEST_PORT = 10000
+PORT_SLICES = 8
+PORT_SLICE_OFFSET_ENV = "DA_TEST_PORT_SLICE_OFFSET"
+"""Where a pytest run's slices start: `make test` runs the `processes` tests beside the rest, in a second
+pytest run whose xdist workers are numbered from gw0 too; this offset gives them slices of their own."""
 _handed_out: set[int] = set()
 
 
@@ -67,11 +71,12 @@ def free_port() -> int:
     A port from bind(0) is an ephemeral one: once released, any outgoing connection (the dev server's own
     gRPC connections, say) may take it as its source port, and a service restarted on it then cannot bind
     (the likely reason a restart in tests/operations/test_serve.py once never became healthy in CI). Slices keep the
-    parallel workers from handing out the same port."""
+    parallel workers, and the two pytest runs of `make test` (PORT_SLICE_OFFSET_ENV), from handing out the
+    same port."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
-    slices = 8
-    width = (_ephemeral_ports_start() - LOWEST_TEST_PORT) // slices
-    first = LOWEST_TEST_PORT + (int(worker) % slices if worker.isdigit() else 0) * width
+    index = (int(worker) if worker.isdigit() else 0) + int(os.environ.get(PORT_SLICE_OFFSET_ENV, "0"))
+    width = (_ephemeral_ports_start() - LOWEST_TEST_PORT) // PORT_SLICES
+    first = LOWEST_TEST_PORT + index % PORT_SLICES * width
     for _ in range(width):
         port = random.randrange(first, first + width)
         if port in _handed_out:
