@@ -105,7 +105,8 @@ async def _session_of_turns(services: Services, record: BetaSessionRecord) -> di
     if turn is None:
         return session_object(record, "idle", [], None)
     renderer = await replayed(services, record, turn)
-    actions = renderer.required_actions()
+    # Only a waiting turn asks for anything: a cancelled or ended one may still hold the calls it stopped at.
+    actions = renderer.required_actions() if renderer.status == "waiting" else []
     if actions:
         posted = await services.store.agent_sessions.tool_results(turn.turn_id)
         actions = [action for action in actions if action.get("call_id", action.get("request_id")) not in posted]
