@@ -27,7 +27,9 @@ from tests.support.webhook_receiver import Receiver
 from workflows.webhook_delivery import delivery_workflow_id
 
 OPERATOR_KEY = "operator-key-0123456789"
-KEYS = {"alice": "key-alice-0123", "bob": "key-bob-4567"}
+KEYS = {"erasure-alice": "key-alice-0123", "erasure-bob": "key-bob-4567"}
+"""Tenant names of this file alone: the suite's stack is shared by the test files of one worker, and an
+erasure takes everything of its tenant there."""
 NOTES = b"The harbour seal rests on rocky shores and dives for herring and cod."
 
 
@@ -97,20 +99,20 @@ class Tenant:
 def test_an_erasure_takes_the_tenants_files_vector_stores_and_webhooks(
     stack: Stack, url: str, receivers: dict[str, Receiver], model: ScriptedModel
 ) -> None:
-    alice = Tenant("alice", url, receivers["alice"], model)
-    bob = Tenant("bob", url, receivers["bob"], model)
+    alice = Tenant("erasure-alice", url, receivers["erasure-alice"], model)
+    bob = Tenant("erasure-bob", url, receivers["erasure-bob"], model)
     # One of alice's deliveries still pending (its receiver failing), its workflow waiting for a retry.
-    receivers["alice"].answer(*[500] * 50)
+    receivers["erasure-alice"].answer(*[500] * 50)
     model.script(text("again"))
     alice.oai.responses.create(model=SCRIPTED_MODEL, input="again")
     pending = next(d for d in _deliveries(alice.http, alice.endpoint.id, "pending", 1) if d["status"] == "pending")
     pending_workflow = delivery_workflow_id(alice.endpoint.id, pending["event_id"], 0)
     blobs = stack.settings.data_dir / "files"
     assert (blobs / alice.file.id).exists() and chunk_rows(stack, alice.store.id) > 0
-    assert chunk_rows(stack, alice.vector_db_store) > 0 and _outbox_rows(stack, "alice") == 2
+    assert chunk_rows(stack, alice.vector_db_store) > 0 and _outbox_rows(stack, "erasure-alice") == 2
 
     operator = {"Authorization": f"Bearer {OPERATOR_KEY}"}
-    erased = httpx.delete(f"{url}{OPERATOR_PREFIX}tenants/alice", headers=operator, timeout=60)
+    erased = httpx.delete(f"{url}{OPERATOR_PREFIX}tenants/erasure-alice", headers=operator, timeout=60)
     assert erased.status_code == 200, erased.text
     deleted = erased.json()["deleted"]
     assert deleted["files"] == 1 and deleted["vector_stores"] == 2  # the vector store and the vector DB
@@ -133,7 +135,7 @@ def test_an_erasure_takes_the_tenants_files_vector_stores_and_webhooks(
         assert alice.http.get(path).status_code == 404, path
     assert not (blobs / alice.file.id).exists()
     assert chunk_rows(stack, alice.store.id) == 0 and chunk_rows(stack, alice.vector_db_store) == 0
-    assert _outbox_rows(stack, "alice") == 0
+    assert _outbox_rows(stack, "erasure-alice") == 0
 
     async def stopped() -> bool:
         described = await stack.client.get_workflow_handle(pending_workflow).describe()
@@ -151,6 +153,6 @@ def test_an_erasure_takes_the_tenants_files_vector_stores_and_webhooks(
     assert chunk_rows(stack, bob.store.id) > 0 and chunk_rows(stack, bob.vector_db_store) > 0
     assert [endpoint.id for endpoint in bob.oai.webhooks.list().data] == [bob.endpoint.id]
     assert _deliveries(bob.http, bob.endpoint.id, "delivered", 1) == bob.deliveries
-    assert _outbox_rows(stack, "bob") == 1
+    assert _outbox_rows(stack, "erasure-bob") == 1
     bob.oai.vector_stores.delete(bob.store.id)  # the suite's stack goes on: leave no endpoint behind
     bob.oai.webhooks.delete(bob.endpoint.id)
