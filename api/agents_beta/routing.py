@@ -122,5 +122,6 @@ class AgentsBetaByShape:
                 body, receive = await _read_body(receive)
                 beta = _body_is_agents_create(body)
             if beta:
-                scope = {**scope, "headers": [*scope["headers"], (BETA_HEADER, b"agents=v1")]}
+                # In place: the outer error envelope (api/responses/errors.py) reads it when the answer starts.
+                scope["headers"] = [*scope["headers"], (BETA_HEADER, b"agents=v1")]
         await self._app(scope, receive, send)

@@ -78,3 +78,11 @@ def test_llama_stack_client_calls_are_answered_by_the_llama_stack_dialect(
     for bad in ({}, {"unknown": 1}, [1], "not json"):
         answer = http.post("/v1/agents", json=bad) if bad != "not json" else http.post("/v1/agents", content=bad)
         assert answer.status_code == 400 and "detail" in answer.json(), (bad, answer.text)
+
+
+def test_errors_of_header_less_agents_api_requests_come_in_openai_s_envelope(http: httpx.Client) -> None:
+    """Also those FastAPI's validation answers, outside the route's own checks."""
+    bad_limit = http.get("/v1/agents/sessions", params={"limit": 0})
+    assert bad_limit.status_code == 400 and bad_limit.json()["error"]["param"] == "limit", bad_limit.text
+    llama_shaped = http.get("/v1/agents/not-an-agent")  # the llama-stack dialect's own 404, as before
+    assert llama_shaped.status_code == 404 and "detail" in llama_shaped.json(), llama_shaped.text
