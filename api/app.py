@@ -16,6 +16,7 @@ from api.agents_beta import automations as beta_automations
 from api.agents_beta import out_of_scope as beta_out_of_scope
 from api.agents_beta import session_inputs, session_turns
 from api.agents_beta import sessions as beta_sessions
+from api.agents_beta.routing import AgentsBetaByShape
 from api.guards.auth import BearerAuth
 from api.guards.body_limit import BodySizeLimit
 from api.guards.host_check import HostOriginCheck
@@ -170,6 +171,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.rate_buckets = ProcessRateBuckets()  # the lifespan moves them into a PostgreSQL store
     # The last added runs first: a request for a foreign host name or origin is refused first, then a caller
     # without a valid key, then one over its rate, all before the body is even counted.
+    app.add_middleware(AgentsBetaByShape)  # innermost: it reads the body of `POST /v1/agents` once bounded
     app.add_middleware(BodySizeLimit, settings=current_settings)
     app.add_middleware(RateLimit, settings=current_settings)
     app.add_middleware(BearerAuth, settings=current_settings)

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+AGENTS_PATH = "/v1/agents"
 PREFIXES = (
     "/v1/responses",
     "/v1/conversations",
@@ -135,7 +136,11 @@ class OpenAIErrorEnvelope:
         self._app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not (scope["path"].startswith(PREFIXES) or _names_agents_beta(scope)):
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        ours = scope["path"].startswith(PREFIXES)
+        if not (ours or scope["path"].startswith(AGENTS_PATH) or _names_agents_beta(scope)):
             await self._app(scope, receive, send)
             return
         start: Message | None = None
@@ -144,7 +149,9 @@ class OpenAIErrorEnvelope:
         async def rewriting_send(message: Message) -> None:
             nonlocal start
             if message["type"] == "http.response.start":
-                if message["status"] < 400:
+                # Decided at the answer: a request without the header may have been routed to the Agents API
+                # by its body by then (api/agents_beta/routing.py adds the header to this same scope).
+                if message["status"] < 400 or not (ours or _names_agents_beta(scope)):
                     await send(message)
                     return
                 start = message
