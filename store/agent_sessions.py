@@ -76,7 +76,9 @@ def _turn(row: Row[Any]) -> SessionTurnRecord:
     return SessionTurnRecord(row.turn_id, row.session_id, row.tenant_id, row.ordinal, row.created_at)
 
 
-def _page(tx: Connection, table: Any, key: Any, tenant: str, after: str | None, order: Order, where: list[Any]) -> Any:
+def tenant_page_query(
+    tx: Connection, table: Any, key: Any, tenant: str, after: str | None, order: Order, where: list[Any]
+) -> Any:
     """The query for rows after the cursor row `after` (LookupError if it is not the tenant's), in order."""
     query = select(table.__table__).where(table.tenant_id == tenant, *where)
     if after is not None:
@@ -138,7 +140,7 @@ class AgentSessionStore:
         self, tenant: str, after: str | None, limit: int, order: Order
     ) -> tuple[list[BetaAgentRecord], bool]:
         def run(tx: Connection) -> tuple[list[BetaAgentRecord], bool]:
-            query = _page(tx, BetaAgentRow, BetaAgentRow.agent_id, tenant, after, order, [])
+            query = tenant_page_query(tx, BetaAgentRow, BetaAgentRow.agent_id, tenant, after, order, [])
             rows = tx.execute(query.limit(limit + 1)).all()
             return [_agent(row) for row in rows[:limit]], len(rows) > limit
 
@@ -193,7 +195,7 @@ class AgentSessionStore:
 
         def run(tx: Connection) -> tuple[list[BetaSessionRecord], bool]:
             where = [BetaSessionRow.agent_id == agent_id] if agent_id is not None else []
-            query = _page(tx, BetaSessionRow, BetaSessionRow.session_id, tenant, after, order, where)
+            query = tenant_page_query(tx, BetaSessionRow, BetaSessionRow.session_id, tenant, after, order, where)
             found: list[BetaSessionRecord] = []
             offset = 0
             while len(found) <= limit:

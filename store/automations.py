@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from sqlalchemy import Connection, Row, delete, insert, select, update
 
-from store.agent_sessions import Order, _page
+from store.agent_sessions import Order, tenant_page_query
 from store.automation_tables import AutomationInvocationRow, AutomationRow
 from store.database import Database
 
@@ -173,7 +173,7 @@ class AutomationStore:
         where = [AutomationRow.target_session_id == session_id] if session_id is not None else []
 
         def run(tx: Connection) -> tuple[list[AutomationRecord], bool]:
-            query = _page(tx, AutomationRow, AutomationRow.automation_id, tenant, after, order, where)
+            query = tenant_page_query(tx, AutomationRow, AutomationRow.automation_id, tenant, after, order, where)
             rows = tx.execute(query.limit(limit + 1)).all()
             return [_automation(row) for row in rows[:limit]], len(rows) > limit
 
@@ -265,7 +265,7 @@ class AutomationStore:
 
         def run(tx: Connection) -> tuple[list[InvocationRecord], bool]:
             table = AutomationInvocationRow
-            query = _page(tx, table, table.invocation_id, tenant, after, order, where)
+            query = tenant_page_query(tx, table, table.invocation_id, tenant, after, order, where)
             rows = tx.execute(query.limit(limit + 1)).all()
             return [_invocation(row) for row in rows[:limit]], len(rows) > limit
 
