@@ -51,15 +51,15 @@ class AgentsBetaRoute(APIRoute):
 
 async def _beta_header(
     openai_beta: Annotated[
-        str,
+        str | None,
         Header(
             alias="OpenAI-Beta",
-            description="`agents=v1`: the openai SDK sends it with every Agents API call",
-            json_schema_extra={"enum": ["agents=v1"]},
+            description="`agents=v1`: the openai SDK sends it with every Agents API call; paths only this"
+            " dialect has are routed here without it",
         ),
-    ],
+    ] = None,
 ) -> None:
-    """Declares the header in the OpenAPI document; the route's match has already required it."""
+    """Declares the header in the OpenAPI document; the route's match (or AgentsBetaByShape) decided already."""
 
 
 def beta_router(**kwargs: Any) -> APIRouter:
