@@ -9,13 +9,12 @@ the vLLM endpoints.
 
 from __future__ import annotations
 
-import signal
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common import free_port, log, spawn, stop_process, wait_for_http
-from bench.peers.systems import ModelServers
+from bench.common import log
+from bench.peers.peer_server import PeerServer
 from bench.peers.venvs import PeerVenv
 
 HERE = Path(__file__).resolve().parent
@@ -48,39 +47,14 @@ def install() -> Path:
 
 
 @dataclass
-class LlamaStack:
-    workdir: Path
-    models: ModelServers
+class LlamaStack(PeerServer):
     name: str = "llama-stack"
+    title: str = "llama-stack 0.2.12"
     fast_model: str = "bench"
     slow_model: str = "bench-ttft"
-    port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
+    def install(self) -> None:
         install()
-        store = self.workdir / "llama-stack-data"
-        store.mkdir(exist_ok=True)
-        env = {
-            "BENCH_FAST_MODEL_URL": f"{self.models.fast.url}/v1",
-            "BENCH_SLOW_MODEL_URL": f"{self.models.slow.url}/v1",
-            "SQLITE_STORE_DIR": str(store),
-            "HOME": str(store),  # its ~/.llama
-        }
-        command = [str(VENV.script("llama")), "stack", "run", str(CONFIG), "--port", str(self.port)]
-        log(f"starting llama-stack 0.2.12 at {self.base_url}")
-        self.process = spawn(command, self.workdir / "llama-stack.log", env, cwd=store)
-        wait_for_http(f"{self.base_url}/v1/health", [self.process], 180)
 
-    @property
-    def root_pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
-    def stop(self) -> None:
-        if self.process is not None:
-            stop_process(self.process, signal.SIGINT, 30)
+    def command(self) -> list[str]:
+        return [str(VENV.script("llama")), "stack", "run", str(CONFIG), "--port", str(self.port)]

@@ -14,13 +14,12 @@ looks for, and tiktoken checks its SHA-256 when it reads it.
 from __future__ import annotations
 
 import hashlib
-import signal
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common import free_port, log, spawn, stop_process, wait_for_http
-from bench.peers.systems import ModelServers
+from bench.common import log
+from bench.peers.peer_server import PeerServer
 from bench.peers.venvs import PeerVenv
 
 CONFIG = Path(__file__).resolve().parent / "ogx.yaml"
@@ -67,41 +66,18 @@ def tiktoken_cache() -> Path:
 
 
 @dataclass
-class Ogx:
-    workdir: Path
-    models: ModelServers
+class Ogx(PeerServer):
     name: str = "ogx"
+    title: str = "OGX 1.5"
     fast_model: str = "bench/bench"
     """OGX names the models its providers list `provider/model`."""
     slow_model: str = "bench-ttft/bench"
-    port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
+    def install(self) -> None:
         install()
-        store = self.workdir / "ogx-data"
-        store.mkdir(exist_ok=True)
-        env = {
-            "BENCH_FAST_MODEL_URL": f"{self.models.fast.url}/v1",
-            "BENCH_SLOW_MODEL_URL": f"{self.models.slow.url}/v1",
-            "SQLITE_STORE_DIR": str(store),
-            "HOME": str(store),  # its ~/.ogx
-            "TIKTOKEN_CACHE_DIR": str(tiktoken_cache()),
-        }
-        command = [str(VENV.script("ogx")), "run", str(CONFIG), "--insecure", "--port", str(self.port)]
-        log(f"starting OGX 1.5 at {self.base_url}")
-        self.process = spawn(command, self.workdir / "ogx.log", env, cwd=store)
-        wait_for_http(f"{self.base_url}/v1/health", [self.process], 180)
 
-    @property
-    def root_pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
+    def command(self) -> list[str]:
+        return [str(VENV.script("ogx")), "run", str(CONFIG), "--insecure", "--port", str(self.port)]
 
-    def stop(self) -> None:
-        if self.process is not None:
-            stop_process(self.process, signal.SIGINT, 30)
+    def extra_env(self) -> dict[str, str]:
+        return {"TIKTOKEN_CACHE_DIR": str(tiktoken_cache())}
