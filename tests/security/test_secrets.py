@@ -98,7 +98,11 @@ def test_a_retried_provider_failure_that_quotes_the_key_is_recorded_without_it(
         agent_id = create_agent(http)
         turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
         turn = final_turn(http.post(turns, json={"messages": [{"role": "user", "content": QUESTION}], "stream": True}))
-    history = stack.background.run(stack.client.get_workflow_handle(turn_workflow_id(turn["turn_id"])).fetch_history())
+    handle = stack.client.get_workflow_handle(turn_workflow_id(turn["turn_id"]))
+    # The stream ends when the activity has written the turn's end, which can be before Temporal records the
+    # activity's completion; the retried attempt's start event is written only with that completion.
+    stack.background.run(handle.result())
+    history = stack.background.run(handle.fetch_history())
 
     assert turn["status"] == "completed" and len(model.authorizations) == 2
     # The failed attempt is in history (the retry's start event carries it), without the key.
