@@ -90,13 +90,15 @@ class EventStore(StoreBase):
         error: str | None = None,
         closing_event: Callable[[Turn], KeyedEvent] | None = None,
         awaiting: Sequence[str] = (),
+        on_deliveries: Callable[[], None] | None = None,
     ) -> Turn | None:
         """Append steps and events and move the turn's status and output, atomically and idempotently.
 
         `closing_event` builds one more event from the turn as just saved (a pause or the end, which
         carry the whole turn). A final status also frees the session for its next turn. `awaiting`:
         with the awaiting_input status, the call and approval ids a detached turn now waits for
-        (Store.pending_calls); any other status clears them.
+        (Store.pending_calls); any other status clears them. `on_deliveries` is called after the commit
+        when the status has webhook deliveries to start (store/webhooks.py record_turn_status).
 
         A turn that has ended keeps its end: a write with a status then writes nothing and returns
         the turn as stored (an answer written by its inference just before a cancel stands). None
@@ -129,7 +131,7 @@ class EventStore(StoreBase):
                 which.append(TurnRow.status.not_in(FINAL_STATUSES))
             lock, lock_params = update(TurnRow).where(*which).values(**values).returning(TurnRow.tenant_id), {}
 
-        def run(tx: Connection) -> tuple[Turn | None, EventsWritten | None]:
+        def run(tx: Connection) -> tuple[Turn | None, EventsWritten | None, bool]:
             # Updating the turn row first takes its row lock (PostgreSQL) or the write lock (SQLite):
             # concurrent writers of one turn are serialised, so event ids follow commit order.
             locked = tx.execute(lock, lock_params).first()
@@ -137,7 +139,7 @@ class EventStore(StoreBase):
                 ended = load_turns(tx, None, turn_ids=[turn_id])
                 if not ended:
                     raise LookupError(f"Turn {turn_id} not found in the store (was its session deleted?)")
-                return ended[0], None
+                return ended[0], None, False
             if status is not None and locked.tenant_id is not None:
                 _set_pending_calls(
                     tx, turn_id, locked.tenant_id, awaiting if status == TurnStatus.AWAITING_INPUT else ()
@@ -166,17 +168,20 @@ class EventStore(StoreBase):
                     stored = [StoredEvent(event_id, row["body"]) for event_id, row in zip(ids, rows, strict=True)]
                     written = EventsWritten(turn_id, after, stored)
                     notify_events_written(tx)
+            deliveries = False
             if status is not None:  # the webhook events an end or a pause means, in this same transaction
-                record_turn_status(tx, turn_id, status, to_add[-1].key if to_add else status.value)
+                deliveries = record_turn_status(tx, turn_id, status, to_add[-1].key if to_add else status.value)
             if status is not None and status.is_final:
                 tx.execute(update(SessionRow).where(SessionRow.active_turn_id == turn_id).values(active_turn_id=None))
                 tx.execute(delete(TurnCredentialsRow).where(TurnCredentialsRow.turn_id == turn_id))
-            return None, written
+            return None, written, deliveries
 
-        ended, written = await self.database.write(run)
+        ended, written, deliveries = await self.database.write(run)
         if written is not None:
             for listener in self._event_listeners:
                 listener(written)
+        if deliveries and on_deliveries is not None:
+            on_deliveries()
         return ended
 
     async def events_after(
