@@ -102,7 +102,8 @@ async def test_successive_calls_reuse_one_connection(bodies: tuple[dict[str, lis
     request = ChatRequest(model="short", messages=[{"role": "user", "content": "hi"}])
     _client_ports.clear()
     for _ in range(3):
-        assert [part async for part in chat.stream(request)][0] == TextPart("hi")
+        parts = [part async for part in chat.stream(request)]
+        assert parts[0] == TextPart("hi")
     assert len(_client_ports) == 3 and len(set(_client_ports)) == 1
 
 
