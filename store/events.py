@@ -55,7 +55,7 @@ def _turn_update(columns: tuple[str, ...], keeps_an_end: bool) -> Any:
     which = [TurnRow.turn_id == bindparam("locked_turn")]
     if keeps_an_end:
         which.append(TurnRow.status.not_in(FINAL_STATUSES))
-    values = {column: bindparam(f"new_{column}") for column in columns}
+    values: dict[str, Any] = {column: bindparam(f"new_{column}") for column in columns}
     return update(TurnRow).where(*which).values(**values).returning(TurnRow.tenant_id)
 
 
