@@ -18,6 +18,7 @@ from sqlalchemy import Connection
 
 from knowledge import filters as attribute_filters
 from knowledge.embeddings import EmbeddingModel, InProcessEmbeddingModel
+from store.database import ThreadedSQLite
 from store.vector_index import Hit
 from store.vector_store_records import VectorStore
 from store.vector_stores import VectorStores
@@ -70,9 +71,11 @@ async def search(
     score_threshold: float,
     hybrid: Hybrid | None,
 ) -> list[SearchResult]:
-    # A model in this process embeds the queries on the read's own thread: one crossing from the event loop to a
-    # store thread and back instead of two, and on a busy machine each crossing is a wait for a CPU.
-    local = model if isinstance(model, InProcessEmbeddingModel) else None
+    # On SQLite, whose reads run on threads of ours, a model in this process embeds the queries on the read's own
+    # thread: one crossing from the event loop to a thread and back instead of two, and on a busy machine each
+    # crossing is a wait for a CPU. (PostgreSQL's reads run on the event loop, which must not embed.)
+    threaded = isinstance(stores.database, ThreadedSQLite)
+    local = model if threaded and isinstance(model, InProcessEmbeddingModel) else None
     remote = None if local is not None else await model.embed(list(queries))
     wanted = max_results * CANDIDATES if hybrid else max_results
 
