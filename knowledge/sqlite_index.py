@@ -6,7 +6,8 @@ scans only its store's vectors, with the file id as a metadata column for filter
 Keywords live in one FTS5 table (`knowledge_fts`) ranked by BM25. Both are keyed by the chunk's id, so
 removing a chunk is removing its rowid, and both are made on first use rather than by a migration: a `vec0`
 table's width is fixed when it is made, and the dimensions in use are those of the embedding models vector
-stores are created with (configuration, not schema).
+stores are created with (configuration, not schema). A store's KNN is answered from the process's in-memory copy
+of its vectors when it has one (knowledge/vector_cache.py), with the same distances and order as the scan.
 """
 
 from __future__ import annotations
