@@ -166,6 +166,38 @@ async def test_worker_killed_during_an_mcp_call_the_call_runs_again_and_shows_on
     assert len(processes.model.requests) == 2
 
 
+async def test_the_api_running_the_turns_killed_mid_stream_its_restart_finishes_the_response_once(
+    processes: ProcessStack, client: AsyncOpenAI
+) -> None:
+    """`make run`'s shape: the API runs the turns (and started this one eagerly on its own worker). Killed while
+    the model streams a foreground response, the API takes the client's stream with it; the restarted API's
+    worker takes the turn over once the dead one's workflow task times out, and the response completes once."""
+    await asyncio.to_thread(processes.kill, processes.worker)
+    await asyncio.to_thread(processes.kill, processes.api)
+    await asyncio.to_thread(processes.start_api, DA_WORKER_IN_API="true")
+    processes.model.script(text(WORDS, token_delay_seconds=0.1), text(WORDS))
+    seen: list[Any] = []
+    try:
+        stream = await client.responses.create(model=SCRIPTED_MODEL, input="talk", stream=True)
+        with pytest.raises((httpx.HTTPError, openai.APIError)):
+            async for event in stream:
+                seen.append(event)
+                if len(deltas(seen)) == 5:
+                    await asyncio.to_thread(processes.kill, processes.api)
+        await asyncio.to_thread(processes.start_api, DA_WORKER_IN_API="true")
+        response_id = seen[0].response.id
+        assert await model_calls(processes, response_id) == [EventType.EVENT_TYPE_MARKER_RECORDED]
+        final = await client.responses.retrieve(response_id)
+    finally:  # the module's other tests run with a separate worker
+        await asyncio.to_thread(processes.kill, processes.api)
+        await asyncio.to_thread(processes.start_worker)
+        await asyncio.to_thread(processes.start_api)
+
+    assert final.status == "completed" and final.output_text.strip() == WORDS
+    assert [item.type for item in final.output] == ["message"]
+    assert len(processes.model.requests) == 2  # the call cut short, and the restarted API's
+
+
 async def test_worker_dead_after_its_model_call_wrote_the_response_the_model_is_not_asked_again(
     processes: ProcessStack, client: AsyncOpenAI
 ) -> None:
