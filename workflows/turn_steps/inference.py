@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 from temporalio.workflow import ActivityCancellationType
 
 from workflows.turn_steps.spend import SpendSteps
@@ -89,16 +90,28 @@ class InferenceSteps(ToolSteps, SpendSteps):
             # No heartbeat: the worker holding the call holds the workflow task too (the SDK extends it
             # while the call runs), so a dead worker is noticed by the task's timeout and the call made
             # again by the next one. Backoffs past LOCAL_RETRY_THRESHOLD wait as timers of the workflow's.
-            return await workflow.execute_local_activity(
-                INFER_ACTIVITY,
-                request,
-                result_type=InferenceResult,
-                summary=summary,
-                start_to_close_timeout=INFERENCE_ATTEMPT_TIMEOUT,
-                local_retry_threshold=LOCAL_RETRY_THRESHOLD,
-                cancellation_type=cancellation_type,
-                retry_policy=retry_policy,
-            )
+            try:
+                return await workflow.execute_local_activity(
+                    INFER_ACTIVITY,
+                    request,
+                    result_type=InferenceResult,
+                    summary=summary,
+                    start_to_close_timeout=INFERENCE_ATTEMPT_TIMEOUT,
+                    local_retry_threshold=LOCAL_RETRY_THRESHOLD,
+                    cancellation_type=cancellation_type,
+                    retry_policy=retry_policy,
+                )
+            except (ApplicationError, TimeoutError) as failed:
+                # A local activity's failure comes unwrapped; the turn ends on an activity's, with it as cause.
+                raise ActivityError(
+                    str(failed),
+                    scheduled_event_id=0,
+                    started_event_id=0,
+                    identity="",
+                    activity_type=INFER_ACTIVITY,
+                    activity_id="",
+                    retry_state=None,
+                ) from failed
         return await workflow.execute_activity(
             INFER_ACTIVITY,
             request,
