@@ -106,6 +106,11 @@ class BackgroundLoop:
         self._thread.join(timeout=10)
 
 
+DEV_SERVER_STARTUP_TIMEOUT = timedelta(seconds=60)
+"""temporalio waits 5 s for the dev server it starts: on a loaded CI machine, several servers starting at once
+can take longer, which failed a whole test file on a start that only needed a few seconds more."""
+
+
 class Stack:
     def __init__(self, data_dir: Path, store_url: str | None = None) -> None:
         """Start everything; `store_url` defaults to a SQLite file in `data_dir`."""
@@ -119,6 +124,7 @@ class Stack:
                 dev_server_log_level="error",
                 dev_server_extra_args=DEV_SERVER_TUNING,
                 search_attributes=search_attributes.ALL,
+                dev_server_startup_timeout=DEV_SERVER_STARTUP_TIMEOUT,
             )
         )
         os.environ[SCRIPTED_KEY_ENV] = SCRIPTED_KEY
