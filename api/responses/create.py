@@ -292,7 +292,7 @@ async def _start_workflow(
         awaiting_input_timeout=services.settings.awaiting_input_timeout,
         continue_as_new_after_events=services.settings.continue_as_new_after_events,
         inference_writes_end=True,
-        # Only a background response can be cancelled while it runs (and it is polled, not awaited).
+        # Only a background response can be cancelled through the API, and GET reads the store, not the workflow.
         local_inference=not body.background,
     )
     conversation = body.conversation_id
