@@ -96,3 +96,26 @@ def test_the_recordings_cover_a_foreground_response_with_local_model_calls() -> 
         return b'"local_inference":true' in start and len(calls) == 2 and "UPDATE_COMPLETED" in history
 
     assert any(local_inference(path) for path in HISTORIES)
+
+
+def test_the_recordings_cover_a_session_turn_counting_its_compaction_and_shield_calls() -> None:
+    """A session turn that checked its spend before its shield and compaction steps too (behind the
+    `session-spend-every-call` marker), whose activities entered those calls in the session's ledger."""
+
+    def counted(path: Path) -> bool:
+        events = WorkflowHistory.from_json(path.stem, path.read_text()).events
+        start = events[0].workflow_execution_started_event_attributes.input.payloads[0].data
+        patches = [
+            payload.data
+            for event in events
+            if event.HasField("marker_recorded_event_attributes")
+            for payload in event.marker_recorded_event_attributes.details["patch-data"].payloads
+        ]
+        scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in events]
+        return (
+            b'"spend_session_id":"' in start
+            and any(b'"session-spend-every-call"' in patch for patch in patches)
+            and {"run_shields", "compact_turn_context"} <= set(scheduled)
+        )
+
+    assert any(counted(path) for path in HISTORIES)

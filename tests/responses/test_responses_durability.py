@@ -21,12 +21,12 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import RetryConfig
 
 from api.streams.event_stream import LIVENESS_CHECK_SECONDS
-from api.turn_gateway import WORKFLOW_TASK_TIMEOUT
 from hosting.fault_points import AFTER_TURN_END
 from tests.support import mcp_server
 from tests.support.processes import ProcessStack
 from tests.support.scripted_model import ThreadedServer, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL
+from turn_client.starter import WORKFLOW_TASK_TIMEOUT
 
 pytestmark = pytest.mark.processes
 
