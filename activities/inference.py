@@ -97,6 +97,20 @@ class _DeltaWriter:
         self._already = already_streamed
         self._calls_already = list(calls_streamed)
         self._text = ""
+        self._text_body = self._body(TextDelta(text=""))
+        """A text delta's event as the model dumps it, its text left to fill in: dumping each cost 65 µs."""
+
+    def _body(self, delta: TextDelta | ToolCallDelta) -> dict[str, Any]:
+        payload = StepProgress(step_type="inference", step_id=self._request.step_id, delta=delta)
+        return chunk_of(payload).model_dump(mode="json")
+
+    def _text_delta(self, text: str) -> dict[str, Any]:
+        event = self._text_body["event"]
+        payload = event["payload"]
+        return {
+            **self._text_body,
+            "event": {**event, "payload": {**payload, "delta": {**payload["delta"], "text": text}}},
+        }
 
     async def add_text(self, text: str) -> None:
         """Stream text, minus what an earlier attempt of this step already streamed: a retried call
@@ -115,10 +129,8 @@ class _DeltaWriter:
         await self.add(ToolCallDelta(tool_call=call, parse_status="succeeded"))
 
     async def add(self, delta: TextDelta | ToolCallDelta) -> None:
-        payload = StepProgress(step_type="inference", step_id=self._request.step_id, delta=delta)
-        self._pending.append(
-            KeyedEvent(key=f"{self._prefix}:{self._count}", body=chunk_of(payload).model_dump(mode="json"))
-        )
+        body = self._text_delta(delta.text) if isinstance(delta, TextDelta) else self._body(delta)
+        self._pending.append(KeyedEvent(key=f"{self._prefix}:{self._count}", body=body))
         self._count += 1
         if time.monotonic() - self._flushed_at >= self._interval:
             await self.flush()

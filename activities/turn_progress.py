@@ -61,6 +61,7 @@ async def save_progress(store: Store, progress: TurnProgress, first: Sequence[Ke
             error=progress.error,
             closing_event=_closing_event(progress),
             awaiting=_awaiting(progress),
+            on_deliveries=lambda: start_turn_deliveries(store.database, progress.turn_id),
         )
     except LookupError as missing:
         raise ApplicationError(str(missing), type="TurnMissing", non_retryable=True) from missing
@@ -68,7 +69,6 @@ async def save_progress(store: Store, progress: TurnProgress, first: Sequence[Ke
         return TurnOutcome(turn_id=ended.turn_id, status=ended.status, steps=len(ended.steps), error=ended.error)
     if progress.event is not None:  # a pause or an end; other saves keep the status as it was
         log_turn_state(progress.turn_id, progress.session_id, progress.agent_id, progress.status)
-        start_turn_deliveries(store.database, progress.turn_id)
         if progress.status.is_final:
             TURNS_ENDED.labels(progress.status.value).inc()
     return None

@@ -38,6 +38,27 @@ _TURN_LOCK = (
     .returning(TurnRow.tenant_id)
 )
 
+_DROP_PENDING_CALLS = delete(PendingCallRow).where(PendingCallRow.turn_id == bindparam("turn_id"))
+_INSERT_PENDING_CALLS = insert(PendingCallRow)
+_DROP_STEPS = delete(StepRow).where(
+    StepRow.turn_id == bindparam("turn_id"), StepRow.position.in_(bindparam("positions", expanding=True))
+)
+_INSERT_STEPS = insert(StepRow)
+_FREE_SESSION = update(SessionRow).where(SessionRow.active_turn_id == bindparam("turn_id")).values(active_turn_id=None)
+_DROP_CREDENTIALS = delete(TurnCredentialsRow).where(TurnCredentialsRow.turn_id == bindparam("turn_id"))
+
+
+@cache
+def _turn_update(columns: tuple[str, ...], keeps_an_end: bool) -> Any:
+    """The turn row's update setting `columns` (from parameters `new_<column>`), built once per set;
+    `keeps_an_end`: a turn that has ended is left as it is (a status change)."""
+    which = [TurnRow.turn_id == bindparam("locked_turn")]
+    if keeps_an_end:
+        which.append(TurnRow.status.not_in(FINAL_STATUSES))
+    values: dict[str, Any] = {column: bindparam(f"new_{column}") for column in columns}
+    return update(TurnRow).where(*which).values(**values).returning(TurnRow.tenant_id)
+
+
 _KEYS_WRITTEN = select(EventRow.key).where(
     EventRow.turn_id == bindparam("turn_id"), EventRow.key.in_(bindparam("keys", expanding=True))
 )
@@ -64,10 +85,10 @@ def _event_windows(count: int) -> Any:
 
 
 def _set_pending_calls(tx: Connection, turn_id: str, tenant: str, call_ids: Sequence[str]) -> None:
-    tx.execute(delete(PendingCallRow).where(PendingCallRow.turn_id == turn_id))
+    tx.execute(_DROP_PENDING_CALLS, {"turn_id": turn_id})
     rows = [{"turn_id": turn_id, "call_id": call_id, "tenant_id": tenant} for call_id in dict.fromkeys(call_ids)]
     if rows:
-        tx.execute(insert(PendingCallRow), rows)
+        tx.execute(_INSERT_PENDING_CALLS, rows)
 
 
 class EventStore(StoreBase):
@@ -90,22 +111,25 @@ class EventStore(StoreBase):
         error: str | None = None,
         closing_event: Callable[[Turn], KeyedEvent] | None = None,
         awaiting: Sequence[str] = (),
+        on_deliveries: Callable[[], None] | None = None,
     ) -> Turn | None:
         """Append steps and events and move the turn's status and output, atomically and idempotently.
 
         `closing_event` builds one more event from the turn as just saved (a pause or the end, which
         carry the whole turn). A final status also frees the session for its next turn. `awaiting`:
         with the awaiting_input status, the call and approval ids a detached turn now waits for
-        (Store.pending_calls); any other status clears them.
+        (Store.pending_calls); any other status clears them. `on_deliveries` is called after the commit
+        when the status has webhook deliveries to start (store/webhooks.py record_turn_status).
 
         A turn that has ended keeps its end: a write with a status then writes nothing and returns
         the turn as stored (an answer written by its inference just before a cancel stands). None
         when the write was made.
         """
         self._turns_begun.drop(turn_id)  # the turn changes: its next read goes to the store
-        values: dict[str, Any] = {"status": status.value if status is not None else TurnRow.status}
+        values: dict[str, Any] = {}
         if status is not None:
             # A status comes with the output it has: a paused turn's tool calls, a final answer, or none.
+            values["status"] = status.value
             values["output_message"] = output_message.model_dump(mode="json") if output_message else None
         if completed_at is not None:
             values["completed_at"] = completed_at
@@ -121,15 +145,10 @@ class EventStore(StoreBase):
             for position, step in new_steps
         ]
 
-        if len(values) == 1 and status is None:  # events and steps alone: the row is touched for its lock only
-            lock, lock_params = _TURN_LOCK, {"locked_turn": turn_id}
-        else:
-            which = [TurnRow.turn_id == turn_id]
-            if status is not None:
-                which.append(TurnRow.status.not_in(FINAL_STATUSES))
-            lock, lock_params = update(TurnRow).where(*which).values(**values).returning(TurnRow.tenant_id), {}
+        lock = _turn_update(tuple(values), status is not None) if values else _TURN_LOCK
+        lock_params = {"locked_turn": turn_id, **{f"new_{column}": value for column, value in values.items()}}
 
-        def run(tx: Connection) -> tuple[Turn | None, EventsWritten | None]:
+        def run(tx: Connection) -> tuple[Turn | None, EventsWritten | None, bool]:
             # Updating the turn row first takes its row lock (PostgreSQL) or the write lock (SQLite):
             # concurrent writers of one turn are serialised, so event ids follow commit order.
             locked = tx.execute(lock, lock_params).first()
@@ -137,15 +156,15 @@ class EventStore(StoreBase):
                 ended = load_turns(tx, None, turn_ids=[turn_id])
                 if not ended:
                     raise LookupError(f"Turn {turn_id} not found in the store (was its session deleted?)")
-                return ended[0], None
+                return ended[0], None, False
             if status is not None and locked.tenant_id is not None:
                 _set_pending_calls(
                     tx, turn_id, locked.tenant_id, awaiting if status == TurnStatus.AWAITING_INPUT else ()
                 )
             if step_rows:
                 positions = [row["position"] for row in step_rows]
-                tx.execute(delete(StepRow).where(StepRow.turn_id == turn_id, StepRow.position.in_(positions)))
-                tx.execute(insert(StepRow), step_rows)
+                tx.execute(_DROP_STEPS, {"turn_id": turn_id, "positions": positions})
+                tx.execute(_INSERT_STEPS, step_rows)
             to_add = list(events)
             if closing_event is not None:
                 to_add.append(closing_event(load_turns(tx, None, turn_ids=[turn_id])[0]))
@@ -166,17 +185,20 @@ class EventStore(StoreBase):
                     stored = [StoredEvent(event_id, row["body"]) for event_id, row in zip(ids, rows, strict=True)]
                     written = EventsWritten(turn_id, after, stored)
                     notify_events_written(tx)
+            deliveries = False
             if status is not None:  # the webhook events an end or a pause means, in this same transaction
-                record_turn_status(tx, turn_id, status, to_add[-1].key if to_add else status.value)
+                deliveries = record_turn_status(tx, turn_id, status, to_add[-1].key if to_add else status.value)
             if status is not None and status.is_final:
-                tx.execute(update(SessionRow).where(SessionRow.active_turn_id == turn_id).values(active_turn_id=None))
-                tx.execute(delete(TurnCredentialsRow).where(TurnCredentialsRow.turn_id == turn_id))
-            return None, written
+                tx.execute(_FREE_SESSION, {"turn_id": turn_id})
+                tx.execute(_DROP_CREDENTIALS, {"turn_id": turn_id})
+            return None, written, deliveries
 
-        ended, written = await self.database.write(run)
+        ended, written, deliveries = await self.database.write(run)
         if written is not None:
             for listener in self._event_listeners:
                 listener(written)
+        if deliveries and on_deliveries is not None:
+            on_deliveries()
         return ended
 
     async def events_after(

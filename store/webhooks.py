@@ -127,15 +127,16 @@ def _endpoint(row: Row[Any]) -> EndpointRecord:
 _ANY_ENDPOINT = select(WebhookEndpointRow.endpoint_id).limit(1)
 
 
-def record_turn_status(tx: Connection, turn_id: str, status: TurnStatus, cause: str) -> None:
+def record_turn_status(tx: Connection, turn_id: str, status: TurnStatus, cause: str) -> bool:
     """Inside the transaction that gives the turn `status`: record the event it means, with a delivery to
     each of the tenant's endpoints that subscribe to it. `cause` (the key of the stored event that ends or
     pauses the turn) makes a retried write record nothing more. A turn's Responses events name its latest
-    stored response; turns of the llama-stack dialect have turn events."""
+    stored response; turns of the llama-stack dialect have turn events. True when the status has
+    deliveries, recorded now or by an earlier attempt of this write (start them: `unstarted(turn_id=…)`)."""
     if not status.is_final and status != TurnStatus.AWAITING_INPUT:
-        return
+        return False
     if tx.scalar(_ANY_ENDPOINT) is None:
-        return  # a deployment without webhooks pays one read of an empty table
+        return False  # a deployment without webhooks pays one read of an empty table
     turn = tx.execute(
         select(
             TurnRow.session_id,
@@ -147,14 +148,14 @@ def record_turn_status(tx: Connection, turn_id: str, status: TurnStatus, cause: 
         .where(TurnRow.turn_id == turn_id)
     ).first()
     if turn is None or turn.tenant is None:
-        return
+        return False
     endpoints = tx.execute(
         select(WebhookEndpointRow.endpoint_id, WebhookEndpointRow.event_types).where(
             WebhookEndpointRow.tenant_id == turn.tenant
         )
     ).all()
     if not endpoints:
-        return
+        return False
     output = turn.output_message or {}
     data: dict[str, Any]
     beta_session = _beta_session(tx, turn_id) if turn.session_id is None else None
@@ -170,7 +171,7 @@ def record_turn_status(tx: Connection, turn_id: str, status: TurnStatus, cause: 
             .limit(1)
         ).first()
         if response is None or not response.store:
-            return
+            return False
         event_type = response_event_type(status, output.get("stop_reason") == "out_of_tokens")
         data = {"id": response.response_id}
     else:
@@ -181,13 +182,13 @@ def record_turn_status(tx: Connection, turn_id: str, status: TurnStatus, cause: 
             data["tool_calls"] = [{"call_id": c.get("call_id"), "tool_name": c.get("tool_name")} for c in calls]
     subscribed = [row.endpoint_id for row in endpoints if event_type in row.event_types]
     if event_type is None or not subscribed:
-        return
+        return False
     cause_key = f"{turn_id}:{cause}"[:300]
     seen = select(WebhookEventRow.event_id).where(
         WebhookEventRow.tenant_id == turn.tenant, WebhookEventRow.cause == cause_key
     )
     if tx.scalar(seen) is not None:
-        return
+        return True
     now = datetime.now(UTC)
     event_id = _new_id("evt")
     tx.execute(
@@ -202,6 +203,7 @@ def record_turn_status(tx: Connection, turn_id: str, status: TurnStatus, cause: 
         )
     )
     _add_deliveries(tx, turn.tenant, event_id, subscribed, now)
+    return True
 
 
 def _beta_session(tx: Connection, turn_id: str) -> str | None:

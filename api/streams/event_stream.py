@@ -58,7 +58,7 @@ async def tail_events(
         quiet_for = 0.0
         while True:
             try:
-                event = await asyncio.wait_for(subscription.events.get(), timeout=LIVENESS_CHECK_SECONDS)
+                event = await _next_event(subscription.events)
             except TimeoutError:
                 quiet_for += LIVENESS_CHECK_SECONDS
                 if not await _still_running(still_running, turn_id):
@@ -74,6 +74,15 @@ async def tail_events(
                 yield event
             if is_final(event.body):
                 return
+
+
+async def _next_event(events: asyncio.Queue[StoredEvent]) -> StoredEvent:
+    """The next event, or TimeoutError after LIVENESS_CHECK_SECONDS: one handed over already is taken
+    at once, and a wait is a timer on this task rather than a task of its own (`asyncio.wait_for`)."""
+    if not events.empty():
+        return events.get_nowait()
+    async with asyncio.timeout(LIVENESS_CHECK_SECONDS):
+        return await events.get()
 
 
 async def _still_running(still_running: Callable[[], Awaitable[bool]], turn_id: str) -> bool:

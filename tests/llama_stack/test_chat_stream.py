@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
 
 from providers.base import ChatRequest, FinishPart, ProviderUnavailable, ReplyPart, TextPart, ToolCallPart
@@ -35,6 +35,10 @@ def _delta(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     }
 
 
+_client_ports: list[int] = []
+"""The client port of each request the server below received: which connection it came on."""
+
+
 @pytest.fixture(scope="module")
 def bodies() -> Iterator[tuple[dict[str, list[str]], str]]:
     """A server answering each model name with its list of raw SSE pieces, sent one by one."""
@@ -42,7 +46,10 @@ def bodies() -> Iterator[tuple[dict[str, list[str]], str]]:
     app = FastAPI()
 
     @app.post("/v1/chat/completions")
-    async def complete(body: dict[str, Any]) -> StreamingResponse:
+    async def complete(body: dict[str, Any], request: Request) -> StreamingResponse:
+        assert request.client is not None
+        _client_ports.append(request.client.port)
+
         async def pieces():
             for piece in replies[body["model"]]:
                 yield piece
@@ -86,6 +93,18 @@ async def test_text_tool_calls_and_usage_read_the_same_from_every_server_dialect
     calls = [p.tool_call for p in parts if isinstance(p, ToolCallPart)]
     assert [(c.call_id, c.tool_name, c.arguments) for c in calls] == [("call_1", "get_weather", {"city": "Paris"})]
     assert parts[-1] == FinishPart("end_of_turn", prompt_tokens=7, completion_tokens=3)
+
+
+async def test_successive_calls_reuse_one_connection(bodies: tuple[dict[str, list[str]], str]) -> None:
+    replies, url = bodies
+    replies["short"] = [_data(_delta({"content": "hi"})), _data(_delta({}, "stop")), "data: [DONE]\n\n"]
+    chat = OpenAIChatModel(url, None, timeout_seconds=10)
+    request = ChatRequest(model="short", messages=[{"role": "user", "content": "hi"}])
+    _client_ports.clear()
+    for _ in range(3):
+        parts = [part async for part in chat.stream(request)]
+        assert parts[0] == TextPart("hi")
+    assert len(_client_ports) == 3 and len(set(_client_ports)) == 1
 
 
 async def test_a_stream_without_done_ends_with_its_last_chunk(bodies: tuple[dict[str, list[str]], str]) -> None:

@@ -712,6 +712,21 @@ async def test_a_retried_model_call_streams_its_stored_deltas_and_ends_with_the_
     assert data[-1]["response"]["output"][0]["content"][0]["text"] == final
 
 
+async def test_streamed_deltas_are_stored_as_their_events_dump() -> None:
+    recorder = _Recorder()
+    await _attempt(recorder, 1, ["Grüße ", "😀", ""], [WEATHER])
+    payloads = [
+        StepProgress(step_type="inference", step_id="s1", delta=TextDelta(text=text)) for text in ["Grüße ", "😀", ""]
+    ]
+    payloads.append(
+        StepProgress(
+            step_type="inference", step_id="s1", delta=ToolCallDelta(tool_call=WEATHER, parse_status="succeeded")
+        )
+    )
+    assert [e.body for e in recorder.events] == [chunk_of(p).model_dump(mode="json") for p in payloads]
+    assert [e.key for e in recorder.events] == [f"s1:attempt1:delta:{n}" for n in range(4)]
+
+
 # --- ids, echo, framing ---------------------------------------------------------------------------------------
 
 
