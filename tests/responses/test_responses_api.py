@@ -377,3 +377,15 @@ async def test_a_response_cut_short_is_incomplete_and_a_failed_one_says_why(
     assert cut.status == "incomplete" and cut.incomplete_details.reason == "max_output_tokens"  # type: ignore[union-attr]
     failed = await client.responses.create(model=SCRIPTED_MODEL, input="x")
     assert failed.status == "failed" and failed.error is not None and failed.error.message
+
+
+async def test_a_provider_error_is_retried_and_the_response_streams_its_answer_once(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
+    """A foreground response's model call is a local activity: a 503 is retried after its backoff, as an activity's."""
+    model.script(failure(503), text("after a retry"))
+    events = await events_of(await client.responses.create(model=SCRIPTED_MODEL, input="x", stream=True))
+    final = events[-1].response
+    assert final.status == "completed" and final.output_text.strip() == "after a retry"
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == final.output_text
+    assert len(model.requests) == 2
