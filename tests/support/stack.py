@@ -48,6 +48,9 @@ PRICED_MODEL = "scripted-priced"
 """The scripted model at 1 US cent a token, input and output alike (its tokens are words): spend_control tests."""
 SCRIPTED_KEY = "scripted-secret-key-0123456789"
 TOOL_CALL_DEADLINE = 15
+DEV_SERVER_STARTUP = timedelta(seconds=180)
+"""The SDK waits 5 s by default for its dev server to answer: on a loaded machine it can take far longer, and
+a stack that fails to start errors every test of its pytest worker."""
 
 
 def _ephemeral_ports_start() -> int:
@@ -119,6 +122,7 @@ class Stack:
                 dev_server_log_level="error",
                 dev_server_extra_args=DEV_SERVER_TUNING,
                 search_attributes=search_attributes.ALL,
+                dev_server_startup_timeout=DEV_SERVER_STARTUP,
             )
         )
         os.environ[SCRIPTED_KEY_ENV] = SCRIPTED_KEY
