@@ -138,7 +138,7 @@ def test_many_large_tool_results_at_once_are_carried(stack: Stack, http: httpx.C
 def test_a_turn_input_over_the_message_limit_is_413_naming_it(stack: Stack, model: ScriptedModel) -> None:
     model.script(Reply(tool_calls=[("get_boiling_point", {"liquid_name": "water"})]))
     small = stack.settings.model_copy(update={"max_message_bytes": 5000})
-    with stack.other_api(small) as url, httpx.Client(base_url=url) as http:
+    with stack.other_api(small) as url, httpx.Client(base_url=url, timeout=60) as http:
         agent_id = create_agent(http)
         turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
 

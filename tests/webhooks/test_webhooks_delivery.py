@@ -449,7 +449,9 @@ def test_a_tenant_receives_only_its_own_events(stack: Stack, model: ScriptedMode
             assert paged == [more[1].id, more[0].id, theirs.id]
             for made in more:
                 beta.webhooks.delete(made.id)
-            with httpx.Client(base_url=url, headers={"Authorization": "Bearer beta-key-0123456789"}) as http:
+            with httpx.Client(
+                base_url=url, headers={"Authorization": "Bearer beta-key-0123456789"}, timeout=60
+            ) as http:
                 for method, path, body in _foreign_requests(mine.id):
                     assert http.request(method, path, json=body).status_code == 404, (method, path)
 
