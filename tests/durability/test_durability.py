@@ -10,7 +10,7 @@ from temporalio.testing import WorkflowEnvironment
 from serve import temporal_binary
 from tests.support.rest import create_agent, create_session, final_turn, sse_events
 from tests.support.scripted_model import ScriptedModel, text, tool_call
-from tests.support.stack import DEV_SERVER_STARTUP, Stack
+from tests.support.stack import DEV_SERVER_STARTUP_TIMEOUT, Stack
 from workflows import search_attributes
 from workflows.contracts import turn_workflow_id
 
@@ -58,7 +58,7 @@ def test_finished_turn_is_served_after_temporal_forgets_it(
         WorkflowEnvironment.start_local(
             dev_server_existing_path=temporal_binary(),
             search_attributes=search_attributes.ALL,
-            dev_server_startup_timeout=DEV_SERVER_STARTUP,
+            dev_server_startup_timeout=DEV_SERVER_STARTUP_TIMEOUT,
         )
     )
     settings = stack.settings.model_copy(update={"temporal_address": amnesiac.client.service_client.config.target_host})

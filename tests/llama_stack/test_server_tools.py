@@ -103,12 +103,12 @@ def test_the_calls_of_one_model_response_run_concurrently(
     agent_id = create_agent(http, toolgroups=[toolgroup], client_tools=[])
     turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
 
-    started = time.monotonic()
+    mcp_server.WAITING["most"] = 0
     turn = http.post(turns, json=_ask("wait")).json()
-    elapsed = time.monotonic() - started
 
     assert [s["tool_responses"][0]["content"] for s in turn["steps"][1:4]] == ["t0", "t1", "t2"]
-    assert elapsed < 4.0, f"three 1.5 s tools took {elapsed:.1f} s: not concurrent"
+    # Counted at the MCP server rather than timed, so a loaded machine cannot make it fail or pass.
+    assert mcp_server.WAITING["most"] == 3, "the three calls did not run at the same time"
 
 
 def test_toolgroup_registration_listing_and_invocation(http: httpx.Client, toolgroup: str) -> None:

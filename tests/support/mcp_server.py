@@ -19,6 +19,8 @@ STARTED: list[str] = []
 """Names of the tools called so far, appended as each call starts (the server runs in-process)."""
 AUTHORIZATIONS: list[str] = []
 """The Authorization header of every request the server received (for credential tests)."""
+WAITING = {"now": 0, "most": 0}
+"""`wait_then_echo` calls in progress now, and the most at once since a test set "most" to 0."""
 SECRET = "Bearer tenant-secret-7f3a9c"
 """What `open_vault` requires in the Authorization header of the call."""
 
@@ -35,7 +37,12 @@ def build() -> MCPServer:
     async def wait_then_echo(seconds: float, text: str) -> str:
         """Wait, then echo the text."""
         STARTED.append("wait_then_echo")
-        await asyncio.sleep(seconds)
+        WAITING["now"] += 1
+        WAITING["most"] = max(WAITING["most"], WAITING["now"])
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            WAITING["now"] -= 1
         return text
 
     @server.tool()

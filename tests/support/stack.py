@@ -48,9 +48,6 @@ PRICED_MODEL = "scripted-priced"
 """The scripted model at 1 US cent a token, input and output alike (its tokens are words): spend_control tests."""
 SCRIPTED_KEY = "scripted-secret-key-0123456789"
 TOOL_CALL_DEADLINE = 15
-DEV_SERVER_STARTUP = timedelta(seconds=180)
-"""The SDK waits 5 s by default for its dev server to answer: on a loaded machine it can take far longer, and
-a stack that fails to start errors every test of its pytest worker."""
 
 
 def _ephemeral_ports_start() -> int:
@@ -109,6 +106,11 @@ class BackgroundLoop:
         self._thread.join(timeout=10)
 
 
+DEV_SERVER_STARTUP_TIMEOUT = timedelta(seconds=60)
+"""temporalio waits 5 s for the dev server it starts: on a loaded CI machine, several servers starting at once
+can take longer, which failed a whole test file on a start that only needed a few seconds more."""
+
+
 class Stack:
     def __init__(self, data_dir: Path, store_url: str | None = None) -> None:
         """Start everything; `store_url` defaults to a SQLite file in `data_dir`."""
@@ -122,7 +124,7 @@ class Stack:
                 dev_server_log_level="error",
                 dev_server_extra_args=DEV_SERVER_TUNING,
                 search_attributes=search_attributes.ALL,
-                dev_server_startup_timeout=DEV_SERVER_STARTUP,
+                dev_server_startup_timeout=DEV_SERVER_STARTUP_TIMEOUT,
             )
         )
         os.environ[SCRIPTED_KEY_ENV] = SCRIPTED_KEY
