@@ -14,7 +14,7 @@ from typing import Any
 import openai
 import pytest
 from openai import OpenAI
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import ScheduleActionExecutionStartWorkflow, WorkflowExecutionStatus
 
 from tests.support.processes import EVENT_SECONDS, ProcessStack, wait_until
 from tests.support.scripted_model import text
@@ -70,7 +70,8 @@ def _schedule_runs(processes: ProcessStack, automation_id: str) -> list[str]:
         schedule = (await processes.temporal_client()).get_schedule_handle(schedule_id(automation_id))
         described = await schedule.describe()
         assert described.info.num_actions == len(described.info.recent_actions)
-        return [result.action.workflow_id for result in described.info.recent_actions]
+        actions = [result.action for result in described.info.recent_actions]
+        return [action.workflow_id for action in actions if isinstance(action, ScheduleActionExecutionStartWorkflow)]
 
     return asyncio.run(describe())
 

@@ -32,7 +32,7 @@ EVENT_SECONDS = 120
 """Upper bound on something a test waits for once the services are up (a model request, say)."""
 
 
-def wait_until(check: Callable[[], T], what: str, seconds: float = START_SECONDS) -> T:
+def wait_until(check: Callable[[], T | None], what: str, seconds: float = START_SECONDS) -> T:
     """`check()`'s first truthy value, polled every 0.1 s for at most `seconds`: how a test waits for state that
     something else reaches eventually (a service up, a row written by a later activity, Temporal's visibility).
     An HTTP or OS error counts as not yet; the last one is named if the wait runs out."""
