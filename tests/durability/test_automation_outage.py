@@ -105,7 +105,6 @@ def _create_due_soon(client: OpenAI, target: Any) -> tuple[str, int]:
     raise AssertionError("the API took too long to create an automation")
 
 
-@pytest.mark.timeout(600)  # on a loaded machine each of the API's three starts alone can take a minute
 @pytest.mark.parametrize("outage", [TEMPORAL_AND_WORKER, API_HOSTING_THE_WORKER])
 def test_an_occurrence_due_during_an_outage_runs_once_when_the_stack_is_back(
     processes: ProcessStack, outage: str
