@@ -18,6 +18,7 @@ from temporalio.client import Client
 from temporalio.runtime import Runtime
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 
+from activities.automation_delivery import AutomationDeliveries, WorkerSessionServices
 from activities.compaction import CompactionActivities
 from activities.documents import DocumentActivities
 from activities.inference import InferenceActivities
@@ -29,7 +30,6 @@ from activities.spend import SpendActivities
 from activities.tools import ToolActivities
 from activities.turn_progress import TurnProgressActivities
 from activities.webhook_delivery import WebhookDeliveryActivities
-from api.agents_beta.automation_delivery import AutomationDeliveries, worker_services
 from compaction.seal import CompactionSeal
 from configuration.loading import get_settings
 from configuration.settings import Settings
@@ -56,6 +56,7 @@ from store.wake import WakeSender, wake_dir
 from store.webhooks import WebhookStore
 from tool_runtime.catalog import ToolCatalog
 from tool_runtime.credential_seal import CredentialSeal
+from turn_client.starter import TurnStarter
 from webhooks.dispatch import DeliveryStarter
 from webhooks.secrets import SecretSeal
 from workflows.automation_run import AutomationRun
@@ -86,13 +87,14 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     shields = ShieldActivities(store, models, settings)
     progress = TurnProgressActivities(store)
     spend = SpendActivities(SpendStore(store.database))
-    # Automations create and feed Agents API sessions through the same session service as the API's routes.
-    automations = AutomationDeliveries(worker_services(client, settings, store), AutomationStore(store.database))
     seal = CredentialSeal(settings.credentials_key) if settings.credentials_key else None
     vector_stores = VectorStores(store.database, vector_index(settings.store_url))
     embeddings = EmbeddingCatalog(settings)
     search = KnowledgeSearch(vector_stores, embeddings, settings.max_search_results)
     catalog = ToolCatalog.from_settings(store, settings)
+    # Automations create and feed Agents API sessions through the same session service as the API's routes.
+    sessions = WorkerSessionServices(settings, store, TurnStarter(client, settings.task_queue), catalog)
+    automations = AutomationDeliveries(sessions, AutomationStore(store.database))
     tools = ToolActivities(store, catalog, settings.max_tool_output_chars, seal, search)
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
     compaction_seal = CompactionSeal(settings.credentials_key) if settings.credentials_key else None

@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.conversation import conversation
 from activities.heartbeat import heartbeating
+from activities.spend import SpendLedger
 from compaction.seal import CompactionSeal
 from compaction.summary import CHARS_PER_TOKEN, MAX_SUMMARY_TOKENS, SUMMARY_INSTRUCTIONS, estimate_tokens, transcript
 from hosting.fault_points import AFTER_COMPACTION, crash_point
@@ -25,6 +26,7 @@ from providers.base import ChatModel, ChatRequest, FinishPart, ProviderRejected,
 from providers.registry import ModelRegistry
 from store.compactions import TURN_COMPACTION_KEY, CompactionStore
 from store.repository import Store
+from store.spend import SpendStore
 from workflows.compaction import (
     COMPACT_TURN_ACTIVITY,
     SUMMARIZE_ACTIVITY,
@@ -52,6 +54,8 @@ class Summary:
     text: str
     input_tokens: int
     output_tokens: int
+    usage: FinishPart | None
+    """The call as the provider reported it: a session's spend counts only reported tokens, as for inferences."""
 
 
 async def summarize(model: ChatModel, model_name: str, messages: Sequence[dict[str, Any]]) -> Summary:
@@ -67,7 +71,7 @@ async def summarize(model: ChatModel, model_name: str, messages: Sequence[dict[s
     text = "".join(parts).strip()
     input_tokens = (reported.prompt_tokens if reported else None) or estimate_tokens(request.messages)
     output_tokens = (reported.completion_tokens if reported else None) or math.ceil(len(text) / CHARS_PER_TOKEN)
-    return Summary(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
+    return Summary(text=text, input_tokens=input_tokens, output_tokens=output_tokens, usage=reported)
 
 
 def _gone(what: str) -> ApplicationError:
@@ -83,6 +87,7 @@ class CompactionActivities:
         self._compactions = CompactionStore(store.database)
         self._models = models
         self._seal = seal
+        self._ledger = SpendLedger(SpendStore(store.database), models)
 
     async def _summary(self, model_id: str, messages: list[dict[str, Any]]) -> Summary:
         try:
@@ -140,10 +145,18 @@ class CompactionActivities:
                 non_retryable=True,
             )
         summary = await self._summary(settings.model, prior)
+        await self._record_spend(request, settings.model, summary)
         await self._write(
             request.turn_id, summary, estimated, len(prior), self._seal.seal(tenant, summary.text, "nothing")
         )
         return CompactTurnResult(compacted=True, estimated_tokens=estimated)
+
+    async def _record_spend(self, request: CompactTurnRequest, model_id: str, summary: Summary) -> None:
+        """Before the compaction is written: an attempt that dies in between summarises again, and its entry
+        replaces this one, while once written no attempt summarises (or records) again."""
+        if request.spend_session_id is not None and summary.usage is not None:
+            key = f"{request.turn_id}:{TURN_COMPACTION_KEY}"
+            await self._ledger.record(request.spend_session_id, request.turn_id, key, model_id, summary.usage)
 
     async def _write(self, turn_id: str, summary: Summary, estimated: int, replaced: int, sealed: str | None) -> None:
         """The compaction event (the summary, and for a Responses turn its sealed item) and the summariser's
@@ -179,5 +192,6 @@ class CompactionActivities:
         if estimated <= request.threshold or not found.earlier:
             return CompactTurnResult(compacted=False, estimated_tokens=estimated)
         summary = await self._summary(found.agent_config.model, found.earlier)
+        await self._record_spend(request, found.agent_config.model, summary)
         await self._write(request.turn_id, summary, estimated, len(found.earlier), sealed=None)
         return CompactTurnResult(compacted=True, estimated_tokens=estimated)

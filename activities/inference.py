@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 from activities.conversation import conversation, detached_conversation
 from activities.heartbeat import heartbeating
 from activities.pending_writes import write_pending
+from activities.spend import SpendLedger
 from activities.turn_progress import save_progress
 from domain.agents import agent_turn_settings
 from domain.content import CompletionMessage, StopReason, ToolCall
@@ -157,7 +158,7 @@ class InferenceActivities:
         self._models = models
         self._max_history_bytes = max_history_bytes
         self._delta_interval = delta_interval
-        self._spend = SpendStore(store.database)
+        self._ledger = SpendLedger(SpendStore(store.database), models)
 
     async def _streamed_before(self, request: InferenceRequest) -> tuple[str, list[ToolCall]]:
         """The text and the tool calls earlier attempts of this step streamed to clients."""
@@ -257,16 +258,6 @@ class InferenceActivities:
         crash_point(AFTER_TURN_END)
         return TurnFinished(step_completed_at=step_completed_at, completed_at=completed_at)
 
-    async def _record_spend(self, request: InferenceRequest, model_id: str, finish: FinishPart) -> None:
-        """Enter the call's cost in its session's ledger before the turn may go on (or end): the next spend
-        check, and the session's `consumed`, include it."""
-        assert request.spend_session_id is not None
-        input_tokens, output_tokens = finish.prompt_tokens or 0, finish.completion_tokens or 0
-        cost = self._models.pricing(model_id).cost_microcents(input_tokens, output_tokens)
-        await self._spend.record(
-            request.spend_session_id, request.turn_id, request.step_id, model_id, input_tokens, output_tokens, cost
-        )
-
     @activity.defn(name=INFER_ACTIVITY)
     async def infer(self, request: InferenceRequest) -> InferenceResult:
         attempt = activity.info().attempt
@@ -319,7 +310,7 @@ class InferenceActivities:
         if writing is not None:
             await writing  # done by now; a failure of it is this attempt's
         if request.spend_session_id is not None and finish is not None:
-            await self._record_spend(request, model_id, finish)
+            await self._ledger.record(request.spend_session_id, request.turn_id, request.step_id, model_id, finish)
         message = CompletionMessage(content="".join(text), stop_reason=stop_reason, tool_calls=calls)
         result = InferenceResult(message=message)
         size = len(result.model_dump_json())

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.conversation import conversation
+from activities.conversation import conversation, detached_conversation
 from activities.pending_writes import write_pending
+from activities.spend import SpendLedger
 from configuration.settings import Settings
 from domain.content import content_as_text
 from domain.events import KeyedEvent, StepStart, chunk_of
 from domain.turns import SafetyViolation
 from providers.base import ProviderRejected
 from providers.registry import ModelRegistry
-from providers.shields import llama_guard_violation, regex_violation
+from providers.shields import llama_guard_verdict, regex_violation
 from store.repository import Store
+from store.spend import SpendStore
 from workflows.contracts import PROVIDER_REJECTED, RUN_SHIELDS_ACTIVITY, ShieldRequest, ShieldResult
 
 
@@ -23,6 +27,7 @@ class ShieldActivities:
         self._store = store
         self._models = models
         self._settings = settings
+        self._ledger = SpendLedger(SpendStore(store.database), models)
 
     @activity.defn(name=RUN_SHIELDS_ACTIVITY)
     async def run_shields(self, request: ShieldRequest) -> ShieldResult:
@@ -35,13 +40,13 @@ class ShieldActivities:
             if turn is None:
                 raise ApplicationError(f"Turn {request.turn_id} not found in the store", non_retryable=True)
             request = request.model_copy(update={"texts": [content_as_text(m.content) for m in turn.input_messages]})
-        for shield_id in request.shield_ids:
-            violation = await self._check(shield_id, request)
+        for index, shield_id in enumerate(request.shield_ids):
+            violation = await self._check(index, shield_id, request)
             if violation is not None:
                 return ShieldResult(violation=violation)
         return ShieldResult()
 
-    async def _check(self, shield_id: str, request: ShieldRequest) -> SafetyViolation | None:
+    async def _check(self, index: int, shield_id: str, request: ShieldRequest) -> SafetyViolation | None:
         spec = self._settings.shields.get(shield_id)
         if spec is None:
             known = ", ".join(sorted(self._settings.shields)) or "none"
@@ -49,8 +54,25 @@ class ShieldActivities:
             raise ApplicationError(message, type=PROVIDER_REJECTED, non_retryable=True)
         if spec.provider == "regex":
             return regex_violation(spec, request.texts)
-        found = await conversation(self._store, request.session_id, request.turn_id, self._settings.max_history_bytes)
+        messages = await self._conversation(request)
         try:
-            return await llama_guard_violation(spec, self._models, found.messages, request.touchpoint)
+            verdict = await llama_guard_verdict(spec, self._models, messages, request.touchpoint)
         except ProviderRejected as rejected:
             raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected
+        if request.spend_session_id is not None and verdict.usage is not None and spec.model is not None:
+            # Keyed by the step and the shield's place in it: the same in every attempt of this activity.
+            key = f"{request.step_id}:shield:{index}"
+            await self._ledger.record(request.spend_session_id, request.turn_id, key, spec.model, verdict.usage)
+        return verdict.violation
+
+    async def _conversation(self, request: ShieldRequest) -> list[dict[str, Any]]:
+        """What the guard judges: the turn's conversation as its model calls read it."""
+        if request.settings_id is None:
+            found = await conversation(
+                self._store, request.session_id, request.turn_id, self._settings.max_history_bytes
+            )
+            return found.messages
+        settings = await self._store.turn_settings(request.settings_id)
+        if settings is None:
+            raise ApplicationError(f"Turn {request.turn_id}'s settings are not in the store", non_retryable=True)
+        return await detached_conversation(self._store, request.turn_id, settings, compaction=True)

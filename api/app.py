@@ -10,12 +10,14 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 from sqlalchemy.engine import make_url
 
+from agent_sessions.refusals import SessionRefused
 from api import models
 from api.agents_beta import agents as beta_agents
 from api.agents_beta import automations as beta_automations
 from api.agents_beta import out_of_scope as beta_out_of_scope
 from api.agents_beta import session_inputs, session_turns
 from api.agents_beta import sessions as beta_sessions
+from api.agents_beta.refusals import answer_refusal
 from api.agents_beta.routing import AgentsBetaByShape
 from api.guards.auth import BearerAuth
 from api.guards.body_limit import BodySizeLimit
@@ -168,6 +170,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         **fastapi_native_telemetry_off(),
     )
     install_error_handlers(app)
+    app.add_exception_handler(SessionRefused, answer_refusal)  # type: ignore[arg-type]
     app.state.rate_buckets = ProcessRateBuckets()  # the lifespan moves them into a PostgreSQL store
     # The last added runs first: a request for a foreign host name or origin is refused first, then a caller
     # without a valid key, then one over its rate, all before the body is even counted.

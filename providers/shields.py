@@ -9,11 +9,12 @@ Two kinds, configured by id in settings (`DA_SHIELDS` or `[shields."<id>"]` in t
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from configuration.settings import ShieldSpec
 from domain.turns import SafetyViolation
-from providers.base import ChatRequest, TextPart
+from providers.base import ChatRequest, FinishPart, TextPart
 from providers.registry import ModelRegistry
 
 _GUARD_PROMPT = """Task: Check if there is unsafe content in '{role}' messages in the conversation below \
@@ -47,9 +48,17 @@ def regex_violation(spec: ShieldSpec, texts: list[str]) -> SafetyViolation | Non
     return None
 
 
-async def llama_guard_violation(
+@dataclass(frozen=True)
+class GuardVerdict:
+    violation: SafetyViolation | None
+    usage: FinishPart | None
+    """The guard model's call as its provider reported it (token usage, when reported): a session's spend
+    counts it."""
+
+
+async def llama_guard_verdict(
     spec: ShieldSpec, models: ModelRegistry, conversation: list[dict[str, Any]], touchpoint: str
-) -> SafetyViolation | None:
+) -> GuardVerdict:
     assert spec.model is not None
     role = "Agent" if touchpoint == "assistant-output" else "User"
     lines = [
@@ -60,12 +69,19 @@ async def llama_guard_violation(
     prompt = _GUARD_PROMPT.format(role=role, conversation="\n\n".join(lines))
     model, name = models.resolve(spec.model)
     request = ChatRequest(model=name, messages=[{"role": "user", "content": prompt}], temperature=0.0, max_tokens=20)
-    answer = "".join([part.text async for part in model.stream(request) if isinstance(part, TextPart)]).strip()
-    verdict, _, categories = answer.partition("\n")
+    parts: list[str] = []
+    usage: FinishPart | None = None
+    async for part in model.stream(request):
+        if isinstance(part, TextPart):
+            parts.append(part.text)
+        elif isinstance(part, FinishPart):
+            usage = part
+    verdict, _, categories = "".join(parts).strip().partition("\n")
     if verdict.strip().lower() != "unsafe":
-        return None
-    return SafetyViolation(
+        return GuardVerdict(None, usage)
+    violation = SafetyViolation(
         violation_level="error",
         user_message=spec.violation_message,
         metadata={"violation_type": categories.strip() or "unspecified"},
     )
+    return GuardVerdict(violation, usage)

@@ -40,8 +40,9 @@ class SpendStore:
     async def record(
         self, session_id: str, turn_id: str, step_id: str, model: str, input_tokens: int, output_tokens: int, cost: int
     ) -> None:
-        """Record a model call's cost (micro-cents). A retried call of the same step replaces its entry: the
-        step's usage event, which its turn's readers sum, is the retry's too."""
+        """Record a model call's cost (micro-cents) under `step_id`, the call's key: an inference step's id, or
+        for a turn's compaction summary and shield calls a key of their own. A retried call replaces its entry:
+        the call's usage event, which its turn's readers sum, is the retry's too."""
 
         def write(tx: Connection) -> None:
             tx.execute(delete(SpendEntryRow).where(SpendEntryRow.step_id == step_id))

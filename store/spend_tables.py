@@ -27,7 +27,8 @@ class SessionBudgetRow(Base):
 
 
 class SpendEntryRow(Base):
-    """What one model call of a session cost: one row per inference step, whatever its retries."""
+    """What one model call of a session cost: one row per call (an inference step, a turn's compaction summary, a
+    `llama_guard` shield call), whatever its retries. `step_id` is the call's key."""
 
     __tablename__ = "session_spend"
 

@@ -49,6 +49,8 @@ class CompactTurnRequest(BaseModel):
     session_id: str | None = None
     threshold: int
     """Estimated tokens (compaction/summary.py `estimate_tokens`) above which the context is compacted."""
+    spend_session_id: str | None = None
+    """Record what the summary cost in this session's spend ledger (TurnStart.spend_session_id)."""
 
 
 class CompactTurnResult(BaseModel):
@@ -79,14 +81,20 @@ class CompactionWorkflow:
 
 
 async def compact_turn(
-    turn_id: str, settings_id: str | None, session_id: str | None, threshold: int
+    turn_id: str, settings_id: str | None, session_id: str | None, threshold: int, spend_session_id: str | None
 ) -> CompactTurnResult:
     """The turn's compaction step: summarise its prior context (a Responses turn's) or its session's earlier
     turns (a llama-stack turn's) if it is over `threshold`; a turn's workflow calls this once, before its
     first model call."""
     return await workflow.execute_activity(
         COMPACT_TURN_ACTIVITY,
-        CompactTurnRequest(turn_id=turn_id, settings_id=settings_id, session_id=session_id, threshold=threshold),
+        CompactTurnRequest(
+            turn_id=turn_id,
+            settings_id=settings_id,
+            session_id=session_id,
+            threshold=threshold,
+            spend_session_id=spend_session_id,
+        ),
         result_type=CompactTurnResult,
         summary=f"compaction · over {threshold} tokens?",
         start_to_close_timeout=timedelta(minutes=10),

@@ -384,6 +384,11 @@ class ShieldRequest(BaseModel):
     instructions: str = ""
     """Empty: the activity reads the agent's instructions from the store (earlier releases carried them)."""
     pending: PendingWrites = Field(default_factory=PendingWrites)
+    spend_session_id: str | None = None
+    """Record what its `llama_guard` calls cost in this session's spend ledger (TurnStart.spend_session_id)."""
+    settings_id: str | None = None
+    """A detached turn's settings (TurnPlan.settings_id): `llama_guard` reads its conversation as its model
+    calls do; None for a llama-stack turn, whose session's conversation it reads."""
 
 
 class ShieldResult(BaseModel):

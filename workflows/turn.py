@@ -93,7 +93,10 @@ class TurnWorkflow(InferenceSteps, ClientInputSteps, Continuations):
         if threshold is None or start.continuation is not None or start.reopened_with:
             return
         if workflow.patched(compaction.COMPACTION_PATCH):
-            await compaction.compact_turn(start.turn_id, self._plan.settings_id, start.session_id, threshold)
+            await self._within_budget_for("compaction")
+            await compaction.compact_turn(
+                start.turn_id, self._plan.settings_id, start.session_id, threshold, start.spend_session_id
+            )
 
     async def _converse(self, start: TurnStart) -> TurnOutcome:
         """Infer, run or hand out the tool calls, and again, until the model answers or the limit is hit."""

@@ -7,9 +7,11 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Body, Query
 
-from api.agents_beta.mcp_tools import check_mcp_urls, credential_seal
+from agent_sessions.agents import check_model
+from agent_sessions.mcp_tools import check_mcp_urls
+from agent_sessions.turns import new_id
+from api.agents_beta.mcp_tools import credential_seal
 from api.agents_beta.routing import beta_router
-from api.agents_beta.session_service import check_model, new_id
 from api.agents_beta.wire import AgentFields, agent_body, agent_object, parse, updated_agent_body
 from api.guards.tenancy import TenantDep
 from api.responses.errors import OpenAIError, not_found

@@ -10,8 +10,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_sessions.agents import resolve_agent
+from agent_sessions.turns import input_messages
 from api.agents_beta.mcp_tools import has_mcp_credentials
-from api.agents_beta.session_service import check_environment, input_messages, resolve_agent
+from api.agents_beta.session_requests import agent_choice, check_environment
 from api.agents_beta.wire import AgentFields, EnvironmentParam, agent_body, check_metadata, parse, timestamp
 from api.responses.errors import invalid, not_found
 from api.services import Services
@@ -111,7 +113,7 @@ async def check_target(services: Services, tenant: str, raw: Any, kind: str | No
             "(client.beta.agents.create) and give its agent_id.",
             "target.agent",
         )
-    await resolve_agent(services, tenant, target.agent_id, target.agent)
+    await resolve_agent(services, tenant, agent_choice(services, target.agent_id, target.agent))
     agent = None
     if target.agent is not None:  # shown as the Agent object shows an agent, defaults filled in
         agent = agent_body(target.agent)

@@ -1,5 +1,5 @@
 """`/v1/agents/automations` of the Agents API (beta): automations on Temporal Schedules, their pause and
-resume, manual invocations and the invocation log (automation_schedules.py says how they run)."""
+resume, manual invocations and the invocation log (agent_sessions/automation_schedules.py says how they run)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ from typing import Annotated, Any, Literal
 from fastapi import Body, Query
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.agents_beta.automation_schedules import (
+from agent_sessions.automation_schedules import (
     create_schedule,
     delete_schedule,
     pause_schedule,
     replace_schedule,
     start_manual_run,
 )
+from agent_sessions.turns import new_id
 from api.agents_beta.automation_wire import (
     AutomationCreate,
     AutomationUpdate,
@@ -29,7 +30,6 @@ from api.agents_beta.automation_wire import (
     invocation_object,
 )
 from api.agents_beta.routing import beta_router
-from api.agents_beta.session_service import new_id
 from api.agents_beta.wire import check_metadata, parse
 from api.guards.tenancy import TenantDep
 from api.responses.errors import OpenAIError, invalid, not_found

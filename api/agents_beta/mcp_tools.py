@@ -5,8 +5,9 @@ dialect's `mcp` tools (workflows/mcp_servers.py).
 An agent is kept, unlike a Responses request, so its MCP credentials (`headers` and `authorization`) are sealed
 with DA_CREDENTIALS_KEY the moment the agent is read, kept only as that ciphertext beside the tool, and never
 shown: the Agent object shows the credential-free transport the SDK's `PersistedMcpTransport` describes. A turn
-gets them the Responses way: re-sealed by server label into its `turn_credentials` row, which the worker opens for
-each MCP activity and deletes when the turn ends; they never enter a workflow input or its history.
+gets them the Responses way (agent_sessions/mcp_tools.py): re-sealed by server label into its `turn_credentials`
+row, which the worker opens for each MCP activity and deletes when the turn ends; they never enter a workflow
+input or its history.
 
 `require_approval` (`"always"`, `"never"` or `{"always": [...], "never": [...]}`, as on a Responses `mcp` tool;
 default `"always"`) says which calls wait for an `agent.session.input.mcp_approval_request_result`.
@@ -19,15 +20,10 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent_sessions.mcp_tools import SEALED
 from api.responses.errors import invalid
-from api.responses.plan import approval_policy
-from api.responses.request import ApprovalFilter, McpTool
-from domain.turn_settings import McpServer
-from outbound.policy import OutboundPolicy, OutboundRefused
-from tool_runtime.credential_seal import CredentialSeal, CredentialsUnreadable
-
-SEALED = "sealed_credentials"
-"""Where a stored MCP tool keeps its headers, sealed; never shown."""
+from api.responses.request import ApprovalFilter
+from tool_runtime.credential_seal import CredentialSeal
 
 
 class HttpTransport(BaseModel):
@@ -122,59 +118,6 @@ def has_mcp_credentials(tools: list[dict[str, Any]] | None) -> bool:
 def shown_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The tools as the Agent and session objects show them: no sealed credentials."""
     return [{key: value for key, value in tool.items() if key != SEALED} for tool in tools]
-
-
-def _mcp(agent: dict[str, Any]) -> list[dict[str, Any]]:
-    return [tool for tool in agent.get("tools") or [] if tool.get("type") == "mcp"]
-
-
-def mcp_servers(agent: dict[str, Any]) -> list[McpServer]:
-    """The agent's MCP servers as the turn's plan names them (no credentials)."""
-    servers = []
-    for tool in _mcp(agent):
-        rule = McpTool.model_validate(
-            {"type": "mcp", "server_label": tool["server_label"], "server_url": tool["transport"]["server_url"]}
-            | {"require_approval": tool.get("require_approval") or "always"}
-        )
-        servers.append(
-            McpServer(
-                label=tool["server_label"],
-                url=tool["transport"]["server_url"],
-                allowed_tools=tool.get("allowed_tools"),
-                approval=approval_policy(rule),
-            )
-        )
-    return servers
-
-
-def turn_credentials(agent: dict[str, Any], key: str | None) -> str | None:
-    """The agent's MCP credentials re-sealed as one turn's document (by server label); None without any.
-    Raises a 400 when the server can no longer open them (its DA_CREDENTIALS_KEY was removed or changed)."""
-    sealed = [tool[SEALED] for tool in _mcp(agent) if tool.get(SEALED)]
-    if not sealed:
-        return None
-    if key is None:
-        raise invalid(
-            "The agent's MCP tools carry credentials, but this server has no DA_CREDENTIALS_KEY to open them.", "agent"
-        )
-    seal = CredentialSeal(key)
-    by_label: dict[str, dict[str, str]] = {}
-    try:
-        for ciphertext in sealed:
-            by_label |= seal.open_labels(ciphertext)
-    except CredentialsUnreadable as unreadable:
-        raise invalid(f"The agent's MCP credentials cannot be used: {unreadable}", "agent") from unreadable
-    return seal.seal({}, by_label=by_label)
-
-
-async def check_mcp_urls(agent: dict[str, Any], policy: OutboundPolicy) -> None:
-    """Each MCP server is one the outbound policy allows (judged again at every connection)."""
-    for tool in _mcp(agent):
-        url = urlsplit(tool["transport"]["server_url"])
-        try:
-            await policy.check_url_host(url.hostname or "", url.port or (443 if url.scheme == "https" else 80))
-        except OutboundRefused as refused:
-            raise invalid(f"tools: MCP server {tool['server_label']!r}: {refused}", "tools") from refused
 
 
 def credential_seal(key: str | None) -> CredentialSeal | None:

@@ -30,7 +30,7 @@ BETA_HEADER = b"openai-beta"
 AGENTS_PATH = "/v1/agents"
 _BETA_ONLY_PARTS = frozenset({"sessions", "automations", "environments"})
 _AGENT_ID_PREFIX = "agent_"
-"""What `new_id("agent")` (session_service) starts this dialect's agent ids with; llama-stack's are UUIDs."""
+"""What `new_id("agent")` (agent_sessions/turns.py) starts this dialect's agent ids with; llama-stack's are UUIDs."""
 _CREATE_FIELDS = frozenset(AgentFields.model_fields)
 
 

@@ -17,8 +17,9 @@ from typing import Annotated, Any
 
 from fastapi import Body, Header, Response
 
+from agent_sessions.announce import announce
+from agent_sessions.turns import start_turn
 from api.agents_beta.routing import beta_router
-from api.agents_beta.session_service import announce, start_turn
 from api.agents_beta.session_stream import cursor_for, session_sse
 from api.agents_beta.session_view import replayed
 from api.agents_beta.sessions import stored_session, streamed

@@ -13,10 +13,14 @@ from typing import Annotated, Any, Literal
 from fastapi import Body, Query, Request
 from fastapi.responses import StreamingResponse
 
+from agent_sessions.agents import check_model
+from agent_sessions.announce import announce
+from agent_sessions.creation import create_session
+from agent_sessions.mcp_tools import check_mcp_urls
 from api.agents_beta.agents import page, unknown_cursor
-from api.agents_beta.mcp_tools import check_mcp_urls, credential_seal
+from api.agents_beta.mcp_tools import credential_seal
 from api.agents_beta.routing import beta_router
-from api.agents_beta.session_service import announce, check_model, create_session, parse_create
+from api.agents_beta.session_requests import new_session, parse_create
 from api.agents_beta.session_stream import Cursor, session_sse
 from api.agents_beta.session_view import session_view
 from api.agents_beta.spend_control import change_spend_limit, spend_store
@@ -58,7 +62,7 @@ async def create(
     body = parse_create(raw)
     if body.stream:
         services.streams.take(principal.key_id).release()  # refuse (429) before anything starts
-    created = await create_session(services, principal.tenant, body)
+    created = await create_session(services, principal.tenant, new_session(services, body))
     if body.stream:
         return streamed(services, principal, session_sse(services, created.session, Cursor(0, created=True), True))
     return await session_view(services, created.session)

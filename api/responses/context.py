@@ -33,6 +33,7 @@ from api.responses.request import (
     MessageItem,
 )
 from domain.content import CompletionMessage, InputMessage, ToolCall, ToolResponseMessage, UserMessage
+from domain.context_budget import context_bytes, oldest_dropped
 from domain.turn_settings import ContextMessage, SystemMessage
 
 _items = TypeAdapter(list[InputItem])
@@ -166,27 +167,16 @@ def split_input(messages: Sequence[ContextMessage]) -> TurnInput:
     return TurnInput(context=list(messages[:start]), input=list(messages[start:]))  # type: ignore[arg-type]
 
 
-def _size(message: ContextMessage) -> int:
-    return len(message.model_dump_json())
-
-
 def fit_context(context: list[ContextMessage], budget: int, truncation: str) -> list[ContextMessage]:
     """The context within `budget` bytes: `auto` drops the oldest messages (never leaving a tool result
     without its call), `disabled` refuses a context over it with a 400."""
-    total = sum(_size(message) for message in context)
-    if total <= budget:
-        return context
-    if truncation != "auto":
-        raise invalid(
-            f"The input and its context are {total:,} bytes, more than this server's history limit of "
-            f"{budget:,} bytes (DA_MAX_HISTORY_BYTES). Send less, or set 'truncation': 'auto' to drop the oldest "
-            "context.",
-            "input",
-            "context_length_exceeded",
-        )
-    kept = list(context)
-    while kept and total > budget:
-        total -= _size(kept.pop(0))
-    while kept and isinstance(kept[0], ToolResponseMessage):
-        kept.pop(0)
-    return kept
+    total = context_bytes(context)
+    if total <= budget or truncation == "auto":
+        return oldest_dropped(context, budget)
+    raise invalid(
+        f"The input and its context are {total:,} bytes, more than this server's history limit of "
+        f"{budget:,} bytes (DA_MAX_HISTORY_BYTES). Send less, or set 'truncation': 'auto' to drop the oldest "
+        "context.",
+        "input",
+        "context_length_exceeded",
+    )

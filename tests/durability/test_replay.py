@@ -82,3 +82,26 @@ def test_the_recordings_cover_a_turn_held_by_its_sessions_spend_limit() -> None:
         return b'"spend_session_id":"' in start and "spend_limit_changed" in signals
 
     assert any(held(path) for path in HISTORIES)
+
+
+def test_the_recordings_cover_a_session_turn_counting_its_compaction_and_shield_calls() -> None:
+    """A session turn that checked its spend before its shield and compaction steps too (behind the
+    `session-spend-every-call` marker), whose activities entered those calls in the session's ledger."""
+
+    def counted(path: Path) -> bool:
+        events = WorkflowHistory.from_json(path.stem, path.read_text()).events
+        start = events[0].workflow_execution_started_event_attributes.input.payloads[0].data
+        patches = [
+            payload.data
+            for event in events
+            if event.HasField("marker_recorded_event_attributes")
+            for payload in event.marker_recorded_event_attributes.details["patch-data"].payloads
+        ]
+        scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in events]
+        return (
+            b'"spend_session_id":"' in start
+            and any(b'"session-spend-every-call"' in patch for patch in patches)
+            and {"run_shields", "compact_turn_context"} <= set(scheduled)
+        )
+
+    assert any(counted(path) for path in HISTORIES)

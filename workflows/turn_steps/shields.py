@@ -7,7 +7,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from workflows.turn_steps.state import TurnState
+from workflows.turn_steps.spend import SpendSteps
 
 with workflow.unsafe.imports_passed_through():
     from domain.content import CompletionMessage, content_as_text
@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
 
-class ShieldSteps(TurnState):
+class ShieldSteps(SpendSteps):
     async def _guard(self, touchpoint: Touchpoint, texts: list[str] | None) -> CompletionMessage | None:
         """Run the touchpoint's shields as one shield_call step; the refusal to answer with, if violated.
 
@@ -29,6 +29,7 @@ class ShieldSteps(TurnState):
         shields = self._plan.input_shields if touchpoint == "user-input" else self._plan.output_shields
         if not shields:
             return None
+        await self._within_budget_for("shields")
         step_id = str(workflow.uuid4())
         started_at = self._now()
         if texts is None and self._input_messages:
@@ -42,6 +43,8 @@ class ShieldSteps(TurnState):
             texts=texts or [],
             texts_are_input=texts is None,
             instructions=self._start.agent_config.instructions if self._start.agent_config else "",
+            spend_session_id=self._start.spend_session_id,
+            settings_id=self._plan.settings_id,
         )
         pending = await self._carry(request)
         result = await workflow.execute_activity(

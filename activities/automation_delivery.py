@@ -1,9 +1,8 @@
 """The delivery of an automation's occurrence, as activities the worker runs for `AutomationRun`
 (workflows/automation_run.py): record the invocation, then create or feed the session through the session
-service, exactly as the session routes would.
+service (agent_sessions/), exactly as the session routes would: an automation delivers what a `sessions.create`
+or an `input.message` would, with the same checks and the same turn start.
 
-They live beside the session service rather than under activities/ because they are its callers: an automation
-delivers what a `sessions.create` or an `input.message` would, with the same checks and the same turn start.
 Idempotent by the invocation's run key: the new session's id and the turn's idempotency key derive from it.
 """
 
@@ -11,24 +10,22 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from temporalio import activity
-from temporalio.client import Client
 
-from api.agents_beta.automation_schedules import delete_schedule, pause_schedule
-from api.agents_beta.session_service import create_session, start_turn
-from api.agents_beta.wire import SessionCreate, parse
-from api.responses.errors import OpenAIError
-from api.services import Services
-from api.streams.event_hub import EventHub
-from api.streams.stream_slots import StreamSlots
-from api.turn_gateway import TurnGateway
+from agent_sessions.agents import AgentChoice
+from agent_sessions.automation_schedules import delete_schedule, pause_schedule
+from agent_sessions.creation import NewSession, create_session
+from agent_sessions.refusals import SessionRefused
+from agent_sessions.turns import start_turn
 from configuration.settings import Settings
 from store.automations import AutomationRecord, AutomationStore, InvocationRecord
 from store.repository import Store
 from tool_runtime.catalog import ToolCatalog
+from turn_client.starter import TurnStarter
 from workflows.automation_run import (
     DELIVER_AUTOMATION_ACTIVITY,
     FAIL_AUTOMATION_ACTIVITY,
@@ -47,15 +44,26 @@ def delivery_session_id(invocation_id: str) -> str:
     return "sess_" + hashlib.sha256(invocation_id.encode()).hexdigest()[:32]
 
 
-def worker_services(client: Client, settings: Settings, store: Store) -> Services:
+@dataclass(frozen=True)
+class WorkerSessionServices:
     """What the session service needs, in the worker: it starts turns on the worker's own client."""
-    return Services(
-        settings,
-        store,
-        TurnGateway(client, settings.task_queue),
-        ToolCatalog.from_settings(store, settings),
-        EventHub(store),
-        StreamSlots(settings.max_streams_per_key),
+
+    settings: Settings
+    store: Store
+    turns: TurnStarter
+    tools: ToolCatalog
+
+
+def new_session(target: dict[str, Any]) -> NewSession:
+    """A `new_session` target as the session service takes it. The target was checked, and its inline agent
+    stored in the Agent object's form, when the automation was created or updated (api/agents_beta/
+    automation_wire.py); the agent it names and the models and MCP servers it uses are checked again now."""
+    agent = target.get("agent")
+    inline = {key: value for key, value in agent.items() if value is not None} if agent is not None else None
+    return NewSession(
+        agent=AgentChoice(target.get("agent_id"), inline, agent),
+        input=target.get("input"),
+        metadata=target.get("metadata") or {},
     )
 
 
@@ -65,7 +73,7 @@ def _snapshot(automation: AutomationRecord) -> dict[str, Any]:
 
 
 class AutomationDeliveries:
-    def __init__(self, services: Services, automations: AutomationStore) -> None:
+    def __init__(self, services: WorkerSessionServices, automations: AutomationStore) -> None:
         self._services = services
         self._automations = automations
 
@@ -102,7 +110,7 @@ class AutomationDeliveries:
             return AutomationDelivered(status=claimed.status, session_id=claimed.session_id)
         try:
             session_id = await self._deliver(automation, claimed)
-        except OpenAIError as refused:
+        except SessionRefused as refused:
             if refused.status_code >= 500:  # Temporal unavailable: retried
                 raise
             return await self._refused(automation, claimed, refused)
@@ -124,13 +132,12 @@ class AutomationDeliveries:
         if await sessions.session(tenant, session_id) is not None:  # an earlier attempt created it
             await start_turn(self._services, tenant, session_id, target["input"], idempotency_key=invocation.run_key)
             return session_id
-        raw = {key: target.get(key) for key in ("environment", "input", "agent", "agent_id", "metadata")}
-        body: SessionCreate = parse(SessionCreate, {k: v for k, v in raw.items() if v is not None}, "automation target")
-        await create_session(self._services, tenant, body, session_id=session_id, idempotency_key=invocation.run_key)
+        new = new_session(target)
+        await create_session(self._services, tenant, new, session_id=session_id, idempotency_key=invocation.run_key)
         return session_id
 
     async def _refused(
-        self, automation: AutomationRecord, invocation: InvocationRecord, refused: OpenAIError
+        self, automation: AutomationRecord, invocation: InvocationRecord, refused: SessionRefused
     ) -> AutomationDelivered:
         """The session service refused the delivery: a busy target session skips this occurrence; anything
         else fails it, and a target session that is gone pauses the automation."""
@@ -142,8 +149,7 @@ class AutomationDeliveries:
                 invocation.invocation_id, "skipped", session_id=session_id, skip_reason="pending_delivery"
             )
             return AutomationDelivered(status="skipped", session_id=session_id)
-        detail = refused.detail if isinstance(refused.detail, dict) else {"message": str(refused.detail)}
-        error = {"code": detail.get("code") or "invalid_request_error", "message": detail.get("message") or ""}
+        error = {"code": refused.code or "invalid_request_error", "message": refused.message}
         await self._automations.settle(invocation.invocation_id, "failed", session_id=session_id, error=error)
         if refused.status_code == 404 and target["type"] == "existing_session":
             await self._automations.set_status(automation.automation_id, "paused", TARGET_SESSION_FAILED)

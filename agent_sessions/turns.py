@@ -1,6 +1,6 @@
-"""Creating sessions and starting their turns: what the session routes call, and what automations call to
-create or feed a session. A session turn is a detached turn workflow (api/turn_gateway.py) whose settings
-come from the session's agent snapshot and whose prior context is the session's earlier turns.
+"""Starting a session's turn: `agent.session.input.message` from the API, or an automation feeding the session.
+A session turn is a detached turn workflow whose settings come from the session's agent snapshot and whose prior
+context is the session's earlier turns.
 
 Every check runs before anything is written: a refused request leaves the session as it was.
 """
@@ -16,13 +16,10 @@ from typing import Any
 
 from temporalio.common import SearchAttributePair
 
-from api.agents_beta.mcp_tools import check_mcp_urls, credential_seal, mcp_servers, turn_credentials
-from api.agents_beta.spend_control import spend_store
-from api.agents_beta.wire import AgentFields, SessionCreate, agent_body, check_metadata, parse
-from api.responses.context import fit_context
-from api.responses.errors import OpenAIError, invalid, not_found
-from api.services import Services
-from api.turns.mcp_headers import keep_mcp_headers
+from agent_sessions.announce import announce
+from agent_sessions.mcp_tools import mcp_servers, turn_credentials
+from agent_sessions.refusals import SessionRefused, invalid, not_found
+from agent_sessions.services import SessionServices
 from domain.content import (
     ImageContentItem,
     ImageData,
@@ -32,24 +29,16 @@ from domain.content import (
     UserMessage,
     content_as_text,
 )
+from domain.context_budget import oldest_dropped
 from domain.turn_settings import ContextMessage, FunctionTool, TurnSettings
 from domain.turns import InferenceStep, ToolExecutionStep, TurnStatus
-from domain.webhook_events import agent_session_data
 from store.agent_sessions import BetaSessionRecord
-from store.webhooks import WebhookStore, record_event
-from webhooks.dispatch import DeliveryStarter
 from workflows.contracts import TurnPlan, TurnStart
 from workflows.search_attributes import AGENT_ID, SESSION_ID
 
 log = logging.getLogger(__name__)
 
-SUPPORTED_ENVIRONMENT = '{"type": "none"}'
-OUT_OF_SCOPE_ENVIRONMENTS = {
-    "openai_hosted": "hosted containers are OpenAI's own sandboxes",
-    "self_hosted": "self-hosted environments need the Codex exec-server remote protocol",
-}
 ACTIVE = (TurnStatus.RUNNING, TurnStatus.AWAITING_INPUT)
-WEBHOOK_BATCH = 100
 
 
 @dataclass(frozen=True)
@@ -64,22 +53,12 @@ class SessionTurn:
     """False when this call found the turn already there (a retry) and started nothing new."""
 
 
-@dataclass(frozen=True)
-class CreatedSession:
-    session: BetaSessionRecord
-    turn: SessionTurn | None
-    """The turn of the create's `input`; None without input."""
-
-
 def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
 
 
-def _now() -> datetime:
+def now() -> datetime:
     return datetime.now(UTC)
-
-
-# --- input
 
 
 def input_messages(value: str | list[dict[str, Any]] | None, param: str = "input") -> list[InputMessage]:
@@ -117,139 +96,8 @@ def summary(messages: list[InputMessage]) -> str:
     return content_as_text(messages[-1].content)[:1000] if messages else ""
 
 
-# --- agents and environments
-
-
-def check_environment(environment: Any) -> None:
-    if environment is None:
-        raise invalid(f"environment is required; this server supports {SUPPORTED_ENVIRONMENT}.", "environment")
-    kind = environment.type
-    if kind == "none":
-        return
-    why = OUT_OF_SCOPE_ENVIRONMENTS.get(kind, "it is not an environment type this server knows")
-    raise invalid(
-        f"environment type '{kind}' is not supported on this server ({why}); use {SUPPORTED_ENVIRONMENT}.",
-        "environment.type",
-        "unsupported_environment",
-    )
-
-
-def check_model(services: Services, model: str | None, param: str) -> None:
-    if not model:
-        raise invalid("The session's agent needs a model: give agent.model or an agent_id.", param)
-    if services.settings.model(model) is None:
-        known = ", ".join(sorted(services.settings.models))
-        raise invalid(
-            f"The model '{model}' is not configured on this server; configured: {known}.", param, "model_not_found"
-        )
-
-
-async def resolve_agent(
-    services: Services, tenant: str, agent_id: str | None, inline: AgentFields | None
-) -> tuple[str | None, dict[str, Any]]:
-    """The session's agent snapshot: the saved agent's fields with the inline ones over them; its saved id."""
-    body: dict[str, Any] = {}
-    if agent_id is not None:
-        saved = await services.store.agent_sessions.agent(tenant, agent_id)
-        if saved is None:
-            raise not_found("Agent", agent_id)
-        body = dict(saved.body)
-    if inline is not None:
-        given = inline.model_fields_set
-        fresh = agent_body(
-            inline.model_copy(update={"model": inline.model or body.get("model")}),
-            model_required=False,
-            seal=credential_seal(services.settings.credentials_key),
-        )
-        body |= {key: fresh[key] for key in fresh if key in given and getattr(inline, key, None) is not None}
-        if not body.get("text"):
-            body = fresh | body
-    if agent_id is None and inline is None:
-        raise invalid("Give the session an agent: an inline `agent` with a model, or an `agent_id`.", "agent")
-    if "text" not in body:
-        body = agent_body(AgentFields(model=body.get("model")), model_required=False) | body
-    check_model(services, body.get("model"), "agent.model")
-    await check_mcp_urls(body, services.tools.outbound_policy)
-    body.pop("metadata", None)
-    return agent_id, body
-
-
-# --- webhooks the API causes
-
-
-async def announce(
-    services: Services, tenant: str, event_type: str, session_id: str, cause_id: str, occasion: str | None = None
-) -> None:
-    """Record `event_type` for the session's webhook endpoints and start its deliveries (the outbox sweep
-    starts any this misses). `cause_id` (the session's or turn's id) and `occasion` (which of the turn's
-    resumes, say) make a repeat record nothing. Never fails the request that caused it."""
-    data = agent_session_data(event_type, session_id)
-    cause = f"{cause_id}:{occasion}:{event_type}" if occasion else f"{cause_id}:{event_type}"
-    try:
-        added = await services.store.database.write(
-            lambda tx: record_event(tx, tenant, event_type, data, cause, cause_id)
-        )
-        if added:
-            webhooks = WebhookStore(services.store.database)
-            starter = DeliveryStarter(services.turns.client, services.settings.task_queue, webhooks)
-            await starter.start(await webhooks.unstarted(WEBHOOK_BATCH, cause_id))
-    except Exception:
-        log.warning("webhook %s of session %s not recorded or started now", event_type, session_id, exc_info=True)
-
-
-# --- sessions
-
-
-async def create_session(
-    services: Services,
-    tenant: str,
-    body: SessionCreate,
-    session_id: str | None = None,
-    idempotency_key: str | None = None,
-) -> CreatedSession:
-    """Create a session (environment `none`) and, with `input`, start its first turn.
-
-    `body` is sessions.create's body; automations build one from their target, with the session's id and its
-    first turn's idempotency key derived from the occurrence they deliver. Raises OpenAIError (4xx) for
-    anything the caller must change."""
-    check_environment(body.environment)
-    metadata = check_metadata(body.metadata)
-    if body.vault_ids:
-        raise invalid("vault_ids: vaults are not supported by this server; send no vault_ids.", "vault_ids")
-    if body.review not in (None, "none"):
-        raise invalid("review: only 'none' is supported by this server.", "review")
-    agent_id, agent = await resolve_agent(services, tenant, body.agent_id, body.agent)
-    messages = input_messages(body.input)  # environment `none`: input is required
-    now = _now()
-    spend = body.spend_control.limit if body.spend_control is not None else None
-    record = BetaSessionRecord(
-        session_id=session_id or new_id("sess"),
-        tenant_id=tenant,
-        agent_id=agent_id,
-        body={
-            "agent": {"id": agent_id or new_id("agent"), **agent},
-            "environment": {"type": "none"},
-            "metadata": metadata,
-            "spend_control": {"limit": spend},
-            "vault_ids": [],
-            **({"prompt_cache_options": body.prompt_cache_options} if body.prompt_cache_options else {}),
-        },
-        current_turn_id=None,
-        turn_count=0,
-        created_at=now,
-        last_active_at=now,
-    )
-    await services.store.agent_sessions.add_session(record)
-    if spend is not None:  # before the first turn's first model call, which checks it
-        await spend_store(services.store.database).set_limit(record.session_id, spend)
-    await announce(services, tenant, "agent.session.created", record.session_id, record.session_id)
-    turn = await _start(services, tenant, record, messages, idempotency_key)
-    stored = await services.store.agent_sessions.session(tenant, record.session_id)
-    return CreatedSession(stored or record, turn)
-
-
 async def start_turn(
-    services: Services,
+    services: SessionServices,
     tenant: str,
     session_id: str,
     input: str | list[dict[str, Any]],
@@ -262,7 +110,7 @@ async def start_turn(
     record = await services.store.agent_sessions.session(tenant, session_id)
     if record is None:
         raise not_found("Session", session_id)
-    return await _start(services, tenant, record, input_messages(input), idempotency_key)
+    return await start_turn_on(services, tenant, record, input_messages(input), idempotency_key)
 
 
 def _turn_id(tenant: str, session_id: str, idempotency_key: str | None) -> str:
@@ -271,19 +119,20 @@ def _turn_id(tenant: str, session_id: str, idempotency_key: str | None) -> str:
     return "turn_" + hashlib.sha256(f"{tenant}\0{session_id}\0{idempotency_key}".encode()).hexdigest()[:32]
 
 
-async def _start(
-    services: Services,
+async def start_turn_on(
+    services: SessionServices,
     tenant: str,
     record: BetaSessionRecord,
     messages: list[InputMessage],
     idempotency_key: str | None,
 ) -> SessionTurn:
+    """Start a turn with these messages on the session `record` (its first, for create_session)."""
     sessions = services.store.agent_sessions
     turn_id = _turn_id(tenant, record.session_id, idempotency_key)
     found = await sessions.session_turn(turn_id)
     if found is not None:  # a retry: the first attempt claimed it; make sure its workflow runs
         if await services.store.turn_status(turn_id) == TurnStatus.RUNNING:
-            await _start_workflow(services, tenant, record, turn_id, messages, _now())
+            await _start_workflow(services, tenant, record, turn_id, messages, now())
         return SessionTurn(record.session_id, turn_id, found.ordinal, created=False)
     previous = record.current_turn_id
     if previous is not None and await services.store.turn_status(previous) in ACTIVE:
@@ -291,21 +140,22 @@ async def _start(
     settings = turn_settings(record.body["agent"])
     credentials = turn_credentials(record.body["agent"], services.settings.credentials_key)
     context = await _context_after(services, previous)
-    started_at = _now()
+    started_at = now()
     await services.store.begin_detached_turn(tenant, turn_id, messages, context, turn_id, settings, started_at)
     ordinal = await sessions.claim_turn(tenant, record.session_id, turn_id, previous, started_at)
     if ordinal is None:  # another input got there first
         await services.store.delete_detached_turn(tenant, turn_id)
         raise busy(record.session_id, None)
-    await keep_mcp_headers(services, turn_id, credentials)  # before its workflow can call a tool
+    if credentials is not None:  # kept before its workflow can call a tool
+        await services.store.keep_turn_credentials(turn_id, credentials)
     await announce(services, tenant, "agent.session.in_progress", record.session_id, turn_id)
     await _start_workflow(services, tenant, record, turn_id, messages, started_at)
     return SessionTurn(record.session_id, turn_id, ordinal, created=True)
 
 
-def busy(session_id: str, turn_id: str | None) -> OpenAIError:
+def busy(session_id: str, turn_id: str | None) -> SessionRefused:
     which = f"turn {turn_id}" if turn_id else "another turn"
-    return OpenAIError(
+    return SessionRefused(
         409,
         f"Session {session_id} is busy with {which}: send input once it is idle (or cancel the turn with an "
         "agent.session.input.cancel event).",
@@ -341,7 +191,7 @@ def turn_settings(agent: dict[str, Any]) -> TurnSettings:
     )
 
 
-async def _context_after(services: Services, previous: str | None) -> list[ContextMessage]:
+async def _context_after(services: SessionServices, previous: str | None) -> list[ContextMessage]:
     """The prior context of the session's next turn: the previous turn's context, input and steps, within
     DA_MAX_HISTORY_BYTES (the oldest dropped first)."""
     if previous is None:
@@ -358,11 +208,11 @@ async def _context_after(services: Services, previous: str | None) -> list[Conte
         elif isinstance(step, ToolExecutionStep):
             messages += [ToolResponseMessage(call_id=r.call_id, content=r.content) for r in step.tool_responses]
             messages += step.followup_messages
-    return fit_context(messages, services.settings.max_history_bytes, "auto")
+    return oldest_dropped(messages, services.settings.max_history_bytes)
 
 
 async def _start_workflow(
-    services: Services,
+    services: SessionServices,
     tenant: str,
     record: BetaSessionRecord,
     turn_id: str,
@@ -393,9 +243,6 @@ async def _start_workflow(
     except Exception as error:
         log.exception("starting the workflow of session %s's turn %s failed", record.session_id, turn_id)
         await services.store.abandon_turn(turn_id, "Its workflow could not be started.")
-        raise OpenAIError(503, "Could not start the session's turn (Temporal unavailable); retry shortly.") from error
-
-
-def parse_create(raw: dict[str, Any]) -> SessionCreate:
-    body: SessionCreate = parse(SessionCreate, raw, "session")
-    return body
+        raise SessionRefused(
+            503, "Could not start the session's turn (Temporal unavailable); retry shortly."
+        ) from error

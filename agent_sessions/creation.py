@@ -1,0 +1,73 @@
+"""Creating a session (environment `none`) and starting its first turn: sessions.create from the API, or an
+automation's delivery to a new session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_sessions.agents import AgentChoice, resolve_agent
+from agent_sessions.announce import announce
+from agent_sessions.services import SessionServices
+from agent_sessions.turns import SessionTurn, input_messages, new_id, now, start_turn_on
+from store.agent_sessions import BetaSessionRecord
+from store.spend import SpendStore
+
+
+@dataclass(frozen=True)
+class NewSession:
+    """What a session is created with, the wire's checks (environment, metadata, vaults, review) passed."""
+
+    agent: AgentChoice
+    input: str | list[dict[str, Any]] | None
+    metadata: dict[str, str] = field(default_factory=dict)
+    spend_limit: int | None = None
+    """In US cents; None: no spending limit."""
+    prompt_cache_options: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class CreatedSession:
+    session: BetaSessionRecord
+    turn: SessionTurn | None
+    """The turn of the create's `input`; None without input."""
+
+
+async def create_session(
+    services: SessionServices,
+    tenant: str,
+    new: NewSession,
+    session_id: str | None = None,
+    idempotency_key: str | None = None,
+) -> CreatedSession:
+    """Create a session and start its first turn with its input.
+
+    Automations give the session's id and its first turn's idempotency key, derived from the occurrence they
+    deliver. Raises SessionRefused (4xx) for anything the caller must change."""
+    agent = await resolve_agent(services, tenant, new.agent)
+    messages = input_messages(new.input)  # environment `none`: input is required
+    created_at = now()
+    record = BetaSessionRecord(
+        session_id=session_id or new_id("sess"),
+        tenant_id=tenant,
+        agent_id=new.agent.agent_id,
+        body={
+            "agent": {"id": new.agent.agent_id or new_id("agent"), **agent},
+            "environment": {"type": "none"},
+            "metadata": new.metadata,
+            "spend_control": {"limit": new.spend_limit},
+            "vault_ids": [],
+            **({"prompt_cache_options": new.prompt_cache_options} if new.prompt_cache_options else {}),
+        },
+        current_turn_id=None,
+        turn_count=0,
+        created_at=created_at,
+        last_active_at=created_at,
+    )
+    await services.store.agent_sessions.add_session(record)
+    if new.spend_limit is not None:  # before the first turn's first model call, which checks it
+        await SpendStore(services.store.database).set_limit(record.session_id, new.spend_limit)
+    await announce(services, tenant, "agent.session.created", record.session_id, record.session_id)
+    turn = await start_turn_on(services, tenant, record, messages, idempotency_key)
+    stored = await services.store.agent_sessions.session(tenant, record.session_id)
+    return CreatedSession(stored or record, turn)
