@@ -15,6 +15,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from api.responses.create import response_id_for
+from tests.support.processes import EVENT_SECONDS
 from tests.support.scripted_model import ScriptedModel, failure, text
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
@@ -35,7 +36,7 @@ async def events_of(stream: Any) -> list[Any]:
     return [event async for event in stream]
 
 
-async def until(client: AsyncOpenAI, response_id: str, *statuses: str, seconds: float = 60) -> Any:
+async def until(client: AsyncOpenAI, response_id: str, *statuses: str, seconds: float = EVENT_SECONDS) -> Any:
     for _ in range(int(seconds * 10)):
         response = await client.responses.retrieve(response_id)
         if response.status in statuses:
@@ -319,7 +320,7 @@ async def test_a_client_leaving_a_synchronous_response_cancels_it(
             with pytest.raises(httpx.ReadTimeout):
                 await http.post("/v1/responses", json=body, headers={"Idempotency-Key": key}, timeout=2)
     response_id = response_id_for("default", key)
-    cancelled = await until(client, response_id, "cancelled", "completed", seconds=30)
+    cancelled = await until(client, response_id, "cancelled", "completed")
     assert cancelled.status == "cancelled"
 
 

@@ -23,7 +23,7 @@ from temporalio.client import RetryConfig
 from api.streams.event_stream import LIVENESS_CHECK_SECONDS
 from hosting.fault_points import AFTER_TURN_END
 from tests.support import mcp_server
-from tests.support.processes import ProcessStack
+from tests.support.processes import EVENT_SECONDS, ProcessStack
 from tests.support.scripted_model import ThreadedServer, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL
 from turn_client.starter import WORKFLOW_TASK_TIMEOUT
@@ -85,13 +85,11 @@ def assert_completed_once(events: list[Any], answer: str) -> Any:
 
 
 async def workflows_found(processes: ProcessStack, query: str) -> list[str]:
-    """The ids of the workflows a visibility query finds, once it finds any (visibility lags a little)."""
+    """The ids of the workflows a visibility query finds, once it finds any (visibility lags, the more under load)."""
     temporal = await processes.temporal_client()  # afresh: the dev server may have been restarted
-    found: list[str] = []
-    for _ in range(100):
-        found = [execution.id async for execution in temporal.list_workflows(query)]
-        if found:
-            break
+    deadline = time.monotonic() + EVENT_SECONDS
+    while not (found := [execution.id async for execution in temporal.list_workflows(query)]):
+        assert time.monotonic() < deadline, f"no workflow found by {query} within {EVENT_SECONDS} s"
         await asyncio.sleep(0.2)
     return found
 
@@ -152,9 +150,9 @@ async def test_worker_killed_during_an_mcp_call_the_call_runs_again_and_shows_on
     }
     mcp_server.STARTED.clear()
     created = asyncio.ensure_future(client.responses.create(model=SCRIPTED_MODEL, input="use it", tools=[slow]))  # type: ignore[list-item]
-    for _ in range(300):
-        if "wait_then_echo" in mcp_server.STARTED:
-            break
+    deadline = time.monotonic() + EVENT_SECONDS
+    while "wait_then_echo" not in mcp_server.STARTED:
+        assert time.monotonic() < deadline, "the MCP call did not start"
         await asyncio.sleep(0.1)
     await restart(processes, "worker")
     response = await created
@@ -354,7 +352,8 @@ async def test_the_temporal_ui_finds_a_responses_workflow_and_tells_what_it_wait
         tools=[WEATHER],  # type: ignore[list-item]
     )
     call = first.output[0]
-    [workflow_id] = await workflows_found(processes, f'ResponseId = "{first.id}"')
+    # The response is answered once the pause is stored; the workflow records it (and tells it) just after.
+    [workflow_id] = await workflows_found(processes, f'ResponseId = "{first.id}" AND TurnStatus = "awaiting_input"')
     handle = (await processes.temporal_client()).get_workflow_handle(workflow_id)
     description = await handle.describe()
     assert description.workflow_type == "AgentTurn" and await description.static_summary() == question
