@@ -82,6 +82,7 @@ def workflow_runner() -> WorkflowRunner:
 def build_worker(client: Client, settings: Settings, store: Store, runner: WorkflowRunner | None = None) -> Worker:
     """`runner`: the one turns run in (tests pass Temporal's sandbox); by default `workflow_runner()`."""
     models = ModelRegistry(settings)
+    models.warm()
     inference = InferenceActivities(store, models, settings.max_history_bytes)
     shields = ShieldActivities(store, models, settings)
     progress = TurnProgressActivities(store)

@@ -19,7 +19,12 @@ async def heartbeating() -> AsyncIterator[None]:
     The first beat comes a second in, not at the start: a call that ends sooner sends none. An
     immediate beat is a server round trip and a write of the workflow's state while the turn's
     latency is being made, and it told the server nothing a start within the timeout does not.
+
+    A local activity does not beat: the server knows nothing of it, and it is cancelled in-process.
     """
+    if activity.info().is_local:
+        yield
+        return
 
     async def beat() -> None:
         while True:

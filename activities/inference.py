@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Awaitable, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -78,7 +79,7 @@ class _DeltaWriter:
         self,
         store: Store,
         request: InferenceRequest,
-        attempt: int,
+        attempt: str,
         interval: float,
         already_streamed: str,
         after: Awaitable[None] | None = None,
@@ -270,10 +271,21 @@ class InferenceActivities:
         crash_point(AFTER_TURN_END)
         return TurnFinished(step_completed_at=step_completed_at, completed_at=completed_at)
 
+    async def _made_before(self, request: InferenceRequest) -> bool:
+        """Whether an earlier execution of this step got as far as writing its start (written before any
+        of its deltas and its end). A local activity's attempts are counted by the worker running it: after
+        a crash the next worker's attempt is the first again."""
+        return await self._store.event_id(request.turn_id, f"{request.step_id}:start") is not None
+
     @activity.defn(name=INFER_ACTIVITY)
     async def infer(self, request: InferenceRequest) -> InferenceResult:
-        attempt = activity.info().attempt
-        if request.ending is not None and attempt > 1 and (written := await self._answer_written(request)):
+        info = activity.info()
+        label = str(info.attempt)
+        retried = info.attempt > 1 or (info.is_local and await self._made_before(request))
+        if info.is_local and retried:
+            # Attempt numbers repeat after a crash: its deltas' keys must not meet an earlier execution's.
+            label = f"{info.attempt}-{uuid.uuid4().hex[:12]}"
+        if request.ending is not None and retried and (written := await self._answer_written(request)):
             return written
         start = StepStart(step_type="inference", step_id=request.step_id)
         own = KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json"))
@@ -286,9 +298,9 @@ class InferenceActivities:
             if writing is not None:
                 await writing
             chat, model, model_id = await self._chat_request(request)
-            already, calls_already = await self._streamed_before(request) if attempt > 1 else ("", [])
+            already, calls_already = await self._streamed_before(request) if retried else ("", [])
             writing = writing or asyncio.ensure_future(write())
-            writer = _DeltaWriter(self._store, request, attempt, self._delta_interval, already, writing, calls_already)
+            writer = _DeltaWriter(self._store, request, label, self._delta_interval, already, writing, calls_already)
             text: list[str] = []
             calls: list[ToolCall] = []
             stop_reason: StopReason = "end_of_turn"

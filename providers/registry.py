@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from configuration.settings import ModelPricing, ModelSpec, Settings
@@ -26,6 +27,14 @@ class ModelRegistry:
                 raise ProviderRejected(f"Model {model_id!r} is not configured; configured models: {known}")
             self._models[model_id] = (_build(spec), spec.provider_model or model_id)
         return self._models[model_id]
+
+    def warm(self) -> None:
+        """Build every configured chat model's client now, as the worker starts. Built by an inference instead,
+        the SDK's import and client would come before the activity's first heartbeat: on a loaded machine
+        that can outlast the heartbeat timeout, and the retried attempt calls the model a second time."""
+        for model_id in self._settings.models:
+            with contextlib.suppress(ProviderRejected):  # an embedding model, or a missing key: told when used
+                self.resolve(model_id)
 
     def pricing(self, model_id: str) -> ModelPricing:
         """What the model's tokens cost (free unless its spec says otherwise)."""

@@ -12,6 +12,16 @@ from tests.support.processes import ProcessStack
 from tests.support.scripted_model import ThreadedServer
 from tests.support.stack import Stack
 
+PROCESSES_TIMEOUT = 600
+"""pytest-timeout's bound for a test marked `processes` that sets none of its own: it starts and restarts services,
+and on a loaded machine each start (a Python process's imports, a dev server) can take a minute."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("processes") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(PROCESSES_TIMEOUT))
+
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:

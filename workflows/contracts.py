@@ -243,6 +243,11 @@ class TurnStart(BaseModel):
     turns started by earlier releases replay with the workflow writing every end. Said here rather than
     by a `workflow.patched` marker, whose first use in a run also upserts Temporal's
     TemporalChangeVersion search attribute: two history events and a visibility write in every turn."""
+    local_inference: bool = False
+    """Model calls run as local activities (workflows/turn_steps/inference.py): no activity task and its
+    events, no workflow task to take the result, a marker instead. For segments nobody is expected to
+    cancel or query while a model call runs (a foreground response): a cancel or a query then waits for
+    the workflow task the call holds open, up to 80% of its timeout. False for turns of earlier releases."""
 
     def turn_plan(self) -> TurnPlan:
         if self.plan is not None:
@@ -276,6 +281,8 @@ class ToolResponsesSubmission(BaseModel):
     """The new segment's tools and settings; None keeps the current ones."""
     segment_id: str | None = None
     """The id of the segment (response) this resumption starts."""
+    local_inference: bool | None = None
+    """The new segment's model calls as local activities (TurnStart.local_inference); None keeps the current."""
 
 
 class TurnEnding(BaseModel):

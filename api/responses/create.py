@@ -292,6 +292,8 @@ async def _start_workflow(
         awaiting_input_timeout=services.settings.awaiting_input_timeout,
         continue_as_new_after_events=services.settings.continue_as_new_after_events,
         inference_writes_end=True,
+        # Only a background response can be cancelled through the API, and GET reads the store, not the workflow.
+        local_inference=not body.background,
     )
     conversation = body.conversation_id
     extra = [SearchAttributePair(CONVERSATION_ID, conversation)] if conversation is not None else []
@@ -387,6 +389,7 @@ async def _resume_waiting(
         followup_messages=followups,
         plan=turn_plan(body, response_id, services.settings.max_infer_iters),
         segment_id=response_id,
+        local_inference=not body.background,
     )
     try:
         await services.turns.submit(turn_id, submission)

@@ -4,7 +4,7 @@ each delivering a turn; the invocation log; and the refusals a caller can act on
 
 from __future__ import annotations
 
-import asyncio
+import threading
 import time
 from typing import Any
 
@@ -12,6 +12,7 @@ import openai
 import pytest
 from openai import OpenAI
 
+from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.scripted_model import ScriptedModel, text
 from tests.support.stack import SCRIPTED_MODEL, Stack
 from workflows.automation_run import run_workflow_id, schedule_id
@@ -41,7 +42,7 @@ def wait_invocation(client: OpenAI, automation_id: str, seconds: float, **wanted
     return None
 
 
-def answered(client: OpenAI, session_id: str, seconds: float = 30) -> str:
+def answered(client: OpenAI, session_id: str, seconds: float = EVENT_SECONDS) -> str:
     """The session's last answer once it is idle."""
     deadline = time.monotonic() + seconds
     while client.beta.agents.sessions.retrieve(session_id).status != "idle":
@@ -52,10 +53,18 @@ def answered(client: OpenAI, session_id: str, seconds: float = 30) -> str:
     return "".join(part.text for part in last.content).strip()
 
 
+def _clear_of_the_next_minute(seconds: float) -> None:
+    """Wait, if need be, until the next minute is at least `seconds` away: what a minutely Schedule must not fire
+    within (its occurrence would take a scripted answer meant for another turn)."""
+    if 60 - time.time() % 60 < seconds:
+        time.sleep(60 - time.time() % 60 + 0.5)
+
+
 def test_a_periodic_automation_paused_resumed_and_invoked_delivers_a_turn_each_time(
     client: OpenAI, model: ScriptedModel
 ) -> None:
-    model.script(text("Manual report."), text("Paused but invoked."), text("Scheduled report."))
+    model.script(text("Paused but invoked."), text("Scheduled report."), text("Manual report."))
+    _clear_of_the_next_minute(15)  # from its creation to its pause, the minutely Schedule does not fire
     created = client.beta.agents.automations.create(
         type="periodic",
         name="minutely report",
@@ -64,31 +73,33 @@ def test_a_periodic_automation_paused_resumed_and_invoked_delivers_a_turn_each_t
         target=new_session_target("Report the news."),
         metadata={"team": "ops"},
     )
+    paused = client.beta.agents.automations.pause(created.id)
     assert created.object == "agent.automation" and created.status == "active" and created.type == "periodic"
+    assert paused.status == "paused"
     assert client.beta.agents.automations.retrieve(created.id).expression == "* * * * *"
     assert created.id in [found.id for found in client.beta.agents.automations.list().data]
 
-    invoked = client.beta.agents.automations.invocations.create(created.id)
+    invoked = client.beta.agents.automations.invocations.create(created.id)  # pause stops scheduled runs only
     assert invoked.status == "queued" and invoked.source.type == "manual" and invoked.scheduled_at is None
-    delivered = wait_invocation(client, created.id, 30, id=invoked.id)
-    assert delivered is not None and delivered.status == "completed", delivered
-    assert answered(client, delivered.session_id) == "Manual report."
-    session = client.beta.agents.sessions.retrieve(delivered.session_id)
-    assert session.metadata == {"origin": "automation"}
-
-    paused = client.beta.agents.automations.pause(created.id)
-    assert paused.status == "paused"
-    again = client.beta.agents.automations.invocations.create(created.id)  # pause stops scheduled runs only
-    found = wait_invocation(client, created.id, 30, id=again.id)
-    assert found is not None and found.status == "completed"
+    found = wait_invocation(client, created.id, EVENT_SECONDS, id=invoked.id)
+    assert found is not None and found.status == "completed", found
     assert answered(client, found.session_id) == "Paused but invoked."
+    session = client.beta.agents.sessions.retrieve(found.session_id)
+    assert session.metadata == {"origin": "automation"}
 
     resumed = client.beta.agents.automations.resume(created.id)
     assert resumed.status == "active" and resumed.pause_reason is None
-    scheduled = wait_invocation(client, created.id, 75, status="completed", scheduled_at=_any_time())
+    scheduled = wait_invocation(client, created.id, 60 + EVENT_SECONDS, status="completed", scheduled_at=_any_time())
     assert scheduled is not None, "the resumed schedule did not fire within its minute"
     assert scheduled.source.type == "automation" and scheduled.source.automation.id == created.id
     assert answered(client, scheduled.session_id) == "Scheduled report."
+
+    # Invoked by hand while active, in the minute after an occurrence, then paused before the next one.
+    again = client.beta.agents.automations.invocations.create(created.id)
+    delivered = wait_invocation(client, created.id, EVENT_SECONDS, id=again.id)
+    client.beta.agents.automations.pause(created.id)
+    assert delivered is not None and delivered.status == "completed", delivered
+    assert answered(client, delivered.session_id) == "Manual report."
     assert len(model.requests) == 3
 
     client.beta.agents.automations.delete(created.id)
@@ -109,18 +120,15 @@ class _any_time:
 def found_by_automation_id(stack: Stack, automation_id: str) -> tuple[list[str], list[str]]:
     """What an operator's `AutomationId="…"` query finds: the ids of the workflows (runs), and of the Schedules."""
 
-    async def query() -> tuple[list[str], list[str]]:
-        wanted = f'AutomationId="{automation_id}"'
-        runs: list[str] = []
-        for _ in range(50):  # visibility is eventually consistent
-            runs = [wf.id async for wf in stack.client.list_workflows(wanted)]
-            if runs:
-                break
-            await asyncio.sleep(0.2)
-        schedules = [schedule.id async for schedule in await stack.client.list_schedules(wanted)]
-        return runs, schedules
+    wanted = f'AutomationId="{automation_id}"'
 
-    return stack.background.run(query())
+    async def query() -> tuple[list[str], list[str]] | None:
+        runs = [wf.id async for wf in stack.client.list_workflows(wanted)]
+        schedules = [schedule.id async for schedule in await stack.client.list_schedules(wanted)]
+        return (runs, schedules) if runs and schedules else None
+
+    # Visibility is eventually consistent, for Schedules as for workflows.
+    return wait_until(lambda: stack.background.run(query()), f"what {wanted} finds", EVENT_SECONDS)
 
 
 def test_a_once_automation_runs_at_its_time_then_completes(client: OpenAI, model: ScriptedModel, stack: Stack) -> None:
@@ -130,7 +138,7 @@ def test_a_once_automation_runs_at_its_time_then_completes(client: OpenAI, model
         type="once", name="reminder", run_at=run_at, target=new_session_target("Remind me.")
     )
     assert created.type == "once" and created.run_at == run_at
-    scheduled = wait_invocation(client, created.id, 40, status="completed")
+    scheduled = wait_invocation(client, created.id, EVENT_SECONDS, status="completed")
     assert scheduled is not None, "the one-time automation did not run"
     assert scheduled.scheduled_at == run_at and scheduled.source.type == "automation"
     assert answered(client, scheduled.session_id) == "Reminder delivered."
@@ -146,7 +154,8 @@ def test_a_once_automation_runs_at_its_time_then_completes(client: OpenAI, model
 def test_an_existing_session_target_gets_a_turn_and_a_busy_session_skips_the_delivery(
     client: OpenAI, model: ScriptedModel
 ) -> None:
-    model.script(text("First."), text("Checked in.", delay_seconds=3))
+    busy = threading.Event()  # the model answers the delivered turn only once the next invocation was skipped
+    model.script(text("First."), text("Checked in.", held_until=busy))
     session = client.beta.agents.sessions.create(environment=NONE, agent={"model": SCRIPTED_MODEL}, input="Hello")
     assert answered(client, session.id) == "First."
     automation = client.beta.agents.automations.create(
@@ -159,10 +168,13 @@ def test_an_existing_session_target_gets_a_turn_and_a_busy_session_skips_the_del
     assert [found.id for found in client.beta.agents.automations.list(session_id=session.id).data] == [automation.id]
 
     first = client.beta.agents.automations.invocations.create(automation.id)
-    delivered = wait_invocation(client, automation.id, 30, id=first.id)
+    delivered = wait_invocation(client, automation.id, EVENT_SECONDS, id=first.id)
     assert delivered is not None and delivered.status == "completed" and delivered.session_id == session.id
-    second = client.beta.agents.automations.invocations.create(automation.id)  # the session is still answering
-    skipped = wait_invocation(client, automation.id, 30, id=second.id)
+    try:
+        second = client.beta.agents.automations.invocations.create(automation.id)  # the session is still answering
+        skipped = wait_invocation(client, automation.id, EVENT_SECONDS, id=second.id)
+    finally:
+        busy.set()
     assert skipped is not None and skipped.status == "skipped" and skipped.skip_reason == "pending_delivery"
     assert answered(client, session.id) == "Checked in."
     turns = client.beta.agents.sessions.turns.list(session.id).data
@@ -175,7 +187,7 @@ def test_an_existing_session_target_gets_a_turn_and_a_busy_session_skips_the_del
 
     client.beta.agents.sessions.delete(session.id)
     third = client.beta.agents.automations.invocations.create(automation.id)
-    failed = wait_invocation(client, automation.id, 30, id=third.id)
+    failed = wait_invocation(client, automation.id, EVENT_SECONDS, id=third.id)
     assert failed is not None and failed.status == "failed" and failed.error is not None, failed
     assert session.id in failed.error.message
     paused = client.beta.agents.automations.retrieve(automation.id)

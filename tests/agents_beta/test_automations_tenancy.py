@@ -16,6 +16,7 @@ from sqlalchemy import select
 from store.automation_tables import AutomationRow
 from store.spend_tables import SessionBudgetRow
 from tests.operations.test_retention import OPERATOR_KEY, OPERATOR_PREFIX
+from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.scripted_model import ScriptedModel, text
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
@@ -71,10 +72,7 @@ def test_another_tenant_gets_404_on_every_automation_route(keyed_api: str, model
         timezone="UTC",
         target={"type": "existing_session", "session_id": session.id, "instructions": "Check in."},
     )
-    for _ in range(300):
-        if owner.beta.agents.sessions.retrieve(session.id).status == "idle":
-            break
-        time.sleep(0.05)
+    wait_until(lambda: owner.beta.agents.sessions.retrieve(session.id).status == "idle", "idle", EVENT_SECONDS)
     invocation = owner.beta.agents.automations.invocations.create(automation.id)
 
     with httpx.Client(

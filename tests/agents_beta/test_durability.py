@@ -15,7 +15,7 @@ import httpx
 import pytest
 from openai import OpenAI
 
-from tests.support.processes import ProcessStack
+from tests.support.processes import EVENT_SECONDS, ProcessStack, wait_until
 from tests.support.scripted_model import text, tool_call
 from tests.support.stack import SCRIPTED_MODEL
 
@@ -118,11 +118,12 @@ def test_killed_during_a_caller_run_tool_pause_the_turn_resumes_once(processes: 
     session = client.beta.agents.sessions.create(
         environment={"type": "none"}, agent={"model": SCRIPTED_MODEL, "tools": [WEATHER]}, input="Weather?"
     )
-    for _ in range(600):
+
+    def requiring_action() -> Any:
         current = client.beta.agents.sessions.retrieve(session.id)
-        if current.status == "requires_action":
-            break
-        time.sleep(0.05)
+        return current if current.status == "requires_action" else None
+
+    current = wait_until(requiring_action, "the caller-run tool's pause", EVENT_SECONDS)
     (action,) = current.required_actions
     restart(processes, which)
 

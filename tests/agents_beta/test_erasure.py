@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 import httpx
 
 from tests.operations.test_retention import OPERATOR_KEY, OPERATOR_PREFIX
+from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.scripted_model import ScriptedModel, text
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
@@ -25,10 +24,8 @@ def test_an_erased_tenant_loses_its_agents_and_sessions(stack: Stack, model: Scr
         body = {"environment": {"type": "none"}, "agent_id": agent, "input": "hi"}
         session = alice.post("/v1/agents/sessions", json=body).json()["id"]
         bobs = bob.post("/v1/agents/sessions", json={**body, "agent_id": None, "agent": {"model": SCRIPTED_MODEL}})
-        for _ in range(200):
-            if alice.get(f"/v1/agents/sessions/{session}").json()["status"] == "idle":
-                break
-            time.sleep(0.05)
+        path = f"/v1/agents/sessions/{session}"
+        wait_until(lambda: alice.get(path).json()["status"] == "idle", "alice's session idle", EVENT_SECONDS)
         turn = alice.get(f"/v1/agents/sessions/{session}/turns").json()["data"][0]["id"]
 
         erased = operator.delete(f"{OPERATOR_PREFIX}tenants/alice")

@@ -5,7 +5,6 @@ never in the store's rows in readable form, never in the turn workflow's history
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 from openai import OpenAI
 
 from tests.support import mcp_server
+from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
@@ -37,7 +37,7 @@ def mcp_tool(server: ThreadedServer, allowed: list[str], approval: Any = None) -
     return tool | ({"require_approval": approval} if approval is not None else {})
 
 
-def wait_status(client: OpenAI, session_id: str, wanted: str, seconds: float = 30) -> Any:
+def wait_status(client: OpenAI, session_id: str, wanted: str, seconds: float = EVENT_SECONDS) -> Any:
     deadline = time.monotonic() + seconds
     while True:
         session = client.beta.agents.sessions.retrieve(session_id)
@@ -56,19 +56,14 @@ def decide(client: OpenAI, session_id: str, request_id: str, decision: str) -> N
 
 
 def history_json(stack: Stack, session_id: str) -> str:
-    async def fetch() -> str:
-        histories = []
-        for _ in range(50):  # visibility is eventually consistent
-            found = [wf.id async for wf in stack.client.list_workflows(f'SessionId = "{session_id}"')]
-            if found:
-                for workflow_id in found:
-                    history = await stack.client.get_workflow_handle(workflow_id).fetch_history()
-                    histories.append(history.to_json())
-                return "\n".join(histories)
-            await asyncio.sleep(0.2)
-        raise AssertionError(f"no workflow found for session {session_id}")
+    """The histories of the session's turn workflows, found as an operator would (visibility is eventually
+    consistent), each read once closed (the session is idle once the turn's end is stored, before that)."""
 
-    return stack.background.run(fetch())
+    async def listed() -> list[str]:
+        return [wf.id async for wf in stack.client.list_workflows(f'SessionId = "{session_id}"')]
+
+    found = wait_until(lambda: stack.background.run(listed()), f"session {session_id}'s workflows", EVENT_SECONDS)
+    return "\n".join(stack.closed_history(workflow_id).to_json() for workflow_id in found)
 
 
 def test_a_saved_agents_mcp_tool_is_called_with_its_sealed_credentials(

@@ -4,7 +4,6 @@ waits with no connection open, cancel, and the refusals a caller can act on."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 from openai import OpenAI
 from openai.lib.beta.agents import function_tool
 
+from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
@@ -32,7 +32,7 @@ def as_text(content: str | list[dict[str, Any]]) -> str:
     return "".join(part.get("text", "") for part in content).strip()
 
 
-def wait_status(client: OpenAI, session_id: str, wanted: str, seconds: float = 30) -> Any:
+def wait_status(client: OpenAI, session_id: str, wanted: str, seconds: float = EVENT_SECONDS) -> Any:
     deadline = time.monotonic() + seconds
     while True:
         session = client.beta.agents.sessions.retrieve(session_id)
@@ -232,16 +232,18 @@ def test_an_operator_finds_a_sessions_turns_in_temporal(client: OpenAI, model: S
         stream.until_done()
     turns = {f"turn-{turn.id}" for turn in client.beta.agents.sessions.turns.list(session.id)}
 
-    async def found(query: str) -> set[str]:
-        for _ in range(50):  # visibility catches up within moments
-            ids = {execution.id async for execution in stack.client.list_workflows(query)}
-            if len(ids) >= len(turns):
-                return ids
-            await asyncio.sleep(0.2)
-        return ids
+    def found(query: str) -> set[str]:
+        async def ids() -> set[str]:
+            return {execution.id async for execution in stack.client.list_workflows(query)}
 
-    assert stack.background.run(found(f'SessionId = "{session.id}"')) == turns
-    assert stack.background.run(found(f'AgentId = "{agent.id}"')) == turns
+        def enough() -> set[str] | None:  # visibility catches up within moments, longer under load
+            listed = stack.background.run(ids())
+            return listed if len(listed) >= len(turns) else None
+
+        return wait_until(enough, f"{len(turns)} workflows found by {query}", EVENT_SECONDS)
+
+    assert found(f'SessionId = "{session.id}"') == turns
+    assert found(f'AgentId = "{agent.id}"') == turns
 
 
 def test_sessions_keep_metadata_and_spend_control_and_list_by_agent_and_metadata(

@@ -9,6 +9,7 @@ from typing import Any
 
 from openai import OpenAI
 
+from tests.support.processes import EVENT_SECONDS
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import PRICED_MODEL, SCRIPTED_MODEL
 
@@ -21,7 +22,7 @@ WEATHER: Any = {
 }
 
 
-def wait_status(client: OpenAI, session_id: str, wanted: str, seconds: float = 30) -> Any:
+def wait_status(client: OpenAI, session_id: str, wanted: str, seconds: float = EVENT_SECONDS) -> Any:
     deadline = time.monotonic() + seconds
     while True:
         session = client.beta.agents.sessions.retrieve(session_id)

@@ -3,7 +3,6 @@ every route that names an agent, session or turn, and the owner loses nothing.""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +10,7 @@ import httpx
 import pytest
 from openai import OpenAI
 
+from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
@@ -69,16 +69,18 @@ def _requests(ids: dict[str, str]) -> list[tuple[str, str, dict[str, Any] | None
     ]
 
 
+def _with_status(client: OpenAI, session_id: str, status: str) -> Any:
+    """The session, if it has `status` (or None)."""
+    session = client.beta.agents.sessions.retrieve(session_id)
+    return session if session.status == status else None
+
+
 def test_another_tenant_gets_404_everywhere_and_the_owner_loses_nothing(keyed_api: str, model: ScriptedModel) -> None:
     owner = OpenAI(base_url=f"{keyed_api}/v1", api_key=OWNER_KEY, max_retries=0)
     agent = owner.beta.agents.create(model=SCRIPTED_MODEL, tools=[WEATHER])
     model.script(tool_call("get_weather"), text("Sunny."))
-    session = owner.beta.agents.sessions.create(environment={"type": "none"}, agent_id=agent.id, input="Weather?")
-    for _ in range(300):
-        session = owner.beta.agents.sessions.retrieve(session.id)
-        if session.status == "requires_action":
-            break
-        time.sleep(0.05)
+    created = owner.beta.agents.sessions.create(environment={"type": "none"}, agent_id=agent.id, input="Weather?")
+    session = wait_until(lambda: _with_status(owner, created.id, "requires_action"), "the call", EVENT_SECONDS)
     (action,) = session.required_actions
     ids = {"agent_id": agent.id, "session_id": session.id, "turn_id": action.turn_id, "call_id": action.call_id}
     unknown = {key: f"{value[:5]}unknown" for key, value in ids.items()}
@@ -115,16 +117,13 @@ def test_another_tenant_gets_404_everywhere_and_the_owner_loses_nothing(keyed_ap
             }
         ],
     )
-    for _ in range(300):
-        if owner.beta.agents.sessions.retrieve(session.id).status == "idle":
-            break
-        time.sleep(0.05)
+    wait_until(lambda: _with_status(owner, session.id, "idle"), "the session idle", EVENT_SECONDS)
     assert [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"] == ["sunny"]
     assert owner.beta.agents.retrieve(agent.id).name is None
 
 
 def test_every_agents_beta_route_of_the_openapi_document_is_walked(keyed_api: str) -> None:
-    spec = httpx.get(f"{keyed_api}/openapi.json", headers={"Authorization": f"Bearer {OWNER_KEY}"}).json()
+    spec = httpx.get(f"{keyed_api}/openapi.json", headers={"Authorization": f"Bearer {OWNER_KEY}"}, timeout=60).json()
     beta = {
         (method, path)
         for path, operations in spec["paths"].items()

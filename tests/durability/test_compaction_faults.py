@@ -4,6 +4,7 @@ And a tenant erasure whose worker dies mid-way goes on to the end once a worker 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ from cryptography.fernet import Fernet
 
 from compaction.summary import SUMMARY_INSTRUCTIONS
 from hosting.fault_points import AFTER_COMPACTION, AFTER_ERASE_BATCH
-from tests.support.processes import ProcessStack
+from tests.support.processes import EVENT_SECONDS, ProcessStack
 from tests.support.scripted_model import text
 from tests.support.stack import SCRIPTED_MODEL
 
@@ -77,11 +78,14 @@ def _summaries(processes: ProcessStack) -> int:
 
 def test_worker_killed_while_the_model_writes_the_summary(processes: ProcessStack, http: httpx.Client) -> None:
     previous = _first(http)
-    processes.model.script(text("slow summary", delay_seconds=3), text("the summary"), text("the answer"))
+    unanswered = threading.Event()  # the first summary lasts until the worker asking for it is gone
+    processes.model.script(text("slow summary", held_until=unanswered), text("the summary"), text("the answer"))
     response_id = _compacting(http, previous)
-    processes.wait_for_model_requests(1)
-
-    processes.kill(processes.worker)
+    try:
+        processes.wait_for_model_requests(1)
+        processes.kill(processes.worker)
+    finally:
+        unanswered.set()
     processes.start_worker()
 
     response = _ended(http, response_id)
@@ -100,7 +104,7 @@ def test_worker_killed_after_the_summary_was_stored(processes: ProcessStack, htt
     processes.model.script(text("the only summary"), text("the answer"))
     response_id = _compacting(http, previous)
     processes.wait_for_model_requests(1)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + EVENT_SECONDS
     while processes.worker is not None and processes.worker.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
     assert processes.worker is not None and processes.worker.poll() is not None, "the worker did not crash"
@@ -127,14 +131,14 @@ def test_a_tenant_erasure_cut_short_by_a_crash_completes(processes: ProcessStack
     operator = {"Authorization": f"Bearer {OPERATOR_KEY}"}
     first = http.delete("/v1/operator/tenants/default", headers=operator, timeout=60)
     assert first.status_code == 202 and first.json()["status"] == "in_progress"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + EVENT_SECONDS
     while processes.worker is not None and processes.worker.poll() is None:  # dies after the first batch
         assert time.monotonic() < deadline, "the worker did not crash"
         time.sleep(0.2)
     assert http.get(f"/v1/conversations/{conversation['id']}").status_code == 200  # not reached yet
 
     processes.start_worker()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + EVENT_SECONDS
     while http.get(f"/v1/conversations/{conversation['id']}").status_code != 404:
         assert time.monotonic() < deadline, "the erasure did not go on after the crash"
         time.sleep(0.2)

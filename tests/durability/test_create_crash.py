@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from hosting.fault_points import AFTER_TURN_ROW
-from tests.support.processes import ProcessStack
+from tests.support.processes import EVENT_SECONDS, ProcessStack
 from tests.support.rest import create_agent, create_session
 from tests.support.scripted_model import text
 
@@ -71,7 +71,7 @@ def test_the_sweep_starts_a_turn_whose_client_never_retried(processes: ProcessSt
     _create_and_crash(processes, session, {}, tool_config={"tool_choice": "none"})
     processes.start_api(DA_UNSTARTED_TURN_SWEEP="1")
     with httpx.Client(base_url=processes.url, timeout=60) as http:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + EVENT_SECONDS
         while (turns := _stored_turns(http, session))[0]["status"] != "completed":
             assert time.monotonic() < deadline, f"the unstarted turn was never started: {turns}"
             time.sleep(0.2)

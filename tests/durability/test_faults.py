@@ -14,7 +14,7 @@ import pytest
 
 from hosting.fault_points import AFTER_TURN_END
 from tests.support import mcp_server
-from tests.support.processes import ProcessStack
+from tests.support.processes import EVENT_SECONDS, ProcessStack
 from tests.support.rest import create_agent, create_session, final_turn, sse_events
 from tests.support.scripted_model import Reply, text, tool_call
 from workflows.contracts import turn_workflow_id
@@ -46,12 +46,15 @@ def _in_background(call: Callable[[], httpx.Response]) -> tuple[threading.Thread
 
 
 def test_worker_killed_during_a_model_call(processes: ProcessStack, http: httpx.Client) -> None:
-    processes.model.script(text("slow first attempt", delay_seconds=3), text("second attempt"))
+    unanswered = threading.Event()  # the first call lasts until the worker making it is gone, however long that takes
+    processes.model.script(text("slow first attempt", held_until=unanswered), text("second attempt"))
     turns = _turns(http)
     thread, results = _in_background(lambda: http.post(turns, json=_ask("hi")))
-    processes.wait_for_model_requests(1)
-
-    processes.kill(processes.worker)
+    try:
+        processes.wait_for_model_requests(1)
+        processes.kill(processes.worker)
+    finally:
+        unanswered.set()
     processes.start_worker()
     thread.join(timeout=120)
 
@@ -156,7 +159,7 @@ def test_worker_killed_during_a_server_tool_call(processes: ProcessStack, http: 
         turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
         mcp_server.STARTED.clear()
         thread, results = _in_background(lambda: http.post(turns, json=_ask("use it")))
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + EVENT_SECONDS
         while "wait_then_echo" not in mcp_server.STARTED:
             assert time.monotonic() < deadline, "the tool call never started"
             time.sleep(0.05)

@@ -14,6 +14,7 @@ from temporalio.client import WorkflowExecutionStatus
 
 from domain.content import UserMessage
 from tests.support import mcp_server
+from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.rest import create_agent, create_session, final_turn
 from tests.support.scripted_model import Reply, ScriptedModel, text
 from tests.support.stack import Stack
@@ -22,18 +23,19 @@ from workflows.contracts import turn_workflow_id
 ECHO = "offline/echo"
 
 
-def _workflow_closes(stack: Stack, turn_id: str, seconds: float = 20) -> WorkflowExecutionStatus | None:
+def _workflow_closes(stack: Stack, turn_id: str) -> WorkflowExecutionStatus:
     handle = stack.client.get_workflow_handle(turn_workflow_id(turn_id))
-    deadline = time.monotonic() + seconds
-    while True:
+
+    def closed() -> WorkflowExecutionStatus | None:
         status = stack.background.run(handle.describe()).status
-        if status != WorkflowExecutionStatus.RUNNING or time.monotonic() > deadline:
-            return status
-        time.sleep(0.2)
+        return status if status != WorkflowExecutionStatus.RUNNING else None
+
+    return wait_until(closed, f"turn {turn_id}'s workflow closing", EVENT_SECONDS)
 
 
 def _largest_payload(stack: Stack, turn_id: str) -> int:
-    history = stack.background.run(stack.client.get_workflow_handle(turn_workflow_id(turn_id)).fetch_history())
+    """The largest event of the turn's last run, once it has closed (its last events carry the final results)."""
+    history = stack.closed_history(turn_workflow_id(turn_id))
     return max(len(event.SerializeToString()) for event in history.events)
 
 
@@ -136,7 +138,7 @@ def test_many_large_tool_results_at_once_are_carried(stack: Stack, http: httpx.C
 def test_a_turn_input_over_the_message_limit_is_413_naming_it(stack: Stack, model: ScriptedModel) -> None:
     model.script(Reply(tool_calls=[("get_boiling_point", {"liquid_name": "water"})]))
     small = stack.settings.model_copy(update={"max_message_bytes": 5000})
-    with stack.other_api(small) as url, httpx.Client(base_url=url) as http:
+    with stack.other_api(small) as url, httpx.Client(base_url=url, timeout=60) as http:
         agent_id = create_agent(http)
         turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
 
@@ -195,7 +197,7 @@ def test_a_turn_whose_workflow_task_keeps_failing_is_failed_and_frees_its_sessio
 
     stack.background.run(start_stuck_turn())
     turns = f"/v1/agents/{agent_id}/session/{session_id}/turn"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + EVENT_SECONDS
     while True:
         response = http.post(turns, json={"messages": [{"role": "user", "content": "next"}]})
         if response.status_code != 409 or time.monotonic() > deadline:

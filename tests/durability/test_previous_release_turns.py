@@ -17,6 +17,7 @@ from api.turn_gateway import TurnGateway
 from domain.agents import AgentConfig
 from domain.content import UserMessage
 from domain.turns import TurnStatus
+from tests.support.processes import EVENT_SECONDS
 from tests.support.rest import create_agent, create_session
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import Stack
@@ -40,7 +41,7 @@ def test_a_turn_started_with_the_previous_releases_input_pauses_and_resumes(
     stack.background.run(TurnGateway(stack.client, stack.settings.task_queue).start(legacy, "default", "how hot?"))
 
     turn_url = f"/v1/agents/{agent_id}/session/{session_id}/turn/{turn_id}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + EVENT_SECONDS
     while (paused := http.get(turn_url).json())["status"] != TurnStatus.AWAITING_INPUT:
         assert time.monotonic() < deadline, paused
         time.sleep(0.1)

@@ -84,6 +84,20 @@ def test_the_recordings_cover_a_turn_held_by_its_sessions_spend_limit() -> None:
     assert any(held(path) for path in HISTORIES)
 
 
+def test_the_recordings_cover_a_foreground_response_with_local_model_calls() -> None:
+    """A foreground response's model calls as local activities (a marker each), paused and resumed as a segment."""
+
+    def local_inference(path: Path) -> bool:
+        history = path.read_text()
+        events = WorkflowHistory.from_json(path.stem, history).events
+        start = events[0].workflow_execution_started_event_attributes.input.payloads[0].data
+        summaries = [e.user_metadata.summary.data for e in events if e.HasField("marker_recorded_event_attributes")]
+        calls = [summary for summary in summaries if summary.startswith(b'"inference')]
+        return b'"local_inference":true' in start and len(calls) == 2 and "UPDATE_COMPLETED" in history
+
+    assert any(local_inference(path) for path in HISTORIES)
+
+
 def test_the_recordings_cover_a_session_turn_counting_its_compaction_and_shield_calls() -> None:
     """A session turn that checked its spend before its shield and compaction steps too (behind the
     `session-spend-every-call` marker), whose activities entered those calls in the session's ledger."""

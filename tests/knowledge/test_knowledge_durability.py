@@ -15,11 +15,12 @@ import httpx
 import openai
 import pytest
 import sqlite_vec
+from temporalio.service import RPCError, RPCStatusCode
 
 from hosting.fault_points import AFTER_ATTACHMENT_ROW
 from store.database import sqlite_module
 from tests.support.knowledge_files import WORDS, wait_for_file
-from tests.support.processes import ProcessStack
+from tests.support.processes import EVENT_SECONDS, ProcessStack, wait_until
 from workflows.ingestion import workflow_id
 
 pytestmark = pytest.mark.processes
@@ -129,17 +130,30 @@ def _attach_and_crash(processes: ProcessStack, path: str, body: dict) -> None:
 
 
 def _ingestion_runs(processes: ProcessStack, vector_store_id: str, file_id: str) -> int:
-    async def count() -> int:
-        client = await processes.temporal_client()
-        with contextlib.closing(sqlite_module().connect(_data_dir(processes) / "store.db")) as db:
-            (ingestion_id,) = db.execute(
-                "SELECT ingestion_id FROM vector_store_files WHERE vector_store_id = ? AND file_id = ?",
-                (vector_store_id, file_id),
-            ).fetchone()
-        query = f"WorkflowId = '{workflow_id(vector_store_id, file_id, ingestion_id)}'"
-        return len([execution async for execution in client.list_workflows(query)])
+    """How many runs the file's ingestion workflow has had. Whether it has any, Temporal says at once; how
+    many, its visibility store, which is eventually consistent: it is asked until it lists at least one."""
+    with contextlib.closing(sqlite_module().connect(_data_dir(processes) / "store.db")) as db:
+        (ingestion_id,) = db.execute(
+            "SELECT ingestion_id FROM vector_store_files WHERE vector_store_id = ? AND file_id = ?",
+            (vector_store_id, file_id),
+        ).fetchone()
+    ingestion = workflow_id(vector_store_id, file_id, ingestion_id)
 
-    return asyncio.run(count())
+    async def started() -> bool:
+        try:
+            await (await processes.temporal_client()).get_workflow_handle(ingestion).describe()
+        except RPCError as missing:
+            assert missing.status == RPCStatusCode.NOT_FOUND, missing
+            return False
+        return True
+
+    async def listed() -> int:
+        client = await processes.temporal_client()
+        return len([execution async for execution in client.list_workflows(f"WorkflowId = '{ingestion}'")])
+
+    if not asyncio.run(started()):
+        return 0
+    return wait_until(lambda: asyncio.run(listed()), f"{ingestion} in Temporal's visibility", EVENT_SECONDS)
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +183,7 @@ def test_the_sweep_starts_an_ingestion_the_crashed_api_did_not(
     processes.kill(processes.api)
     processes.start_api(DA_INGESTION_SWEEP="1")
     client = _client(processes)
-    done = wait_for_file(client, store_id, file_id, seconds=60)
+    done = wait_for_file(client, store_id, file_id, seconds=EVENT_SECONDS)
     assert done.status == "completed", done
     assert _index_rows(_data_dir(processes), store_id) == (expected, expected, expected, expected)
     assert client.vector_stores.retrieve(store_id).file_counts.completed == 1
@@ -195,7 +209,7 @@ def test_a_cancelled_batch_the_crashed_api_never_started_stays_cancelled(
     processes.kill(processes.api)
     processes.start_api(DA_INGESTION_SWEEP="1")
     client = _client(processes)
-    done = wait_for_file(client, store_id, file_id, seconds=30)
+    done = wait_for_file(client, store_id, file_id, seconds=EVENT_SECONDS)
     assert done.status == "cancelled", done
     time.sleep(3)
     assert _ingestion_runs(processes, store_id, file_id) == 0

@@ -84,6 +84,7 @@ def test_an_oversize_upload_is_413_naming_the_limit_and_leaves_nothing(small_lim
             [b'--b\r\nContent-Disposition: form-data; name="file"; filename="x"\r\n\r\n'] + [b"z" * 65536] * 4
         ),
         headers={"content-type": "multipart/form-data; boundary=b"},
+        timeout=60,
     )
     assert chunked.status_code == 413
     after = set((stack.settings.data_dir / "files").glob("*"))

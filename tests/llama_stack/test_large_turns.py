@@ -16,8 +16,8 @@ from workflows.contracts import turn_workflow_id
 
 
 def _largest_payload(stack: Stack, workflow_id: str) -> int:
-    """The largest single payload in the workflow's current run's history, in bytes."""
-    history = stack.background.run(stack.client.get_workflow_handle(workflow_id).fetch_history())
+    """The largest single payload in the history of the workflow's last run, once closed, in bytes."""
+    history = stack.closed_history(workflow_id)
     return max(len(event.SerializeToString()) for event in history.events)
 
 
@@ -35,10 +35,9 @@ def test_a_turn_with_200_tool_steps_continues_as_new_and_completes(stack: Stack,
     assert [s["tool_responses"][0]["content"] for s in turn["steps"][1::2]][:3] == ["1", "2", "3"]
     assert turn["steps"][-2]["tool_responses"][0]["content"] == "200"
     assert len({s["step_id"] for s in turn["steps"]}) == 401
-    handle = stack.client.get_workflow_handle(turn_workflow_id(turn["turn_id"]))
-    description = stack.background.run(handle.describe())
+    history = stack.closed_history(turn_workflow_id(turn["turn_id"]))
+    description = stack.background.run(stack.client.get_workflow_handle(turn_workflow_id(turn["turn_id"])).describe())
     assert description.run_id != description.raw_description.workflow_execution_info.first_run_id
-    history = stack.background.run(handle.fetch_history())
     assert len(history.events) < 600
     assert history.events[0].workflow_execution_started_event_attributes.continued_execution_run_id
     # The model saw the whole turn at the end, across runs.
@@ -86,6 +85,6 @@ def test_megabytes_of_tool_output_are_cut_with_a_marker(stack: Stack, http: http
     )
     assert client_output.startswith("z" * 1000) and "of 900,000 characters omitted]" in client_output
     assert len(server_output) < MAX_TOOL_OUTPUT_CHARS + 200
-    history = stack.background.run(stack.client.get_workflow_handle(turn_workflow_id(turn["turn_id"])).fetch_history())
+    history = stack.closed_history(turn_workflow_id(turn["turn_id"]))
     assert not any(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in history.events)
     assert json.dumps(turn)  # the whole turn is still a readable document

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import httpx
 
+from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.rest import create_agent, create_session, final_turn, sse_events
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import Stack
@@ -81,7 +82,7 @@ def test_a_paused_turn_expires_and_a_late_resume_is_410(stack: Stack, model: Scr
     with stack.other_api(expiring) as url, httpx.Client(base_url=url, timeout=30) as http:
         turns = _turns(http)
         paused = final_turn(http.post(turns, json=_ask("go")))
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + EVENT_SECONDS
         while http.get(f"{turns}/{paused['turn_id']}").json()["status"] != "expired":
             assert time.monotonic() < deadline, "the turn did not expire"
             time.sleep(0.2)
@@ -98,13 +99,15 @@ def test_a_paused_turn_resumes_after_a_wait_short_of_its_expiry(stack: Stack, mo
     """The days-long wait, shortened: a timer is armed while the turn waits, and a resume before it
     fires continues the turn (the timer then never fires)."""
     model.script(tool_call("get_boiling_point", {"liquid_name": "x"}), text("worth the wait"))
-    patient = stack.settings.model_copy(update={"awaiting_input_timeout": timedelta(seconds=4)})
+    expiry = 8  # seconds: on a loaded machine the resume, sent after 2, can take a few to reach the workflow
+    patient = stack.settings.model_copy(update={"awaiting_input_timeout": timedelta(seconds=expiry)})
     with stack.other_api(patient) as url, httpx.Client(base_url=url, timeout=30) as http:
         turns = _turns(http)
         paused = final_turn(http.post(turns, json=_ask("go")))
+        paused_at = time.monotonic()
         time.sleep(2)
         done = http.post(f"{turns}/{paused['turn_id']}/resume", json=_answer(paused)).json()
-        time.sleep(3)  # past the original expiry
+        time.sleep(max(0.0, paused_at + expiry + 1 - time.monotonic()))  # past the original expiry
         later = http.get(f"{turns}/{paused['turn_id']}").json()
 
     assert done["status"] == "completed" and done["output_message"]["content"] == "worth the wait "
@@ -112,17 +115,19 @@ def test_a_paused_turn_resumes_after_a_wait_short_of_its_expiry(stack: Stack, mo
 
 
 def test_a_resumed_turn_reads_as_running_while_the_model_works(http: httpx.Client, model: ScriptedModel) -> None:
-    model.script(tool_call("get_boiling_point", {"liquid_name": "x"}), text("slowly", delay_seconds=2))
+    working = threading.Event()  # the model answers once the turn has been read while it works
+    model.script(tool_call("get_boiling_point", {"liquid_name": "x"}), text("slowly", held_until=working))
     turns = _turns(http)
     paused = final_turn(http.post(turns, json=_ask("go")))
     thread = threading.Thread(target=lambda: http.post(f"{turns}/{paused['turn_id']}/resume", json=_answer(paused)))
     thread.start()
-    while len(model.requests) < 2:
-        time.sleep(0.05)
-
-    during = http.get(f"{turns}/{paused['turn_id']}").json()
-    session = http.get(turns.rsplit("/turn", 1)[0]).json()
-    thread.join(timeout=30)
+    try:
+        wait_until(lambda: len(model.requests) >= 2, "the resumed turn's model call", EVENT_SECONDS)
+        during = http.get(f"{turns}/{paused['turn_id']}").json()
+        session = http.get(turns.rsplit("/turn", 1)[0]).json()
+    finally:
+        working.set()
+    thread.join(timeout=EVENT_SECONDS)
 
     assert during["status"] == "running" and during["output_message"] is None
     assert session["turns"][0]["status"] == "running"

@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan
-from tests.support.processes import ROOT, ProcessStack
+from tests.support.processes import EVENT_SECONDS, ROOT, ProcessStack
 from tests.support.rest import BOILING_TOOL, create_agent, create_session
 from tests.support.scripted_model import text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, free_port
@@ -214,7 +214,7 @@ def _value(samples: dict[str, list[tuple[dict[str, str], float]]], name: str, **
 Samples = dict[str, list[tuple[dict[str, str], float]]]
 
 
-def _scrape_until(url: str, name: str, at_least: float, seconds: float = 60) -> Samples:
+def _scrape_until(url: str, name: str, at_least: float, seconds: float = EVENT_SECONDS) -> Samples:
     """The samples once `name` has reached `at_least` (polled), or as they are after `seconds`."""
     deadline = time.monotonic() + seconds
     while True:

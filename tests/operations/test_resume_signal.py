@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from serve import temporal_binary
+from tests.support.processes import EVENT_SECONDS
 from tests.support.rest import create_agent, create_session, final_turn
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import Stack
@@ -56,7 +57,7 @@ def _paused_turn(http: httpx.Client) -> tuple[str, dict[str, Any]]:
 
 
 def _wait_for_status(http: httpx.Client, turn_url: str, status: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + EVENT_SECONDS
     while True:
         turn = http.get(turn_url).json()
         if turn["status"] == status:

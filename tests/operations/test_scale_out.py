@@ -24,7 +24,7 @@ import pytest
 from configuration.loading import load_settings
 from serve import dev_server_command
 from tests.support.databases import postgres_database
-from tests.support.processes import ROOT, _wait_until
+from tests.support.processes import ROOT, wait_until
 from tests.support.rest import sse_events
 from tests.support.stack import free_port
 
@@ -84,12 +84,12 @@ class Cluster:
             "DA_MODELS": json.dumps({MODEL: {"provider": "openai", "base_url": f"http://127.0.0.1:{model_port}/v1"}}),
         }
         self.temporal = self._spawn("temporal", dev_server_command(load_settings(self.env)), self.env)
-        _wait_until(
+        wait_until(
             lambda: httpx.get(f"http://127.0.0.1:{self.env['DA_TEMPORAL_UI_PORT']}", timeout=1),
             "Temporal up",
             seconds=STARTUP_SECONDS,
         )
-        _wait_until(
+        wait_until(
             lambda: httpx.get(f"http://127.0.0.1:{model_port}/health", timeout=1), "model up", seconds=STARTUP_SECONDS
         )
         self.api_urls: list[str] = []
@@ -107,7 +107,7 @@ class Cluster:
 
     def _wait_for_api(self, number: int) -> None:
         url = f"{self.api_urls[number]}/v1/health"
-        _wait_until(lambda: httpx.get(url, timeout=1).status_code == 200, f"API {number} up", seconds=STARTUP_SECONDS)
+        wait_until(lambda: httpx.get(url, timeout=1).status_code == 200, f"API {number} up", seconds=STARTUP_SECONDS)
 
     def _spawn(self, name: str, command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         with (self._logs / f"{name}.log").open("ab") as log:
@@ -222,7 +222,7 @@ def test_two_apis_two_workers_one_of_each_killed_every_turn_completes_once(clust
     threads = [threading.Thread(target=run_session, args=pair) for pair in enumerate(sessions)]
     for thread in threads:
         thread.start()
-    _wait_until(lambda: len(done) >= SESSIONS // 2, "the first turns", seconds=RUN_SECONDS)
+    wait_until(lambda: len(done) >= SESSIONS // 2, "the first turns", seconds=RUN_SECONDS)
     cluster.workers[0].kill()
     cluster.apis[0].kill()
     killed_at = len(done)

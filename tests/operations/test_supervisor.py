@@ -109,7 +109,7 @@ def test_sigkill_of_serve_alone_takes_its_children_and_the_next_start_resumes_th
         f"serve.py is already running on the data directory {tmp_path} (pid {service.process.pid}); "
         "stop it first, or give this one another DA_DATA_DIR"
     )
-    assert httpx.get(f"{service.url}/v1/health").status_code == 200
+    assert httpx.get(f"{service.url}/v1/health", timeout=60).status_code == 200
 
     assert service.interrupt() == 0
     assert not (tmp_path / PIDFILE).exists()  # a stop that went as planned leaves nothing to clean up

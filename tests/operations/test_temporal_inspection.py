@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import httpx
@@ -14,6 +13,7 @@ from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client
 
 from hosting.search_attribute_schema import MissingSearchAttributes, require_search_attributes
+from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.rest import create_agent, create_session, final_turn
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import Stack
@@ -26,13 +26,11 @@ def _list_ids(stack: Stack, query: str, expected: int) -> set[str]:
     async def ids() -> set[str]:
         return {w.id async for w in stack.client.list_workflows(query)}
 
-    found: set[str] = set()
-    for _ in range(100):
+    def enough() -> set[str] | None:
         found = stack.background.run(ids())
-        if len(found) >= expected:
-            break
-        time.sleep(0.1)
-    return found
+        return found if len(found) >= expected else None
+
+    return wait_until(enough, f"{expected} workflows found by {query}", EVENT_SECONDS)
 
 
 def test_operator_finds_a_sessions_turns_and_reads_why_one_waits(

@@ -21,6 +21,7 @@ from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
 from store.database import sqlite_module
 from store.vector_stores import vector_db_store_id
 from tests.knowledge.test_knowledge_vector_stores import chunk_rows
+from tests.support.processes import EVENT_SECONDS
 from tests.support.scripted_model import ScriptedModel, text
 from tests.support.stack import SCRIPTED_MODEL, Stack
 from tests.support.webhook_receiver import Receiver
@@ -60,7 +61,7 @@ def _outbox_rows(stack: Stack, tenant: str) -> int:
 
 
 def _deliveries(http: httpx.Client, endpoint_id: str, status: str, count: int) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + EVENT_SECONDS
     while True:
         found = http.get(f"/v1/webhook_endpoints/{endpoint_id}/deliveries").json()["data"]
         if sum(delivery["status"] == status for delivery in found) >= count:
@@ -141,7 +142,7 @@ def test_an_erasure_takes_the_tenants_files_vector_stores_and_webhooks(
         described = await stack.client.get_workflow_handle(pending_workflow).describe()
         return described.status != WorkflowExecutionStatus.RUNNING
 
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + EVENT_SECONDS
     while not stack.background.run(stopped()):
         assert time.monotonic() < deadline, "the pending delivery's workflow still runs"
         time.sleep(0.2)

@@ -7,6 +7,7 @@ import time
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support.processes import EVENT_SECONDS
 from tests.support.rest import create_agent, create_session, final_turn, sse_events
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
@@ -68,7 +69,7 @@ def test_an_api_with_its_own_worker_asks_the_model_with_what_a_response_and_its_
 def _temporal_metrics_once_closed(http: httpx.Client) -> dict[str, float]:
     """The API's temporal_* samples (summed over labels) once its worker has completed a workflow: the
     turn's end reaches the client just before its workflow closes."""
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + EVENT_SECONDS
     while True:
         sums: dict[str, float] = {}
         for family in text_string_to_metric_families(http.get("/metrics").text):

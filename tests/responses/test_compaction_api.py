@@ -4,6 +4,7 @@ in later input (sealed: a tampered or foreign one is a 400), and `context_manage
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,6 +16,7 @@ from openai import AsyncOpenAI
 
 from compaction.seal import CompactionSeal
 from compaction.summary import SUMMARY_INSTRUCTIONS, SUMMARY_PREFIX
+from tests.support.processes import EVENT_SECONDS
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
@@ -146,7 +148,7 @@ async def test_compact_refuses_what_it_cannot_compact(client: AsyncOpenAI, stack
     with pytest.raises(openai.BadRequestError) as model_unknown:
         await client.responses.compact(model="nope", input="x")
     assert model_unknown.value.code == "model_not_found"
-    async with httpx.AsyncClient(base_url=stack.base_url) as http:
+    async with httpx.AsyncClient(base_url=stack.base_url, timeout=60) as http:
         missing = await http.post("/v1/responses/compact", json={"input": "x"})
     assert missing.status_code == 400 and missing.json()["error"]["param"] == "model"
 
@@ -247,9 +249,9 @@ async def test_a_conversation_runs_one_compacting_response_at_a_time(client: Asy
     with pytest.raises(openai.ConflictError) as busy:
         await client.responses.create(model=SCRIPTED_MODEL, input="second", conversation=conversation.id)
     assert busy.value.code == "conversation_busy" and running.id in busy.value.message
-    for _ in range(100):
-        if (await client.responses.retrieve(running.id)).status == "completed":
-            break
+    deadline = time.monotonic() + EVENT_SECONDS
+    while (await client.responses.retrieve(running.id)).status != "completed":
+        assert time.monotonic() < deadline, "the first response did not complete"
         await asyncio.sleep(0.1)
     after = await client.responses.create(model=SCRIPTED_MODEL, input="second", conversation=conversation.id)
     assert after.output_text.strip() == "after"

@@ -310,7 +310,9 @@ async def test_another_tenants_conversation_is_not_found_on_every_route(keyed_ap
         conversation = await owner.conversations.create(items=[_message("mine")], metadata={"owner": "me"})
         item = (await owner.conversations.items.list(conversation.id)).data[0]
 
-    async with httpx.AsyncClient(base_url=keyed_api, headers={"Authorization": "Bearer conv-other-4567"}) as other:
+    async with httpx.AsyncClient(
+        base_url=keyed_api, headers={"Authorization": "Bearer conv-other-4567"}, timeout=60
+    ) as other:
         for (method, path, body), (_, unknown_path, _) in zip(
             _foreign_requests(conversation.id, item.id),
             _foreign_requests("conv_" + "0" * 48, item.id),

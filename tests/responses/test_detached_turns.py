@@ -33,6 +33,7 @@ from domain.turn_settings import (
 from domain.turns import ToolExecutionStep, Turn, TurnStatus
 from tests.support import mcp_server
 from tests.support.mcp_server import SECRET
+from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.scripted_model import Reply, ScriptedModel, ThreadedServer, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
 from tool_runtime.credential_seal import CredentialSeal
@@ -78,7 +79,7 @@ def start_detached(
     return turn_id
 
 
-def wait_for(stack: Stack, turn_id: str, *statuses: TurnStatus, timeout: float = 60) -> Turn:
+def wait_for(stack: Stack, turn_id: str, *statuses: TurnStatus, timeout: float = EVENT_SECONDS) -> Turn:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         turn = stack.background.run(stack.store.get_turn(None, turn_id))
@@ -282,8 +283,7 @@ def test_an_mcp_call_needing_approval_pauses_the_turn_and_runs_once_when_approve
     # The headers reach the server and nothing else: events, rows, the workflow's history.
     token = SECRET.removeprefix("Bearer ")
     assert token not in json.dumps(events(stack, turn_id))
-    history = stack.background.run(stack.client.get_workflow_handle(turn_workflow_id(turn_id)).fetch_history())
-    assert token not in history.to_json()
+    assert token not in stack.closed_history(turn_workflow_id(turn_id)).to_json()
     assert token not in stack.store_text()
 
 
@@ -374,16 +374,13 @@ def test_a_responses_workflow_is_found_by_each_response_id_and_its_conversation(
         assert listed(stack, query) == [turn_workflow_id(turn_id)], query
 
 
-def listed(stack: Stack, query: str, timeout: float = 30) -> list[str]:
-    """Workflow ids that a visibility query finds, once it finds any (visibility lags a little)."""
-    deadline = time.monotonic() + timeout
+def listed(stack: Stack, query: str) -> list[str]:
+    """Workflow ids that a visibility query finds, once it finds any (visibility lags, the more under load)."""
 
     async def ids() -> list[str]:
         return [execution.id async for execution in stack.client.list_workflows(query)]
 
-    while not (found := stack.background.run(ids())) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return found
+    return wait_until(lambda: stack.background.run(ids()), f"a workflow found by {query}", EVENT_SECONDS)
 
 
 def test_one_pause_holds_client_calls_and_approvals_together(

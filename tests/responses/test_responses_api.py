@@ -15,6 +15,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from api.responses.create import response_id_for
+from tests.support.processes import EVENT_SECONDS
 from tests.support.scripted_model import ScriptedModel, failure, text
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
@@ -35,7 +36,7 @@ async def events_of(stream: Any) -> list[Any]:
     return [event async for event in stream]
 
 
-async def until(client: AsyncOpenAI, response_id: str, *statuses: str, seconds: float = 60) -> Any:
+async def until(client: AsyncOpenAI, response_id: str, *statuses: str, seconds: float = EVENT_SECONDS) -> Any:
     for _ in range(int(seconds * 10)):
         response = await client.responses.retrieve(response_id)
         if response.status in statuses:
@@ -319,7 +320,7 @@ async def test_a_client_leaving_a_synchronous_response_cancels_it(
             with pytest.raises(httpx.ReadTimeout):
                 await http.post("/v1/responses", json=body, headers={"Idempotency-Key": key}, timeout=2)
     response_id = response_id_for("default", key)
-    cancelled = await until(client, response_id, "cancelled", "completed", seconds=30)
+    cancelled = await until(client, response_id, "cancelled", "completed")
     assert cancelled.status == "cancelled"
 
 
@@ -377,3 +378,15 @@ async def test_a_response_cut_short_is_incomplete_and_a_failed_one_says_why(
     assert cut.status == "incomplete" and cut.incomplete_details.reason == "max_output_tokens"  # type: ignore[union-attr]
     failed = await client.responses.create(model=SCRIPTED_MODEL, input="x")
     assert failed.status == "failed" and failed.error is not None and failed.error.message
+
+
+async def test_a_provider_error_is_retried_and_the_response_streams_its_answer_once(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
+    """A foreground response's model call is a local activity: a 503 is retried after its backoff, as an activity's."""
+    model.script(failure(503), text("after a retry"))
+    events = await events_of(await client.responses.create(model=SCRIPTED_MODEL, input="x", stream=True))
+    final = events[-1].response
+    assert final.status == "completed" and final.output_text.strip() == "after a retry"
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == final.output_text
+    assert len(model.requests) == 2

@@ -16,14 +16,17 @@ import httpx
 import openai
 import pytest
 from openai import AsyncOpenAI
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import RetryConfig
 
 from api.streams.event_stream import LIVENESS_CHECK_SECONDS
+from hosting.fault_points import AFTER_TURN_END
 from tests.support import mcp_server
-from tests.support.processes import ProcessStack
+from tests.support.processes import EVENT_SECONDS, ProcessStack
 from tests.support.scripted_model import ThreadedServer, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL
+from turn_client.starter import WORKFLOW_TASK_TIMEOUT
 
 pytestmark = pytest.mark.processes
 
@@ -82,15 +85,29 @@ def assert_completed_once(events: list[Any], answer: str) -> Any:
 
 
 async def workflows_found(processes: ProcessStack, query: str) -> list[str]:
-    """The ids of the workflows a visibility query finds, once it finds any (visibility lags a little)."""
+    """The ids of the workflows a visibility query finds, once it finds any (visibility lags, the more under load)."""
     temporal = await processes.temporal_client()  # afresh: the dev server may have been restarted
-    found: list[str] = []
-    for _ in range(100):
-        found = [execution.id async for execution in temporal.list_workflows(query)]
-        if found:
-            break
+    deadline = time.monotonic() + EVENT_SECONDS
+    while not (found := [execution.id async for execution in temporal.list_workflows(query)]):
+        assert time.monotonic() < deadline, f"no workflow found by {query} within {EVENT_SECONDS} s"
         await asyncio.sleep(0.2)
     return found
+
+
+async def model_calls(processes: ProcessStack, response_id: str) -> list[EventType.ValueType]:
+    """The kinds of the history events that record the response's model calls, once its workflow has closed:
+    a marker for a local activity, the scheduling of a regular one."""
+    [workflow_id] = await workflows_found(processes, f'ResponseId = "{response_id}"')
+    temporal = await processes.temporal_client()
+    handle = temporal.get_workflow_handle(workflow_id)
+    await handle.result()
+    history = await handle.fetch_history()
+    summaries = [
+        (event.event_type, (await temporal.data_converter.decode([event.user_metadata.summary]))[0])
+        for event in history.events
+        if event.user_metadata.HasField("summary")
+    ]
+    return [kind for kind, summary in summaries if summary == f"inference · {SCRIPTED_MODEL}"]
 
 
 @pytest.mark.parametrize("background", [False, True], ids=["stream", "background-stream"])
@@ -110,6 +127,11 @@ async def test_worker_killed_while_the_model_streams_a_new_worker_finishes_the_r
     final = assert_completed_once(events, WORDS)
     assert len(processes.model.requests) == 2  # the call cut short, and the new worker's
     assert (await client.responses.retrieve(final.id)).model_dump() == final.model_dump()
+    # A foreground response's model call is a local activity, made again by the next worker once the dead
+    # one's workflow task timed out; a background response's (which can be cancelled) a regular one.
+    scheduled = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    expected = [scheduled] if background else [EventType.EVENT_TYPE_MARKER_RECORDED]
+    assert await model_calls(processes, final.id) == expected
     if background:  # a stream is replayable when created with background (spec §5.5)
         replay = await events_of(await client.responses.retrieve(final.id, stream=True))
         assert dumped(replay) == dumped(events)
@@ -128,9 +150,9 @@ async def test_worker_killed_during_an_mcp_call_the_call_runs_again_and_shows_on
     }
     mcp_server.STARTED.clear()
     created = asyncio.ensure_future(client.responses.create(model=SCRIPTED_MODEL, input="use it", tools=[slow]))  # type: ignore[list-item]
-    for _ in range(300):
-        if "wait_then_echo" in mcp_server.STARTED:
-            break
+    deadline = time.monotonic() + EVENT_SECONDS
+    while "wait_then_echo" not in mcp_server.STARTED:
+        assert time.monotonic() < deadline, "the MCP call did not start"
         await asyncio.sleep(0.1)
     await restart(processes, "worker")
     response = await created
@@ -140,6 +162,81 @@ async def test_worker_killed_during_an_mcp_call_the_call_runs_again_and_shows_on
     assert response.output[1].output == "echoed" and response.output_text.strip() == "after the tool"
     assert mcp_server.STARTED == ["wait_then_echo", "wait_then_echo"]  # the call was retried
     assert len(processes.model.requests) == 2
+
+
+async def test_the_api_running_the_turns_killed_mid_stream_its_restart_finishes_the_response_once(
+    processes: ProcessStack, client: AsyncOpenAI
+) -> None:
+    """`make run`'s shape: the API runs the turns (and started this one eagerly on its own worker). Killed while
+    the model streams a foreground response, the API takes the client's stream with it; the restarted API's
+    worker takes the turn over once the dead one's workflow task times out, and the response completes once."""
+    await asyncio.to_thread(processes.kill, processes.worker)
+    await asyncio.to_thread(processes.kill, processes.api)
+    await asyncio.to_thread(processes.start_api, DA_WORKER_IN_API="true")
+    processes.model.script(text(WORDS, token_delay_seconds=0.1), text(WORDS))
+    seen: list[Any] = []
+    try:
+        stream = await client.responses.create(model=SCRIPTED_MODEL, input="talk", stream=True)
+        with pytest.raises((httpx.HTTPError, openai.APIError)):
+            async for event in stream:
+                seen.append(event)
+                if len(deltas(seen)) == 5:
+                    await asyncio.to_thread(processes.kill, processes.api)
+        await asyncio.to_thread(processes.start_api, DA_WORKER_IN_API="true")
+        response_id = seen[0].response.id
+        assert await model_calls(processes, response_id) == [EventType.EVENT_TYPE_MARKER_RECORDED]
+        final = await client.responses.retrieve(response_id)
+    finally:  # the module's other tests run with a separate worker
+        await asyncio.to_thread(processes.kill, processes.api)
+        await asyncio.to_thread(processes.start_worker)
+        await asyncio.to_thread(processes.start_api)
+
+    assert final.status == "completed" and final.output_text.strip() == WORDS
+    assert [item.type for item in final.output] == ["message"]
+    assert len(processes.model.requests) == 2  # the call cut short, and the restarted API's
+
+
+async def test_worker_dead_after_its_model_call_wrote_the_response_the_model_is_not_asked_again(
+    processes: ProcessStack, client: AsyncOpenAI
+) -> None:
+    """The worker dies after the local model call wrote the response's end, before its workflow recorded it: the
+    next worker's call (its attempt counted from 1 again) finds the end written and returns it."""
+    processes.model.script(text("written once"), text("asked again"))
+    await asyncio.to_thread(processes.kill, processes.worker)
+    await asyncio.to_thread(processes.start_worker, DA_TEST_FAULT=AFTER_TURN_END)
+    response = await client.responses.create(model=SCRIPTED_MODEL, input="hi")
+    assert response.status == "completed" and response.output_text.strip() == "written once"
+    worker = processes.worker
+    assert worker is not None and await asyncio.to_thread(worker.wait, 30) != 0
+    await asyncio.to_thread(processes.start_worker)
+
+    assert await model_calls(processes, response.id) == [EventType.EVENT_TYPE_MARKER_RECORDED]
+    assert len(processes.model.requests) == 1
+    assert (await client.responses.retrieve(response.id)).model_dump() == response.model_dump()
+
+
+async def test_a_foreground_response_its_client_leaves_mid_call_is_cancelled_within_a_workflow_task(
+    processes: ProcessStack, client: AsyncOpenAI
+) -> None:
+    """A cancel reaches a turn whose local model call runs when the SDK extends the workflow task the call
+    holds (at 80% of its timeout): seconds, not the call's length."""
+    long_answer = " ".join(f"w{i}" for i in range(400))  # 40 s
+    processes.model.script(text(long_answer, token_delay_seconds=0.1))
+    stream = await client.responses.create(model=SCRIPTED_MODEL, input="talk", stream=True)
+    events: list[Any] = []
+    async for event in stream:
+        events.append(event)
+        if deltas(events):
+            break
+    await stream.close()
+    left_at = time.monotonic()
+    [workflow_id] = await workflows_found(processes, f'ResponseId = "{events[0].response.id}"')
+    outcome = await (await processes.temporal_client()).get_workflow_handle(workflow_id).result()
+    waited = time.monotonic() - left_at
+
+    assert outcome["status"] == "cancelled"
+    assert waited < WORKFLOW_TASK_TIMEOUT.total_seconds() + 8, waited  # on a loaded machine; the call had 40 s to go
+    assert (await client.responses.retrieve(events[0].response.id)).status == "cancelled"
 
 
 @pytest.mark.parametrize("resumed_segment", [False, True], ids=["first-segment", "resumed-segment"])
@@ -255,7 +352,8 @@ async def test_the_temporal_ui_finds_a_responses_workflow_and_tells_what_it_wait
         tools=[WEATHER],  # type: ignore[list-item]
     )
     call = first.output[0]
-    [workflow_id] = await workflows_found(processes, f'ResponseId = "{first.id}"')
+    # The response is answered once the pause is stored; the workflow records it (and tells it) just after.
+    [workflow_id] = await workflows_found(processes, f'ResponseId = "{first.id}" AND TurnStatus = "awaiting_input"')
     handle = (await processes.temporal_client()).get_workflow_handle(workflow_id)
     description = await handle.describe()
     assert description.workflow_type == "AgentTurn" and await description.static_summary() == question

@@ -17,6 +17,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from tests.support import mcp_server
+from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
@@ -40,14 +41,10 @@ def _workflows_of(stack: Stack, response_id: str) -> list[str]:
     """The ids of the workflows Temporal finds by the response's id (search attribute ResponseId)."""
 
     async def listed() -> list[str]:
-        for _ in range(50):  # visibility is eventually consistent
-            found = [wf.id async for wf in stack.client.list_workflows(f'ResponseId = "{response_id}"')]
-            if found:
-                return found
-            await asyncio.sleep(0.2)
-        return []
+        return [wf.id async for wf in stack.client.list_workflows(f'ResponseId = "{response_id}"')]
 
-    return stack.background.run(listed())
+    # Visibility is eventually consistent, the more so for an id the workflow added itself (a continuation's).
+    return wait_until(lambda: stack.background.run(listed()), f"workflows of {response_id}", EVENT_SECONDS)
 
 
 async def workflows_of(stack: Stack, response_id: str) -> list[str]:
@@ -164,9 +161,9 @@ def mcp_tool(server: ThreadedServer, approval: Any, allowed: str = "add_numbers"
 
 
 async def history_json(stack: Stack, response_id: str) -> str:
+    """The history of the response's workflow once closed: its response is complete once stored, before that."""
     [workflow_id] = await workflows_of(stack, response_id)
-    fetch = stack.client.get_workflow_handle(workflow_id).fetch_history()
-    return (await asyncio.to_thread(stack.background.run, fetch)).to_json()
+    return (await asyncio.to_thread(stack.closed_history, workflow_id)).to_json()
 
 
 async def test_mcp_tools_are_listed_and_called(

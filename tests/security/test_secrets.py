@@ -47,7 +47,7 @@ def test_the_provider_key_is_absent_from_history_logs_and_responses(
             http.get(f"{turns}/{turn_id}/step/{turn['steps'][0]['step_id']}"),
             http.get(f"{turns}/{turn_id}/events"),
         ]
-    history = stack.background.run(stack.client.get_workflow_handle(turn_workflow_id(turn_id)).fetch_history())
+    history = stack.closed_history(turn_workflow_id(turn_id))
 
     key = SCRIPTED_KEY.encode()
     # The key was really used: the worker sent it to the model with both calls.
@@ -80,7 +80,7 @@ def test_a_provider_that_quotes_the_key_in_its_error_does_not_leak_it(stack: Sta
         )
         turn_id = http.get(session).json()["turns"][0]["turn_id"]
         stored = http.get(f"{session}/turn/{turn_id}")
-    history = stack.background.run(stack.client.get_workflow_handle(turn_workflow_id(turn_id)).fetch_history())
+    history = stack.closed_history(turn_workflow_id(turn_id))
 
     assert model.authorizations == [f"Bearer {SCRIPTED_KEY}"]  # the provider was sent the key, and quoted it
     error = stored.json()["error"]
@@ -98,11 +98,8 @@ def test_a_retried_provider_failure_that_quotes_the_key_is_recorded_without_it(
         agent_id = create_agent(http)
         turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
         turn = final_turn(http.post(turns, json={"messages": [{"role": "user", "content": QUESTION}], "stream": True}))
-    handle = stack.client.get_workflow_handle(turn_workflow_id(turn["turn_id"]))
-    # The stream ends when the activity has written the turn's end, which can be before Temporal records the
-    # activity's completion; the retried attempt's start event is written only with that completion.
-    stack.background.run(handle.result())
-    history = stack.background.run(handle.fetch_history())
+    # The retried attempt's start event is written only with its completion, which can follow the stream's end.
+    history = stack.closed_history(turn_workflow_id(turn["turn_id"]))
 
     assert turn["status"] == "completed" and len(model.authorizations) == 2
     # The failed attempt is in history (the retry's start event carries it), without the key.

@@ -6,7 +6,6 @@ Tenants on one real API: two plain keys, each a tenant of its own, and `alpha` w
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ from tests.operations.test_retention import OPERATOR_ROUTES
 from tests.responses.test_compaction_api import COMPACTION_ROUTES
 from tests.responses.test_conversations import CONVERSATION_ROUTES
 from tests.responses.test_responses_api import RESPONSE_ROUTES
+from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.rest import sse_events
 from tests.support.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack, free_port
@@ -79,13 +79,8 @@ def keyed_api(stack: Stack) -> Iterator[str]:
 
 
 def _eventually(stack: Stack, read: Callable[[], Coroutine[Any, Any, list[object]]]) -> list[object]:
-    """Temporal's visibility store catches up with a start within moments."""
-    for _ in range(50):
-        found = stack.background.run(read())
-        if found:
-            return found
-        time.sleep(0.1)
-    return []
+    """Temporal's visibility store catches up with a start within moments, longer on a loaded machine."""
+    return wait_until(lambda: stack.background.run(read()), "a workflow in Temporal's visibility", EVENT_SECONDS)
 
 
 def _client(url: str, key: str) -> httpx.Client:

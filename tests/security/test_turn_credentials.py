@@ -68,8 +68,7 @@ def test_a_turns_mcp_credentials_reach_its_server_and_nothing_else(
     )
     assert SECRET_TOKEN not in shown
     assert SECRET_TOKEN not in stack.store_text()
-    handle = stack.client.get_workflow_handle(turn_workflow_id(turn["turn_id"]))
-    history = stack.background.run(handle.fetch_history())
+    history = stack.closed_history(turn_workflow_id(turn["turn_id"]))
     assert len(history.events) > 10 and SECRET_TOKEN not in history.to_json()
     # The turn has ended: its encrypted copy is gone.
     assert _kept(stack, turn["turn_id"]) is None

@@ -49,12 +49,14 @@ def test_api_processes_of_one_postgresql_store_share_each_keys_rate(postgres_sta
     settings = postgres_stack.settings.model_copy(update=limited)
     first, second = ({"Authorization": f"Bearer {key}"} for key in keys)
     with postgres_stack.other_api(settings) as one, postgres_stack.other_api(settings) as two:
-        statuses = [httpx.get(f"{url}/v1/agents", headers=first).status_code for url in (one, two, one)]
+        statuses = [httpx.get(f"{url}/v1/agents", headers=first, timeout=60).status_code for url in (one, two, one)]
         assert statuses == [200, 200, 200]
-        refused = httpx.get(f"{two}/v1/agents", headers=first)  # the key's burst is spent, in both processes
+        refused = httpx.get(
+            f"{two}/v1/agents", headers=first, timeout=60
+        )  # the key's burst is spent, in both processes
         assert refused.status_code == 429, refused.text
         assert int(refused.headers["retry-after"]) >= 1 and "at most 1 a minute" in refused.json()["detail"]
-        assert httpx.get(f"{one}/v1/agents", headers=second).status_code == 200  # another key's own budget
+        assert httpx.get(f"{one}/v1/agents", headers=second, timeout=60).status_code == 200  # another key's own budget
 
 
 def test_concurrent_takes_never_overdraw_a_bucket(postgres_stack: Stack) -> None:

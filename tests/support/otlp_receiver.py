@@ -19,6 +19,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from tests.support.processes import EVENT_SECONDS
+
 
 @dataclass(frozen=True)
 class ReceivedSpan:
@@ -95,7 +97,7 @@ class OtlpReceiver:
             self.requests += 1
             self.spans.extend(received)
 
-    def wait_for(self, predicate: Any, what: str, seconds: float = 30) -> list[ReceivedSpan]:
+    def wait_for(self, predicate: Any, what: str, seconds: float = EVENT_SECONDS) -> list[ReceivedSpan]:
         """The spans received so far, once `predicate(spans)` holds."""
         deadline = time.monotonic() + seconds
         while True:

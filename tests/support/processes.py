@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 from temporalio.client import Client
@@ -20,6 +21,8 @@ from serve import dev_server_command
 from tests.support.scripted_model import ALLOWED_HOST, ScriptedModel, ThreadedServer
 from tests.support.stack import SCRIPTED_KEY, SCRIPTED_KEY_ENV, SCRIPTED_MODEL, free_port
 
+T = TypeVar("T")
+
 ROOT = Path(__file__).resolve().parents[2]
 START_SECONDS = 180
 """Upper bound on a service coming up. Waits poll every 0.1 s and end as soon as the condition holds, so a
@@ -29,16 +32,20 @@ EVENT_SECONDS = 120
 """Upper bound on something a test waits for once the services are up (a model request, say)."""
 
 
-def _wait_until(check: Callable[[], object], what: str, seconds: float = START_SECONDS) -> None:
+def wait_until(check: Callable[[], T | None], what: str, seconds: float = START_SECONDS) -> T:
+    """`check()`'s first truthy value, polled every 0.1 s for at most `seconds`: how a test waits for state that
+    something else reaches eventually (a service up, a row written by a later activity, Temporal's visibility).
+    An HTTP or OS error counts as not yet; the last one is named if the wait runs out."""
     deadline = time.monotonic() + seconds
+    failure: Exception | None = None
     while time.monotonic() < deadline:
         try:
-            if check():
-                return
-        except (httpx.HTTPError, OSError):
-            pass
+            if found := check():
+                return found
+        except (httpx.HTTPError, OSError) as error:
+            failure = error
         time.sleep(0.1)
-    raise AssertionError(f"{what} did not happen within {seconds:.0f} s")
+    raise AssertionError(f"{what} did not happen within {seconds:.0f} s" + (f" (last: {failure!r})" if failure else ""))
 
 
 class ProcessStack:
@@ -100,7 +107,7 @@ class ProcessStack:
 
     def start_temporal(self) -> None:
         self.temporal = self._spawn(dev_server_command(load_settings(self.env)))
-        _wait_until(lambda: httpx.get(f"http://127.0.0.1:{self.env['DA_TEMPORAL_UI_PORT']}", timeout=1), "Temporal up")
+        wait_until(lambda: httpx.get(f"http://127.0.0.1:{self.env['DA_TEMPORAL_UI_PORT']}", timeout=1), "Temporal up")
 
     def start_worker(self, **env: str) -> None:
         """Start a worker; `env` adds variables to its environment (a fault point)."""
@@ -111,11 +118,11 @@ class ProcessStack:
         self.api = self._spawn(
             [sys.executable, "-m", "uvicorn", "api.app:app", "--port", str(self.api_port)], "api.log", **env
         )
-        _wait_until(lambda: httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200, "API healthy")
+        wait_until(lambda: httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200, "API healthy")
 
     def wait_for_model_requests(self, count: int, seconds: float = EVENT_SECONDS) -> None:
         """Block until the scripted model has received `count` requests: a model call is under way."""
-        _wait_until(lambda: len(self.model.requests) >= count, f"{count} model requests", seconds)
+        wait_until(lambda: len(self.model.requests) >= count, f"{count} model requests", seconds)
 
     async def temporal_client(self) -> Client:
         """A fresh client of this stack's dev server (one made before a restart of it would be stale)."""

@@ -29,6 +29,9 @@ class Reply:
     """A non-200 status answers with an OpenAI-style error body instead."""
     delay_seconds: float = 0.0
     """Before the first byte."""
+    held_until: threading.Event | None = None
+    """Before the first byte (after any delay), until the test sets it: a model call that lasts until something
+    the test waits for has happened, however long that takes on a loaded machine."""
     token_delay_seconds: float = 0.0
     """Between streamed words."""
     finish_reason: str | None = None
@@ -90,6 +93,10 @@ class ScriptedModel:
             authorization = request.headers.get("authorization")
             reply, number = self._next(body, authorization)
             for _ in range(round(reply.delay_seconds / 0.05)):  # stop waiting once the caller hangs up
+                if await request.is_disconnected():
+                    break
+                await asyncio.sleep(0.05)
+            while reply.held_until is not None and not reply.held_until.is_set():
                 if await request.is_disconnected():
                     break
                 await asyncio.sleep(0.05)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cryptography.fernet import Fernet
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -214,6 +214,19 @@ class Stack:
             await self._worker_task
 
         self.background.run(stop())
+
+    def closed_history(self, workflow_id: str) -> WorkflowHistory:
+        """The history of the workflow's last run, read once that run has closed. A response or a stream ends when
+        an activity has written the turn's end to the store, which can be before Temporal records that activity's
+        completion (and, for a retried one, its start event with the failure) and the workflow's own end."""
+
+        async def read() -> WorkflowHistory:
+            handle = self.client.get_workflow_handle(workflow_id)
+            with contextlib.suppress(WorkflowFailureError):  # a failed run has closed too
+                await handle.result()
+            return await handle.fetch_history()
+
+        return self.background.run(read())
 
     def store_text(self) -> str:
         """Every row of every table of the SQLite store, and its files as bytes: where a secret must not be."""

@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from openai import OpenAI
 
+from tests.support.processes import EVENT_SECONDS
 from tests.support.scripted_model import ThreadedServer
 from tests.support.stack import free_port
 
@@ -73,7 +74,7 @@ class Receiver:
             self._server.stop()
             self._server = None
 
-    def wait_for(self, count: int, seconds: float = 30) -> list[Delivery]:
+    def wait_for(self, count: int, seconds: float = EVENT_SECONDS) -> list[Delivery]:
         deadline = time.monotonic() + seconds
         while len(self.deliveries) < count:
             assert time.monotonic() < deadline, f"{len(self.deliveries)} deliveries, not {count}, within {seconds} s"

@@ -15,9 +15,10 @@ import httpx
 import openai
 import pytest
 from openai import OpenAI
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import WorkflowExecutionDescription, WorkflowExecutionStatus
 
 from store.retention import KINDS
+from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.rest import create_agent, create_session, final_turn
 from tests.support.scripted_model import ScriptedModel, failure, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
@@ -70,7 +71,7 @@ def deliveries_of(http: httpx.Client, endpoint_id: str) -> list[dict[str, Any]]:
     return response.json()["data"]
 
 
-def wait_for_log(http: httpx.Client, endpoint_id: str, status: str, seconds: float = 30) -> dict[str, Any]:
+def wait_for_log(http: httpx.Client, endpoint_id: str, status: str, seconds: float = EVENT_SECONDS) -> dict[str, Any]:
     deadline = time.monotonic() + seconds
     while True:
         found = deliveries_of(http, endpoint_id)
@@ -86,14 +87,23 @@ def listed(stack: Stack, query: str) -> list[str]:
     async def ids() -> list[str]:
         return [execution.id async for execution in stack.client.list_workflows(query)]
 
-    deadline = time.monotonic() + 10
-    while not (found := stack.background.run(ids())) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return found
+    return wait_until(lambda: stack.background.run(ids()), f"a workflow found by {query}", EVENT_SECONDS)
+
+
+def closed(stack: Stack, workflow_id: str) -> WorkflowExecutionDescription:
+    """The workflow's description once it has closed: the log shows an attempt's outcome as soon as the activity
+    has recorded it, before Temporal records the activity's completion and the workflow's end."""
+    handle = stack.client.get_workflow_handle(workflow_id)
+
+    def ended() -> WorkflowExecutionDescription | None:
+        described = stack.background.run(handle.describe())
+        return described if described.status != WorkflowExecutionStatus.RUNNING else None
+
+    return wait_until(ended, f"workflow {workflow_id} closing", EVENT_SECONDS)
 
 
 def until_status(client: OpenAI, response_id: str, *statuses: str) -> Any:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + EVENT_SECONDS
     while (found := client.responses.retrieve(response_id)).status not in statuses:
         assert time.monotonic() < deadline, f"response is {found.status}"
         time.sleep(0.1)
@@ -163,7 +173,7 @@ def test_a_background_response_that_completes_is_delivered_once(
 
     # An operator finds the delivery in Temporal by endpoint and event; the secret is in no history nor row.
     handle = stack.client.get_workflow_handle(delivery_workflow_id(endpoint.id, event.id, 0))
-    described = stack.background.run(handle.describe())
+    described = closed(stack, handle.id)
     assert described.status == WorkflowExecutionStatus.COMPLETED
     assert stack.background.run(described.memo()) == {
         "delivery_id": log["id"],
@@ -332,8 +342,8 @@ def test_deleting_an_endpoint_stops_its_pending_deliveries(
     seen = len(receiver.deliveries)
     time.sleep(4)  # longer than the rest of the test schedule
     assert len(receiver.deliveries) <= seen + 1  # at most an attempt already under way
-    handle = stack.client.get_workflow_handle(delivery_workflow_id(endpoint.id, first.headers["webhook-id"], 0))
-    assert stack.background.run(handle.describe()).status == WorkflowExecutionStatus.CANCELED
+    workflow_id = delivery_workflow_id(endpoint.id, first.headers["webhook-id"], 0)
+    assert closed(stack, workflow_id).status == WorkflowExecutionStatus.CANCELED
     with pytest.raises(openai.NotFoundError):
         client.webhooks.retrieve(endpoint.id)
 
@@ -439,7 +449,9 @@ def test_a_tenant_receives_only_its_own_events(stack: Stack, model: ScriptedMode
             assert paged == [more[1].id, more[0].id, theirs.id]
             for made in more:
                 beta.webhooks.delete(made.id)
-            with httpx.Client(base_url=url, headers={"Authorization": "Bearer beta-key-0123456789"}) as http:
+            with httpx.Client(
+                base_url=url, headers={"Authorization": "Bearer beta-key-0123456789"}, timeout=60
+            ) as http:
                 for method, path, body in _foreign_requests(mine.id):
                     assert http.request(method, path, json=body).status_code == 404, (method, path)
 

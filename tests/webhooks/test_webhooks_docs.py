@@ -46,6 +46,7 @@ def test_the_documented_receiver_verifies_deliveries(client: OpenAI, monkeypatch
             f"{server.url}/durable-agents",
             content=b'{"id": "evt_x", "type": "turn.awaiting_input"}',
             headers={"webhook-id": "evt_x", "webhook-timestamp": "1", "webhook-signature": "v1,Zm9yZ2Vk"},
+            timeout=60,
         )
         assert forged.status_code == 400
     finally:

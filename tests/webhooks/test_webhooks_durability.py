@@ -18,7 +18,7 @@ from openai import OpenAI
 from temporalio.service import RPCError, RPCStatusCode
 
 from hosting.fault_points import AFTER_TURN_END
-from tests.support.processes import ProcessStack
+from tests.support.processes import EVENT_SECONDS, ProcessStack, wait_until
 from tests.support.scripted_model import text
 from tests.support.stack import SCRIPTED_MODEL, free_port
 from tests.support.webhook_receiver import Receiver
@@ -65,14 +65,6 @@ def deliveries(stack: ProcessStack, endpoint_id: str) -> list[dict[str, Any]]:
     return response.json()["data"]
 
 
-def until(check: Any, what: str, seconds: float = 90) -> Any:
-    deadline = time.monotonic() + seconds
-    while not (found := check()):
-        assert time.monotonic() < deadline, f"{what} did not happen within {seconds} s"
-        time.sleep(0.2)
-    return found
-
-
 def delivery_started(stack: ProcessStack, endpoint_id: str, event_id: str) -> bool:
     """Whether Temporal has a workflow for the delivery's first round."""
 
@@ -91,7 +83,7 @@ def delivery_started(stack: ProcessStack, endpoint_id: str, event_id: str) -> bo
 def accepted_once(receiver: Receiver, secret: str, response_id: str) -> None:
     """The receiver accepts the event once (deduplicating on webhook-id, as docs/webhooks.md says to), and
     nothing else arrives for it."""
-    until(lambda: receiver.deliveries, "a delivery", 60)
+    wait_until(lambda: receiver.deliveries, "a delivery", EVENT_SECONDS)
     time.sleep(4)  # any duplicate would arrive within the 1 s schedule
     events = [delivery.event(secret) for delivery in receiver.deliveries]
     assert [(event.type, event.data.id) for event in events] == [("response.completed", response_id)]
@@ -104,15 +96,23 @@ def test_an_event_waits_out_a_dead_receiver_and_a_killed_stack(stack: ProcessSta
 
     created = client.responses.create(model=SCRIPTED_MODEL, input="go", background=True)
 
-    until(lambda: client.responses.retrieve(created.id).status == "completed", "the response's completion")
-    failed = until(lambda: [d for d in deliveries(stack, endpoint.id) if d["attempts"]], "a failed attempt")
+    wait_until(
+        lambda: client.responses.retrieve(created.id).status == "completed", "the response's completion", EVENT_SECONDS
+    )
+    failed = wait_until(
+        lambda: [d for d in deliveries(stack, endpoint.id) if d["attempts"]], "a failed attempt", EVENT_SECONDS
+    )
     assert failed[0]["status"] == "pending" and failed[0]["attempts"][0]["status_code"] is None
 
     restart_everything(stack)
     receiver.start()
     try:
         accepted_once(receiver, endpoint.signing_secret, created.id)
-        log = until(lambda: [d for d in deliveries(stack, endpoint.id) if d["status"] == "delivered"], "delivered")
+        log = wait_until(
+            lambda: [d for d in deliveries(stack, endpoint.id) if d["status"] == "delivered"],
+            "delivered",
+            EVENT_SECONDS,
+        )
         codes = [attempt["status_code"] for attempt in log[0]["attempts"]]
         assert codes[-1] == 200 and codes.count(200) == 1 and None in codes
     finally:
@@ -129,7 +129,7 @@ def test_a_delivery_whose_start_a_crash_lost_is_started_by_the_sweep(stack: Proc
 
     created = client.responses.create(model=SCRIPTED_MODEL, input="go", background=True)
 
-    assert stack.worker is not None and stack.worker.wait(timeout=60) != 0
+    assert stack.worker is not None and stack.worker.wait(timeout=EVENT_SECONDS) != 0
     (recorded,) = deliveries(stack, endpoint.id)
     assert recorded["status"] == "pending" and not delivery_started(stack, endpoint.id, recorded["event_id"])
     restart_everything(stack)

@@ -40,7 +40,7 @@ def test_a_completed_response_is_delivered_after_a_failure_on_postgresql(postgre
 
         assert [delivery.status for delivery in (first, second)] == [503, 200]
         assert second.event(endpoint.signing_secret).data.id == created.id
-        log = wait_for_log(httpx.Client(base_url=postgres_stack.base_url), endpoint.id, "delivered")
+        log = wait_for_log(httpx.Client(base_url=postgres_stack.base_url, timeout=60), endpoint.id, "delivered")
         assert [attempt["status_code"] for attempt in log["attempts"]] == [503, 200]
         client.webhooks.delete(endpoint.id)
     finally:

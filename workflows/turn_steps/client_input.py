@@ -64,6 +64,8 @@ class ClientInputSteps(ToolSteps, ShieldSteps):
             # The turn's compaction stays: its model calls go on reading the summary it began with.
             self._plan = submission.plan.model_copy(update={"compact_threshold": self._plan.compact_threshold})
             await self._list_new_mcp_servers()
+        if submission.local_inference is not None:
+            self._local_inference = submission.local_inference
         first_new = len(self._steps)
         responses: list[ToolResponse] = []
         if calls:

@@ -59,4 +59,6 @@ class Continuations(TurnState):
         update: dict[str, object] = {"continuation": continuation}
         if self._plan != self._start.turn_plan():  # a resumed segment brought a new plan
             update["plan"] = self._plan
+        if self._local_inference != self._start.local_inference:
+            update["local_inference"] = self._local_inference
         workflow.continue_as_new(self._start.model_copy(update=update))

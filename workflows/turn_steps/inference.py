@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 from temporalio.workflow import ActivityCancellationType
 
 from workflows.turn_steps.spend import SpendSteps
@@ -28,6 +29,13 @@ with workflow.unsafe.imports_passed_through():
         TurnEnding,
         TurnFinished,
     )
+
+
+INFERENCE_ATTEMPT_TIMEOUT = timedelta(minutes=10)
+"""The longest one attempt at a model call may take."""
+LOCAL_RETRY_THRESHOLD = timedelta(seconds=5)
+"""A local model call's retry that waits longer (the 4th on) waits as a durable timer, which releases the
+workflow task: a cancel is not held up by a provider that keeps failing."""
 
 
 class InferenceSteps(ToolSteps, SpendSteps):
@@ -59,28 +67,61 @@ class InferenceSteps(ToolSteps, SpendSteps):
             spend_session_id=self._start.spend_session_id,
         )
         pending = await self._carry(request)
-        result = await workflow.execute_activity(
-            INFER_ACTIVITY,
-            request.model_copy(update={"pending": pending}),
-            result_type=InferenceResult,
-            summary=f"inference · {self._plan.model}",
-            start_to_close_timeout=timedelta(minutes=10),
-            heartbeat_timeout=INFERENCE_HEARTBEAT_TIMEOUT,
-            # A cancelled turn's last events are written only after its model call has stopped.
-            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            retry_policy=RetryPolicy(
-                initial_interval=timedelta(seconds=1),
-                maximum_interval=timedelta(seconds=30),
-                maximum_attempts=self._start.inference_max_attempts,
-                non_retryable_error_types=[PROVIDER_REJECTED, REPLY_TOO_LARGE],
-            ),
-        )
+        result = await self._call_model(request.model_copy(update={"pending": pending}))
         self._written(pending)
         self._inferences += 1
         message, finished = result.message, result.finished
         completed_at = finished.step_completed_at if finished else self._now()
         self._add_step(steps.inference(self._start.turn_id, step_id, started_at, completed_at, message))
         return message, finished
+
+    async def _call_model(self, request: InferenceRequest) -> InferenceResult:
+        """The inference activity, as a local one for a segment that runs its model calls locally."""
+        summary = f"inference · {self._plan.model}"
+        retry_policy = RetryPolicy(
+            initial_interval=timedelta(seconds=1),
+            maximum_interval=timedelta(seconds=30),
+            maximum_attempts=self._start.inference_max_attempts,
+            non_retryable_error_types=[PROVIDER_REJECTED, REPLY_TOO_LARGE],
+        )
+        # A cancelled turn's last events are written only after its model call has stopped.
+        cancellation_type = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+        if self._local_inference:
+            # No heartbeat: the worker holding the call holds the workflow task too (the SDK extends it
+            # while the call runs), so a dead worker is noticed by the task's timeout and the call made
+            # again by the next one. Backoffs past LOCAL_RETRY_THRESHOLD wait as timers of the workflow's.
+            try:
+                return await workflow.execute_local_activity(
+                    INFER_ACTIVITY,
+                    request,
+                    result_type=InferenceResult,
+                    summary=summary,
+                    start_to_close_timeout=INFERENCE_ATTEMPT_TIMEOUT,
+                    local_retry_threshold=LOCAL_RETRY_THRESHOLD,
+                    cancellation_type=cancellation_type,
+                    retry_policy=retry_policy,
+                )
+            except (ApplicationError, TimeoutError) as failed:
+                # A local activity's failure comes unwrapped; the turn ends on an activity's, with it as cause.
+                raise ActivityError(
+                    str(failed),
+                    scheduled_event_id=0,
+                    started_event_id=0,
+                    identity="",
+                    activity_type=INFER_ACTIVITY,
+                    activity_id="",
+                    retry_state=None,
+                ) from failed
+        return await workflow.execute_activity(
+            INFER_ACTIVITY,
+            request,
+            result_type=InferenceResult,
+            summary=summary,
+            start_to_close_timeout=INFERENCE_ATTEMPT_TIMEOUT,
+            heartbeat_timeout=INFERENCE_HEARTBEAT_TIMEOUT,
+            cancellation_type=cancellation_type,
+            retry_policy=retry_policy,
+        )
 
     async def _fetch_documents(self, urls: list[str]) -> None:
         result = await workflow.execute_activity(

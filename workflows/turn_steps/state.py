@@ -75,6 +75,8 @@ class TurnState:
         self._completed_at: datetime | None = None
         self._error: str | None = None
         self._inferences = 0
+        self._local_inference = start.local_inference
+        """The current segment's model calls run as local activities (TurnStart.local_inference)."""
         self._pause = pauses.Pause()
         self._runtime_events: list[KeyedEvent] = []
         """Runtime events (domain: segment_started, tools_listed, approval_requested) the next write stores."""
