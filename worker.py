@@ -88,7 +88,7 @@ def build_worker(client: Client, settings: Settings, store: Store, runner: Workf
     progress = TurnProgressActivities(store)
     spend = SpendActivities(SpendStore(store.database))
     seal = CredentialSeal(settings.credentials_key) if settings.credentials_key else None
-    vector_stores = VectorStores(store.database, vector_index(settings.store_url))
+    vector_stores = VectorStores(store.database, vector_index(settings.store_url, settings.vector_cache_mb))
     embeddings = EmbeddingCatalog(settings)
     search = KnowledgeSearch(vector_stores, embeddings, settings.max_search_results)
     catalog = ToolCatalog.from_settings(store, settings)

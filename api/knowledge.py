@@ -42,7 +42,7 @@ def knowledge_for(settings: Settings, database: Database, client: Client) -> Kno
         EmbeddingCatalog(settings),
         FileStore(database),
         blob_store(settings.store_url, database, settings.blob_dir),
-        VectorStores(database, vector_index(settings.store_url)),
+        VectorStores(database, vector_index(settings.store_url, settings.vector_cache_mb)),
         IngestionStarter(client, settings.task_queue),
     )
 

@@ -203,6 +203,8 @@ def measure(
         "DA_RATE_LIMIT_PER_MINUTE": "0",
         "DA_MAX_REQUEST_BYTES": str(64 * 1024 * 1024),
         **({"DA_STORE_URL": store_url} if store_url else {}),
+        # Passed on, to compare searches with and without the vector cache (DA_VECTOR_CACHE_MB=0).
+        **{k: v for k, v in os.environ.items() if k == "DA_VECTOR_CACHE_MB"},
     }
     service = spawn([sys.executable, "serve.py"], data / "serve.log", env)
     base_url = f"http://127.0.0.1:{api_port}"

@@ -481,6 +481,9 @@ class Settings(BaseSettings):
     """Chunks one vector store may hold; a file that would pass it fails with a `last_error` saying so."""
     max_search_results: PositiveInt = 50
     """The largest `max_num_results` a vector store search may ask for."""
+    vector_cache_mb: int = Field(default=256, ge=0)
+    """Memory each process may keep SQLite vector stores' vectors in, for searches scored by numpy instead of a
+    sqlite-vec scan; least recently searched stores leave first, a store larger than it is scanned; 0: none."""
     ingestion_batch_size: PositiveInt = 128
     """Chunks embedded and written per transaction while a file is ingested."""
     ingestion_sweep: Seconds = timedelta(seconds=30)

@@ -7,11 +7,11 @@ from sqlalchemy.engine import make_url
 from store.vector_index import VectorIndex
 
 
-def vector_index(store_url: str) -> VectorIndex:
+def vector_index(store_url: str, vector_cache_mb: int = 0) -> VectorIndex:
     if make_url(store_url).get_backend_name() == "postgresql":
         from knowledge.pg_index import PgVectorIndex
 
         return PgVectorIndex()
     from knowledge.sqlite_index import SQLiteIndex
 
-    return SQLiteIndex()
+    return SQLiteIndex(vector_cache_mb)

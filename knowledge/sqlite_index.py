@@ -6,7 +6,8 @@ scans only its store's vectors, with the file id as a metadata column for filter
 Keywords live in one FTS5 table (`knowledge_fts`) ranked by BM25. Both are keyed by the chunk's id, so
 removing a chunk is removing its rowid, and both are made on first use rather than by a migration: a `vec0`
 table's width is fixed when it is made, and the dimensions in use are those of the embedding models vector
-stores are created with (configuration, not schema).
+stores are created with (configuration, not schema). A store's KNN is answered from the process's in-memory copy
+of its vectors when it has one (knowledge/vector_cache.py), with the same distances and order as the scan.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 from sqlalchemy import Connection
 
+from knowledge.vector_cache import CACHE, bump_versions
 from store.knowledge_tables import ChunkRow
 from store.vector_index import Hit, IndexedChunk, query_words
 
@@ -51,6 +53,9 @@ def _in(values: Sequence[object]) -> str:
 
 
 class SQLiteIndex:
+    def __init__(self, cache_mb: int = 0) -> None:
+        self.cache_bytes = cache_mb * 1024 * 1024
+
     def add(self, tx: Connection, vector_store_id: str, dimension: int, chunks: Sequence[IndexedChunk]) -> None:
         _ensure(tx, dimension)
         tx.exec_driver_sql(
@@ -64,15 +69,22 @@ class SQLiteIndex:
             f"INSERT INTO {_FTS}(rowid, text, vector_store_id, file_id) VALUES (?, ?, ?, ?)",
             [(chunk.chunk_id, chunk.text, vector_store_id, chunk.file_id) for chunk in chunks],
         )
+        bump_versions(tx, [vector_store_id])
 
     def remove(self, tx: Connection, dimension: int, chunk_ids: Sequence[int]) -> None:
         if not chunk_ids or not _exists(tx, _FTS):
             return
+        stores: set[str] = set()
         for start in range(0, len(chunk_ids), 500):
             ids = list(chunk_ids[start : start + 500])
+            found = tx.exec_driver_sql(
+                f"SELECT DISTINCT vector_store_id FROM {_CHUNKS} WHERE chunk_id IN {_in(ids)}", tuple(ids)
+            )
+            stores.update(row[0] for row in found)
             if _exists(tx, _vectors(dimension)):
                 tx.exec_driver_sql(f"DELETE FROM {_vectors(dimension)} WHERE rowid IN {_in(ids)}", tuple(ids))
             tx.exec_driver_sql(f"DELETE FROM {_FTS} WHERE rowid IN {_in(ids)}", tuple(ids))
+        bump_versions(tx, sorted(stores))
 
     def nearest(
         self,
@@ -85,11 +97,15 @@ class SQLiteIndex:
     ) -> list[Hit]:
         if not _exists(tx, _vectors(dimension)) or file_ids == []:
             return []
+        k = min(limit, MAX_K)
+        cached = CACHE.vectors(tx, _vectors(dimension), vector_store_id, dimension, self.cache_bytes)
+        if cached is not None:
+            return [Hit(chunk_id=i, score=max(0.0, 1.0 - d**2 / 2)) for i, d in cached.nearest(query, k, file_ids)]
         only = f" AND file_id IN {_in(file_ids)}" if file_ids is not None else ""
         rows = tx.exec_driver_sql(
             f"SELECT rowid, distance FROM {_vectors(dimension)} "
             f"WHERE embedding MATCH ? AND k = ? AND vector_store_id = ?{only} ORDER BY distance",
-            (np.asarray(query, np.float32).tobytes(), min(limit, MAX_K), vector_store_id, *(file_ids or ())),
+            (np.asarray(query, np.float32).tobytes(), k, vector_store_id, *(file_ids or ())),
         ).all()
         # L2 between unit vectors: cosine similarity is 1 - d²/2 (the same ranking as cosine distance, and the
         # scan is about an eighth quicker).
