@@ -14,6 +14,7 @@ every search.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -21,6 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
+
+logger = logging.getLogger(__name__)
 
 Key = tuple[str, str, int]
 """The store database's URL, the vector store's id, the dimension."""
@@ -110,6 +114,9 @@ def _load(tx: Connection, table: str, vector_store_id: str, dimension: int, vers
         )
     }
     codes = np.fromiter((by_chunk.get(int(chunk_id), -1) for chunk_id in ids), np.int32, len(ids))
+    if len(ids) != len(by_chunk) or (codes < 0).any():
+        # Not the layout this reader knows (another sqlite-vec release): the scan stays right where a copy would not.
+        raise ValueError(f"{len(ids)} vectors read for {len(by_chunk)} chunks")
     norms = np.einsum("ij,ij->i", matrix, matrix)
     return StoreVectors(version, ids, matrix, norms, codes, files)
 
@@ -140,8 +147,12 @@ class VectorCache:
                 self._seen[key] = version
                 self._stores.pop(key, None)
                 return None
-        loaded = _load(tx, table, vector_store_id, dimension, version)
-        if loaded.nbytes > budget:
+        try:
+            loaded = _load(tx, table, vector_store_id, dimension, version)
+        except (DBAPIError, ValueError) as unreadable:
+            loaded = None
+            logger.warning("vector store %s is scanned, not copied: %s", vector_store_id, unreadable)
+        if loaded is None or loaded.nbytes > budget:
             with self._lock:
                 self._oversized[key] = version
             return None
