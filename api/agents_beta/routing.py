@@ -8,7 +8,8 @@ which keep answering exactly as before. The routes are registered first, literal
 
 A client that omits the header still reaches this dialect where the request cannot be a llama-stack one
 (`AgentsBetaByShape` then adds the header): a path under `/v1/agents/sessions`, `/automations` or
-`/environments` (llama-stack agent ids are UUIDs), `/v1/agents/agent_…` (this dialect's ids), a `POST` to
+`/environments` (llama-stack agent ids are UUIDs; a path shaped as llama-stack's `…/{agent_id}/session…` stays
+llama-stack's whatever the id), `/v1/agents/agent_…` (this dialect's ids), a `POST` to
 `/v1/agents/{id}` (llama-stack has none), and a `POST /v1/agents` whose JSON body has agents.create fields
 and no `agent_config` (which every llama-stack create sends).
 """
@@ -29,6 +30,7 @@ from api.responses.errors import ERROR_RESPONSES
 BETA_HEADER = b"openai-beta"
 AGENTS_PATH = "/v1/agents"
 _BETA_ONLY_PARTS = frozenset({"sessions", "automations", "environments"})
+_LLAMA_STACK_AGENT_PARTS = frozenset({"session", "sessions"})
 _AGENT_ID_PREFIX = "agent_"
 """What `new_id("agent")` (agent_sessions/turns.py) starts this dialect's agent ids with; llama-stack's are UUIDs."""
 _CREATE_FIELDS = frozenset(AgentFields.model_fields)
@@ -73,7 +75,9 @@ def _path_is_beta_only(method: str, path: str) -> bool:
         return False
     first, _, more = rest.partition("/")
     if first in _BETA_ONLY_PARTS:
-        return True
+        # Unless it is shaped as llama-stack's `/v1/agents/{agent_id}/session…`: this dialect's next segment is an
+        # id of its own, never one of those words.
+        return more.partition("/")[0] not in _LLAMA_STACK_AGENT_PARTS
     return bool(first) and not more and (first.startswith(_AGENT_ID_PREFIX) or method == "POST")
 
 

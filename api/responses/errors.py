@@ -29,9 +29,20 @@ PREFIXES = (
     "/v1/embeddings",
     "/v1/files",
     "/v1/vector_stores",
-    "/v1/agents/sessions",  # the Agents API beta's own paths (no llama-stack agent is named `sessions`)
+    "/v1/agents/sessions",  # the Agents API beta's own paths (but llama-stack's `…/{agent_id}/session…` shapes)
     "/v1/agents/automations",  # likewise
 )
+
+_LLAMA_STACK_AGENT_PARTS = ("session", "sessions")
+
+
+def _is_openai_path(path: str) -> bool:
+    """One of the OpenAI dialects' paths, but for llama-stack's `/v1/agents/{agent_id}/session…` whatever the id."""
+    if not path.startswith(PREFIXES):
+        return False
+    parts = path.split("/")  # "", "v1", "agents", the id, what follows
+    return not path.startswith(f"{AGENTS_PATH}/") or len(parts) < 5 or parts[4] not in _LLAMA_STACK_AGENT_PARTS
+
 
 _TYPES = {
     401: "authentication_error",
@@ -139,7 +150,7 @@ class OpenAIErrorEnvelope:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        ours = scope["path"].startswith(PREFIXES)
+        ours = _is_openai_path(scope["path"])
         if not (ours or scope["path"].startswith(AGENTS_PATH) or _names_agents_beta(scope)):
             await self._app(scope, receive, send)
             return

@@ -86,3 +86,14 @@ def test_errors_of_header_less_agents_api_requests_come_in_openai_s_envelope(htt
     assert bad_limit.status_code == 400 and bad_limit.json()["error"]["param"] == "limit", bad_limit.text
     llama_shaped = http.get("/v1/agents/not-an-agent")  # the llama-stack dialect's own 404, as before
     assert llama_shaped.status_code == 404 and "detail" in llama_shaped.json(), llama_shaped.text
+
+
+def test_llama_stack_shaped_paths_stay_llama_stack_s_whatever_the_agent_id(http: httpx.Client) -> None:
+    """An agent id that happens to be one of this dialect's words (`environments`, `sessions`, `automations`)
+    in a llama-stack path gets the llama-stack dialect's answer, not an Agents API one."""
+    for word in ("environments", "sessions", "automations"):
+        turn_events = http.get(f"/v1/agents/{word}/session/s1/turn/t1/events")
+        assert turn_events.status_code == 404 and "detail" in turn_events.json(), turn_events.text
+        sessions = http.get(f"/v1/agents/{word}/sessions")
+        assert sessions.status_code == 404 and "detail" in sessions.json(), sessions.text
+    assert "error" in http.get("/v1/agents/environments/env_1").json()  # this dialect's own path, as before
