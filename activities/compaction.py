@@ -22,7 +22,7 @@ from compaction.seal import CompactionSeal
 from compaction.summary import CHARS_PER_TOKEN, MAX_SUMMARY_TOKENS, SUMMARY_INSTRUCTIONS, estimate_tokens, transcript
 from hosting.fault_points import AFTER_COMPACTION, crash_point
 from providers import openai_format
-from providers.base import ChatModel, ChatRequest, FinishPart, ProviderRejected, TextPart
+from providers.base import ChatModel, ChatRequest, FinishPart, ProviderRejected, whole_text
 from providers.registry import ModelRegistry
 from store.compactions import TURN_COMPACTION_KEY, CompactionStore
 from store.repository import Store
@@ -61,14 +61,8 @@ class Summary:
 async def summarize(model: ChatModel, model_name: str, messages: Sequence[dict[str, Any]]) -> Summary:
     """The model's summary of `messages`; token counts as the provider reported them, else estimated."""
     request = summary_request(model_name, messages)
-    parts: list[str] = []
-    reported: FinishPart | None = None
-    async for part in model.stream(request):
-        if isinstance(part, TextPart):
-            parts.append(part.text)
-        elif isinstance(part, FinishPart):
-            reported = part
-    text = "".join(parts).strip()
+    reply, reported = await whole_text(model, request)
+    text = reply.strip()
     input_tokens = (reported.prompt_tokens if reported else None) or estimate_tokens(request.messages)
     output_tokens = (reported.completion_tokens if reported else None) or math.ceil(len(text) / CHARS_PER_TOKEN)
     return Summary(text=text, input_tokens=input_tokens, output_tokens=output_tokens, usage=reported)

@@ -57,3 +57,16 @@ class ChatModel(Protocol):
     def stream(self, request: ChatRequest) -> AsyncIterator[ReplyPart]:
         """Yield text as it is generated, each tool call once complete, and a finish part last."""
         ...
+
+
+async def whole_text(model: ChatModel, request: ChatRequest) -> tuple[str, FinishPart | None]:
+    """A reply read to its end, for calls that need it whole (summaries, guard verdicts): its text, and its
+    finish part if the provider sent one (usage comes with it)."""
+    parts: list[str] = []
+    finish: FinishPart | None = None
+    async for part in model.stream(request):
+        if isinstance(part, TextPart):
+            parts.append(part.text)
+        elif isinstance(part, FinishPart):
+            finish = part
+    return "".join(parts), finish

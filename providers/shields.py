@@ -14,7 +14,7 @@ from typing import Any
 
 from configuration.settings import ShieldSpec
 from domain.turns import SafetyViolation
-from providers.base import ChatRequest, FinishPart, TextPart
+from providers.base import ChatRequest, FinishPart, whole_text
 from providers.registry import ModelRegistry
 
 _GUARD_PROMPT = """Task: Check if there is unsafe content in '{role}' messages in the conversation below \
@@ -69,14 +69,8 @@ async def llama_guard_verdict(
     prompt = _GUARD_PROMPT.format(role=role, conversation="\n\n".join(lines))
     model, name = models.resolve(spec.model)
     request = ChatRequest(model=name, messages=[{"role": "user", "content": prompt}], temperature=0.0, max_tokens=20)
-    parts: list[str] = []
-    usage: FinishPart | None = None
-    async for part in model.stream(request):
-        if isinstance(part, TextPart):
-            parts.append(part.text)
-        elif isinstance(part, FinishPart):
-            usage = part
-    verdict, _, categories = "".join(parts).strip().partition("\n")
+    reply, usage = await whole_text(model, request)
+    verdict, _, categories = reply.strip().partition("\n")
     if verdict.strip().lower() != "unsafe":
         return GuardVerdict(None, usage)
     violation = SafetyViolation(
