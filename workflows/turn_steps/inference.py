@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -77,29 +78,26 @@ class InferenceSteps(ToolSteps, SpendSteps):
 
     async def _call_model(self, request: InferenceRequest) -> InferenceResult:
         """The inference activity, as a local one for a segment that runs its model calls locally."""
-        summary = f"inference · {self._plan.model}"
-        retry_policy = RetryPolicy(
-            initial_interval=timedelta(seconds=1),
-            maximum_interval=timedelta(seconds=30),
-            maximum_attempts=self._start.inference_max_attempts,
-            non_retryable_error_types=[PROVIDER_REJECTED, REPLY_TOO_LARGE],
-        )
-        # A cancelled turn's last events are written only after its model call has stopped.
-        cancellation_type = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+        common: Any = {
+            "result_type": InferenceResult,
+            "summary": f"inference · {self._plan.model}",
+            "start_to_close_timeout": INFERENCE_ATTEMPT_TIMEOUT,
+            # A cancelled turn's last events are written only after its model call has stopped.
+            "cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            "retry_policy": RetryPolicy(
+                initial_interval=timedelta(seconds=1),
+                maximum_interval=timedelta(seconds=30),
+                maximum_attempts=self._start.inference_max_attempts,
+                non_retryable_error_types=[PROVIDER_REJECTED, REPLY_TOO_LARGE],
+            ),
+        }
         if self._local_inference:
             # No heartbeat: the worker holding the call holds the workflow task too (the SDK extends it
             # while the call runs), so a dead worker is noticed by the task's timeout and the call made
             # again by the next one. Backoffs past LOCAL_RETRY_THRESHOLD wait as timers of the workflow's.
             try:
                 return await workflow.execute_local_activity(
-                    INFER_ACTIVITY,
-                    request,
-                    result_type=InferenceResult,
-                    summary=summary,
-                    start_to_close_timeout=INFERENCE_ATTEMPT_TIMEOUT,
-                    local_retry_threshold=LOCAL_RETRY_THRESHOLD,
-                    cancellation_type=cancellation_type,
-                    retry_policy=retry_policy,
+                    INFER_ACTIVITY, request, local_retry_threshold=LOCAL_RETRY_THRESHOLD, **common
                 )
             except (ApplicationError, TimeoutError) as failed:
                 # A local activity's failure comes unwrapped; the turn ends on an activity's, with it as cause.
@@ -113,14 +111,7 @@ class InferenceSteps(ToolSteps, SpendSteps):
                     retry_state=None,
                 ) from failed
         return await workflow.execute_activity(
-            INFER_ACTIVITY,
-            request,
-            result_type=InferenceResult,
-            summary=summary,
-            start_to_close_timeout=INFERENCE_ATTEMPT_TIMEOUT,
-            heartbeat_timeout=INFERENCE_HEARTBEAT_TIMEOUT,
-            cancellation_type=cancellation_type,
-            retry_policy=retry_policy,
+            INFER_ACTIVITY, request, heartbeat_timeout=INFERENCE_HEARTBEAT_TIMEOUT, **common
         )
 
     async def _fetch_documents(self, urls: list[str]) -> None:
