@@ -21,6 +21,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from activities.automation_delivery import AutomationDeliveries, WorkerSessionServices
 from activities.compaction import CompactionActivities
 from activities.documents import DocumentActivities
+from activities.early_inference import EarlyInference
 from activities.inference import InferenceActivities
 from activities.ingestion import IngestionActivities
 from activities.knowledge_search import KnowledgeSearch
@@ -79,11 +80,18 @@ def workflow_runner() -> WorkflowRunner:
     return UnsandboxedWorkflowRunner()
 
 
-def build_worker(client: Client, settings: Settings, store: Store, runner: WorkflowRunner | None = None) -> Worker:
-    """`runner`: the one turns run in (tests pass Temporal's sandbox); by default `workflow_runner()`."""
+def build_worker(
+    client: Client,
+    settings: Settings,
+    store: Store,
+    runner: WorkflowRunner | None = None,
+    early: EarlyInference | None = None,
+) -> Worker:
+    """`runner`: the one turns run in (tests pass Temporal's sandbox); by default `workflow_runner()`.
+    `early`: the model calls an API in this process begins for its foreground responses, to adopt."""
     models = ModelRegistry(settings)
     models.warm()
-    inference = InferenceActivities(store, models, settings.max_history_bytes)
+    inference = InferenceActivities(store, models, settings.max_history_bytes, early=early)
     shields = ShieldActivities(store, models, settings)
     progress = TurnProgressActivities(store)
     spend = SpendActivities(SpendStore(store.database))

@@ -14,6 +14,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.conversation import conversation, detached_conversation
+from activities.early_inference import EarlyInference
 from activities.heartbeat import heartbeating
 from activities.pending_writes import write_pending
 from activities.spend import SpendLedger
@@ -165,13 +166,22 @@ def _answers_a_search(messages: list[dict[str, Any]]) -> bool:
 
 class InferenceActivities:
     def __init__(
-        self, store: Store, models: ModelRegistry, max_history_bytes: int, delta_interval: float = 0.02
+        self,
+        store: Store,
+        models: ModelRegistry,
+        max_history_bytes: int,
+        delta_interval: float = 0.02,
+        early: EarlyInference | None = None,
     ) -> None:
+        """`early`: the model calls the API of this process begins before their activity runs, to adopt."""
         self._store = store
         self._models = models
         self._max_history_bytes = max_history_bytes
         self._delta_interval = delta_interval
         self._ledger = SpendLedger(SpendStore(store.database), models)
+        self._early = early
+        if early is not None:
+            early.serve(self._chat_request)
 
     async def _streamed_before(self, request: InferenceRequest) -> tuple[str, list[ToolCall]]:
         """The text and the tool calls earlier attempts of this step streamed to clients."""
@@ -294,10 +304,18 @@ class InferenceActivities:
         # written as the request goes out, while the model thinks: not competing with the conversation's
         # read and the request's sending, which the first token waits for.
         writing = asyncio.ensure_future(write()) if request.pending.new_steps else None
+        adopted = None
         try:
             if writing is not None:
                 await writing
-            chat, model, model_id = await self._chat_request(request)
+            if self._early is not None and not retried:
+                adopted = await self._early.adopt(request)
+            if adopted is not None:
+                (chat, model, model_id), early = adopted
+                reply = early.parts()
+            else:
+                chat, model, model_id = await self._chat_request(request)
+                reply = model.stream(chat)
             already, calls_already = await self._streamed_before(request) if retried else ("", [])
             writing = writing or asyncio.ensure_future(write())
             writer = _DeltaWriter(self._store, request, label, self._delta_interval, already, writing, calls_already)
@@ -308,7 +326,7 @@ class InferenceActivities:
             size = 0
             async with heartbeating():
                 with metrics.model_call(model_id) as measured:
-                    async for part in model.stream(chat):
+                    async for part in reply:
                         if isinstance(part, TextPart):
                             measured.first_token()
                             size += len(part.text.encode())
@@ -329,6 +347,8 @@ class InferenceActivities:
         except ProviderRejected as rejected:
             raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected
         finally:
+            if adopted is not None:  # a call adopted but not read to its end stops here
+                adopted[1].cancel()
             if writing is not None and not writing.done():  # the call failed first: the write ends before the attempt
                 await asyncio.gather(writing, return_exceptions=True)
         if writing is not None:

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 from sqlalchemy.engine import make_url
 
+from activities.early_inference import EarlyInference
 from agent_sessions.refusals import SessionRefused
 from api import models
 from api.agents_beta import agents as beta_agents
@@ -120,6 +121,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         store.on_events_written(wake_sender)  # other APIs on this host streaming a turn this one writes to
         turns = TurnGateway(client, config.task_queue, eager_start=config.worker_in_api)
         streams = StreamSlots(config.max_streams_per_key)
+        early = EarlyInference() if config.worker_in_api and config.early_model_calls else None
         app.state.services = services = Services(
             config,
             store,
@@ -128,6 +130,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             events,
             streams,
             settle_conversation=settle_conversation,
+            early_inference=early,
         )
         webhook_store = WebhookStore(database)
         starter = dispatch.DeliveryStarter(client, config.task_queue, webhook_store)
@@ -146,7 +149,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 # the start of every API process, and only this one needs them.
                 from worker import build_worker
 
-                async with build_worker(client, config, store):
+                async with build_worker(client, config, store, early=early):
                     startup_heap.freeze()
                     yield
             else:

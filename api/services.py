@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from activities.early_inference import EarlyInference
 from api.streams.event_hub import EventHub
 from api.streams.stream_slots import StreamSlots
 from api.turn_gateway import TurnGateway
@@ -32,6 +33,8 @@ class Services:
     """Called with (services, tenant, conversation_id) before a conversation's items are read or added: appends
     the items of the conversation's finished responses that are not in it yet (docs/design.md,
     "Conversations"), so every reader sees them in order."""
+    early_inference: EarlyInference | None = None
+    """With the worker in this process: the first model calls it begins while their workflows start."""
 
 
 async def get_services(request: Request) -> Services:

@@ -365,6 +365,10 @@ class Settings(BaseSettings):
     worker_in_api: Flag = False
     """The API process also runs a worker and starts turns on it eagerly: the first workflow task
     comes back in the start call's reply. `serve.py` (`make run`) turns it on unless it is set."""
+    early_model_calls: Flag = True
+    """With the worker in the API: a foreground response's first model call begins as soon as the response is
+    recorded, while its workflow starts, and its inference activity adopts the call in flight; false: the
+    activity alone makes it (docs/design.md, "A foreground response's first model call")."""
     unstarted_turn_sweep: Seconds = timedelta(seconds=30)
     """How often each API process starts the workflows of turns a crash left recorded but unstarted (turns at
     least this old), and deletes what ended `store: false` responses left in the store; 0: never."""

@@ -42,6 +42,12 @@ MODEL_TOKENS = Counter(
     "Tokens the model provider reported using, by kind (prompt, completion)",
     ["model", "kind"],
 )
+EARLY_MODEL_CALLS = Counter(
+    "durable_agents_early_model_calls",
+    "Foreground responses' first model calls begun while their workflow started, by outcome: adopted by the "
+    "inference activity, or abandoned (cancelled unused)",
+    ["outcome"],
+)
 TOOL_CALL_SECONDS = Histogram(
     "durable_agents_tool_call_duration_seconds",
     "One server-side tool call (one attempt of a tool activity)",

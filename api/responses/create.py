@@ -57,6 +57,7 @@ from store.responses import ResponseRecord, ResponseStore, add_response
 from tool_runtime.credential_seal import CredentialSeal
 from tool_runtime.output_limit import truncate_content
 from workflows.contracts import ToolResponsesSubmission, TurnStart
+from workflows.first_model_call import first_inference
 from workflows.search_attributes import CONVERSATION_ID
 
 log = logging.getLogger(__name__)
@@ -297,14 +298,22 @@ async def _start_workflow(
     )
     conversation = body.conversation_id
     extra = [SearchAttributePair(CONVERSATION_ID, conversation)] if conversation is not None else []
+    early = services.early_inference
+    first_call = first_inference(start) if early is not None else None
+    if early is not None and first_call is not None:
+        early.begin(first_call)  # the model hears of it while Temporal records the start (docs/design.md)
     try:
-        await services.turns.start_once(start, record.tenant_id, summary(body), extra_attributes=extra)
+        started = await services.turns.start_once(start, record.tenant_id, summary(body), extra_attributes=extra)
     except Exception as error:
+        if early is not None:
+            early.abandon(record.turn_id)
         log.exception("starting the workflow of response %s failed", record.response_id)
         await services.store.abandon_turn(record.turn_id, "Its workflow could not be started.")
         raise OpenAIError(
             503, "Could not start the response's workflow (Temporal unavailable); retry shortly."
         ) from error
+    if not started and early is not None:  # its workflow ran before: its model call is that run's to make
+        early.abandon(record.turn_id)
 
 
 async def retried(services: Services, record: ResponseRecord, body: CreateResponse) -> Created | None:
