@@ -88,6 +88,10 @@ class EarlyCall:
         if self.task is not None and not self.task.done():
             self.loop.call_soon_threadsafe(self.task.cancel)
 
+    def answering(self) -> bool:
+        """Whether the reply has begun to arrive (a part or the call's end is waiting to be read)."""
+        return not self._parts.empty()
+
     async def parts(self) -> AsyncIterator[ReplyPart]:
         """The reply, part by part; leaving early (an error, a cancel) cancels the call."""
         try:

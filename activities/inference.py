@@ -85,10 +85,13 @@ class _DeltaWriter:
         already_streamed: str,
         after: Awaitable[None] | None = None,
         calls_streamed: Sequence[ToolCall] = (),
+        lead: Sequence[KeyedEvent] = (),
     ) -> None:
         self._store = store
         self._after: Awaitable[None] | None = after
         """The write of the step's start and the workflow's pending writes: deltas are stored after it."""
+        self._lead = list(lead)
+        """Or those events themselves, to write with the first deltas (a reply already there when the step began)."""
         self._request = request
         self._prefix = f"{request.step_id}:attempt{attempt}:delta"
         self._interval = interval
@@ -142,16 +145,16 @@ class _DeltaWriter:
 
     def take(self) -> list[KeyedEvent]:
         """The events not written yet, for the caller to write with its own (the writer forgets them)."""
-        pending, self._pending = self._pending, []
+        pending, self._lead, self._pending = [*self._lead, *self._pending], [], []
         return pending
 
     async def flush(self) -> None:
         if self._after is not None:
             await self._after
             self._after = None
-        if self._pending:
-            await self._store.save_turn_progress(self._request.turn_id, events=self._pending)
-            self._pending = []
+        if self._lead or self._pending:
+            await self._store.save_turn_progress(self._request.turn_id, events=[*self._lead, *self._pending])
+            self._lead, self._pending = [], []
         self._flushed_at = time.monotonic()
 
 
@@ -317,8 +320,14 @@ class InferenceActivities:
                 chat, model, model_id = await self._chat_request(request)
                 reply = model.stream(chat)
             already, calls_already = await self._streamed_before(request) if retried else ("", [])
-            writing = writing or asyncio.ensure_future(write())
-            writer = _DeltaWriter(self._store, request, label, self._delta_interval, already, writing, calls_already)
+            lead: list[KeyedEvent] = []
+            if writing is None and adopted is not None and adopted[1].answering() and request.pending.status is None:
+                lead = [*request.pending.all_events(), own]  # the reply is here: one write with its first deltas
+            else:
+                writing = writing or asyncio.ensure_future(write())
+            writer = _DeltaWriter(
+                self._store, request, label, self._delta_interval, already, writing, calls_already, lead
+            )
             text: list[str] = []
             calls: list[ToolCall] = []
             stop_reason: StopReason = "end_of_turn"
