@@ -1,7 +1,7 @@
 """A lever's effect on a machine whose pace drifts: this checkout against another, probe by probe.
 
-    .venv/bin/python -m bench.paired_ab OTHER_CHECKOUT [--kind first-delta|simple|tool|response|response-delta]
-                                        [--probes 80]
+    .venv/bin/python -m bench.paired_ab OTHER_CHECKOUT [--probes 80]
+        [--kind first-delta|simple|tool|response|response-delta|response-delta-ttft]
 
 Two full benchmark runs minutes apart can differ by more than a lever is worth (a shared VM's pace
 moved by 30% within one session). Here both checkouts' stacks (bench/benchmark's EmbeddedStack:
@@ -10,7 +10,8 @@ alternate between them, each in a fresh session, so drift falls on both alike; t
 probe-by-probe differences is the lever's effect. Kinds: `first-delta`, POST → first text delta with
 the model's first token at 100 ms; `simple`, a streamed turn on the zero-latency model; `tool`, a
 client-tool turn (create → awaiting input → resume → complete) on it; `response`, a non-streamed
-`POST /v1/responses` on it; `response-delta`, POST (streamed) → its first `response.output_text.delta` on it.
+`POST /v1/responses` on it; `response-delta`, POST (streamed) → its first `response.output_text.delta` on it;
+`response-delta-ttft`, the same with the model's first token at 100 ms.
 Prints one JSON line: each side's p50 and the differences (this checkout minus the other), in ms.
 """
 
@@ -42,6 +43,8 @@ async def _probe_of(kind: str, client: httpx.AsyncClient, stack: EmbeddedStack) 
         return partial(non_streamed_response, client)
     if kind == "response-delta":
         return partial(response_first_delta, client)
+    if kind == "response-delta-ttft":
+        return partial(response_first_delta, client, SLOW_MODEL)
     if kind == "first-delta":
         assert stack.slow is not None
         slow, agent_id = stack.slow, await create_agent(client, SLOW_MODEL)
@@ -102,7 +105,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="This checkout against another, probes alternating.")
     parser.add_argument("other", type=Path, help="the other checkout of the project (a git worktree, say)")
     parser.add_argument(
-        "--kind", choices=["first-delta", "simple", "tool", "response", "response-delta"], default="first-delta"
+        "--kind",
+        choices=["first-delta", "simple", "tool", "response", "response-delta", "response-delta-ttft"],
+        default="first-delta",
     )
     parser.add_argument("--probes", type=int, default=80, help="timed probes on each side")
     args = parser.parse_args()

@@ -53,10 +53,10 @@ async def non_streamed_response(client: httpx.AsyncClient) -> float:
     return time.perf_counter() - started
 
 
-async def response_first_delta(client: httpx.AsyncClient) -> float:
+async def response_first_delta(client: httpx.AsyncClient, model: str = FAST_MODEL) -> float:
     """POST (stream) → the first `response.output_text.delta` read; the stream is then read to its end,
     which must be `response.completed`."""
-    body = {"model": FAST_MODEL, "input": "Say something short.", "stream": True}
+    body = {"model": model, "input": "Say something short.", "stream": True}
     started = time.perf_counter()
     first_delta: float | None = None
     async with client.stream("POST", "/v1/responses", json=body) as response:
