@@ -61,6 +61,8 @@ class EarlyCall:
     built: asyncio.Future[Built | None] = field(init=False)
     _parts: asyncio.Queue[object] = field(init=False, default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = field(init=False, default=None)
+    expiry: asyncio.TimerHandle | None = field(init=False, default=None)
+    """Cancelled once the call is taken or dropped, so the loop does not hold its request until then."""
 
     def __post_init__(self) -> None:
         self.built = self.loop.create_future()
@@ -127,14 +129,20 @@ class EarlyInference:
         call = EarlyCall(request, asyncio.get_running_loop())
         call.task = asyncio.create_task(call.run(self._build))
         self._calls[request.turn_id] = call
-        call.loop.call_later(self._adopt_within, self._expire, request.turn_id, call)
+        call.expiry = call.loop.call_later(self._adopt_within, self._expire, request.turn_id, call)
 
     def abandon(self, turn_id: str) -> None:
         """The turn's workflow will not run here (its start failed, or it had started already)."""
         call = self._calls.pop(turn_id, None)
         if call is not None:
+            self._stop_expiry(call)
             call.cancel()
             metrics.EARLY_MODEL_CALLS.labels("abandoned").inc()
+
+    @staticmethod
+    def _stop_expiry(call: EarlyCall) -> None:
+        if call.expiry is not None:
+            call.loop.call_soon_threadsafe(call.expiry.cancel)
 
     def _expire(self, turn_id: str, call: EarlyCall) -> None:
         if self._calls.get(turn_id) is call:
@@ -151,6 +159,7 @@ class EarlyInference:
             self.abandon(request.turn_id)
             return None
         del self._calls[request.turn_id]
+        self._stop_expiry(call)
         made = await call.built
         if made is None:
             metrics.EARLY_MODEL_CALLS.labels("abandoned").inc()

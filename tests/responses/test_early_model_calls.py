@@ -185,3 +185,15 @@ async def test_a_later_model_call_of_the_turn_does_not_adopt_and_a_failed_call_f
         async for part in adopted[1].parts():
             received.append(part)
     assert received == [TextPart("partial")]
+
+
+async def test_an_adopted_call_is_read_to_its_end_however_long_past_the_adoption_window() -> None:
+    model = _Model([TextPart("slow"), FinishPart("end_of_turn")])
+    early = _serving({"t6": model}, adopt_within=0.2)
+    early.begin(_request("t6"))
+    adopted = await early.adopt(_request("t6", step_id="s"))
+    assert adopted is not None
+    await asyncio.sleep(0.5)  # a model still thinking when the window for unadopted calls has passed
+    model.release.set()
+    assert [part async for part in adopted[1].parts()] == [TextPart("slow"), FinishPart("end_of_turn")]
+    assert not model.cancelled.is_set()
