@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -61,6 +62,8 @@ class EarlyCall:
     built: asyncio.Future[Built | None] = field(init=False)
     _parts: asyncio.Queue[object] = field(init=False, default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = field(init=False, default=None)
+    began: float | None = field(init=False, default=None)
+    """When it was begun (time.monotonic()): the model call's metrics time it from then."""
     expiry: asyncio.TimerHandle | None = field(init=False, default=None)
     """Cancelled once the call is taken or dropped, so the loop does not hold its request until then."""
 
@@ -68,6 +71,7 @@ class EarlyCall:
         self.built = self.loop.create_future()
 
     async def run(self, build: Builder) -> None:
+        self.began = time.monotonic()
         made: Built | None = None
         try:
             made = await build(self.request)

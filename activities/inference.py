@@ -334,7 +334,7 @@ class InferenceActivities:
             finish: FinishPart | None = None
             size = 0
             async with heartbeating():
-                with metrics.model_call(model_id) as measured:
+                with metrics.model_call(model_id, adopted[1].began if adopted else None) as measured:
                     async for part in reply:
                         if isinstance(part, TextPart):
                             measured.first_token()

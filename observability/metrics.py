@@ -86,9 +86,9 @@ tool_label = BoundedLabel()
 class ModelCall:
     """What one model call reports while it runs: its first token and its token usage."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, started: float | None = None) -> None:
         self.model = model_label(model)
-        self.started = time.monotonic()
+        self.started = time.monotonic() if started is None else started
         self._first_token_seen = False
 
     def first_token(self) -> None:
@@ -104,9 +104,10 @@ class ModelCall:
 
 
 @contextmanager
-def model_call(model: str) -> Iterator[ModelCall]:
-    """Time a model call; `outcome` is `ok` when the reply was read to its end, else `error`."""
-    call = ModelCall(model)
+def model_call(model: str, started: float | None = None) -> Iterator[ModelCall]:
+    """Time a model call; `outcome` is `ok` when the reply was read to its end, else `error`. `started`: when
+    its request went out, if before now (time.monotonic(); a call begun early, activities/early_inference.py)."""
+    call = ModelCall(model, started)
     outcome = "error"
     try:
         yield call
