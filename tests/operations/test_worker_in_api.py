@@ -27,7 +27,7 @@ def test_an_api_with_its_own_worker_runs_a_client_tool_turn_alone(stack: Stack, 
         call = paused["output_message"]["tool_calls"][0]
         answer = {"call_id": call["call_id"], "tool_name": call["tool_name"], "content": "100 C"}
         resumed = http.post(f"{turns}/{paused['turn_id']}/resume", json={"tool_responses": [answer], "stream": True})
-        sdk_metrics = _temporal_metrics_once_closed(http)
+        sdk_metrics = _temporal_metrics_once_counted(http, workflows=1, activities=2)
 
     assert paused["status"] == "awaiting_input" and call["tool_name"] == "get_boiling_point"
     events = [data["event"]["payload"] for _, data in sse_events(resumed)]
@@ -66,9 +66,10 @@ def test_an_api_with_its_own_worker_asks_the_model_with_what_a_response_and_its_
     ]
 
 
-def _temporal_metrics_once_closed(http: httpx.Client) -> dict[str, float]:
-    """The API's temporal_* samples (summed over labels) once its worker has completed a workflow: the
-    turn's end reaches the client just before its workflow closes."""
+def _temporal_metrics_once_counted(http: httpx.Client, workflows: int, activities: int) -> dict[str, float]:
+    """The API's temporal_* samples (summed over labels) once they count the workflows completed and the activities
+    run, or after the suite's event bound: the turn's end reaches the client before its workflow closes, and the
+    SDK records an activity's latency after reporting its completion, which can be after the workflow has closed."""
     deadline = time.monotonic() + EVENT_SECONDS
     while True:
         sums: dict[str, float] = {}
@@ -76,6 +77,10 @@ def _temporal_metrics_once_closed(http: httpx.Client) -> dict[str, float]:
             for sample in family.samples:
                 if sample.name.startswith("temporal_"):
                     sums[sample.name] = sums.get(sample.name, 0.0) + sample.value
-        if sums.get("temporal_workflow_completed_total") or time.monotonic() > deadline:
+        counted = (
+            sums.get("temporal_workflow_completed_total", 0) >= workflows
+            and sums.get("temporal_activity_execution_latency_seconds_count", 0) >= activities
+        )
+        if counted or time.monotonic() > deadline:
             return sums
         time.sleep(0.1)
