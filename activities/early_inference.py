@@ -46,10 +46,6 @@ def _shape(request: InferenceRequest) -> InferenceRequest:
     return request.model_copy(update=neutral)
 
 
-def _first_call(request: InferenceRequest) -> bool:
-    return request.pending.first_new_step == 0 and not request.pending.new_steps
-
-
 _END = object()
 
 
@@ -62,8 +58,8 @@ class EarlyCall:
     built: asyncio.Future[Built | None] = field(init=False)
     _parts: asyncio.Queue[object] = field(init=False, default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = field(init=False, default=None)
-    began: float | None = field(init=False, default=None)
-    """When it was begun (time.monotonic()): the model call's metrics time it from then."""
+    began: float = field(init=False, default_factory=time.monotonic)
+    """When it was begun: the model call's metrics time it from then."""
     expiry: asyncio.TimerHandle | None = field(init=False, default=None)
     """Cancelled once the call is taken or dropped, so the loop does not hold its request until then."""
 
@@ -71,7 +67,6 @@ class EarlyCall:
         self.built = self.loop.create_future()
 
     async def run(self, build: Builder) -> None:
-        self.began = time.monotonic()
         made: Built | None = None
         try:
             made = await build(self.request)
@@ -158,7 +153,7 @@ class EarlyInference:
         call = self._calls.get(request.turn_id)
         if call is None:
             return None
-        same = _first_call(request) and _shape(request) == _shape(call.request)
+        same = request.pending.no_steps_yet and _shape(request) == _shape(call.request)
         if not same or asyncio.get_running_loop() is not call.loop:
             self.abandon(request.turn_id)
             return None

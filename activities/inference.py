@@ -237,7 +237,7 @@ class InferenceActivities:
                 type=PROVIDER_REJECTED,
                 non_retryable=True,
             )
-        first_model_call = request.pending.first_new_step == 0 and not request.pending.new_steps
+        first_model_call = request.pending.no_steps_yet
         messages = await detached_conversation(
             self._store, request.turn_id, settings, request.compaction, first_model_call
         )

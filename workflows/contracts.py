@@ -77,6 +77,11 @@ class PendingWrites(BaseModel):
     """True: each new step's step_complete event is made from the step by the writer, so a step
     travels once; earlier releases carried those events in `events` too."""
 
+    @property
+    def no_steps_yet(self) -> bool:
+        """The turn has no step, written or carried here: the call these writes go with is its first model call."""
+        return self.first_new_step == 0 and not self.new_steps
+
     def all_events(self) -> list[KeyedEvent]:
         """The events to write, in order: the new steps' step_complete events, then the others."""
         derived = [step_complete_event(step) for step in self.new_steps] if self.step_events else []

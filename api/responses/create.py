@@ -299,8 +299,7 @@ async def _start_workflow(
     conversation = body.conversation_id
     extra = [SearchAttributePair(CONVERSATION_ID, conversation)] if conversation is not None else []
     early = services.early_inference
-    first_call = first_inference(start) if early is not None else None
-    if early is not None and first_call is not None:
+    if early is not None and (first_call := first_inference(start)) is not None:
         early.begin(first_call)  # the model hears of it while Temporal records the start (docs/design.md)
     try:
         started = await services.turns.start_once(start, record.tenant_id, summary(body), extra_attributes=extra)
