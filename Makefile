@@ -74,7 +74,7 @@ test: $(VENV)/.test-deps
 docs: $(VENV)/.run-deps
 	$(BIN)/python -m configuration.reference
 
-# A new revision of the store's schema from the change made to store/tables.py: `make revision m="what changes"`.
+# A new revision of the store's schema from a change to a `tables` module of store/: `make revision m="what changes"`.
 # Autogenerate compares the tables with a scratch store at the newest revision; read what it wrote before committing.
 REVISION_DB := .revision-scratch.db
 NEXT_REVISION = $(shell printf '%04d' $$(( $$(ls store/migrations/versions/[0-9]*.py | wc -l) + 1 )))

@@ -46,15 +46,15 @@ from observability.tracing import setup_tracing
 from observability.worker_metrics import serve_worker_metrics
 from outbound.http import outbound_from
 from providers.registry import ModelRegistry
-from store.automations import AutomationStore
+from store.agent_sessions.automations import AutomationStore
 from store.database import open_database
-from store.files import FileStore
+from store.knowledge.files import FileStore
+from store.knowledge.vector_stores import VectorStores
 from store.repository import Store
-from store.spend import SpendStore
+from store.tenancy.spend import SpendStore
 from store.upgrade import StoreNotUpgradable, upgrade_store
-from store.vector_stores import VectorStores
 from store.wake import WakeSender, wake_dir
-from store.webhooks import WebhookStore
+from store.webhooks.webhook_store import WebhookStore
 from tool_runtime.catalog import ToolCatalog
 from tool_runtime.credential_seal import CredentialSeal
 from turn_client.starter import TurnStarter

@@ -22,7 +22,7 @@ from agent_sessions.creation import NewSession, create_session
 from agent_sessions.refusals import SessionRefused
 from agent_sessions.turns import start_turn
 from configuration.settings import Settings
-from store.automations import AutomationRecord, AutomationStore, InvocationRecord
+from store.agent_sessions.automations import AutomationRecord, AutomationStore, InvocationRecord
 from store.repository import Store
 from tool_runtime.catalog import ToolCatalog
 from turn_client.starter import TurnStarter
@@ -56,7 +56,7 @@ class WorkerSessionServices:
 
 def new_session(target: dict[str, Any]) -> NewSession:
     """A `new_session` target as the session service takes it. The target was checked, and its inline agent
-    stored in the Agent object's form, when the automation was created or updated (api/agents_beta/
+    stored in the Agent object's form, when the automation was created or updated (api/openai/agents/
     automation_wire.py); the agent it names and the models and MCP servers it uses are checked again now."""
     agent = target.get("agent")
     inline = {key: value for key, value in agent.items() if value is not None} if agent is not None else None

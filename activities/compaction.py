@@ -24,9 +24,9 @@ from hosting.fault_points import AFTER_COMPACTION, crash_point
 from providers import openai_format
 from providers.base import ChatModel, ChatRequest, FinishPart, ProviderRejected, whole_text
 from providers.registry import ModelRegistry
-from store.compactions import TURN_COMPACTION_KEY, CompactionStore
 from store.repository import Store
-from store.spend import SpendStore
+from store.responses.compactions import TURN_COMPACTION_KEY, CompactionStore
+from store.tenancy.spend import SpendStore
 from workflows.compaction import (
     COMPACT_TURN_ACTIVITY,
     SUMMARIZE_ACTIVITY,

@@ -16,8 +16,8 @@ from compaction.summary import summary_message
 from domain.agents import AgentConfig
 from domain.turn_settings import TurnSettings
 from providers import openai_format
-from store.compactions import CompactionStore
 from store.repository import Store
+from store.responses.compactions import CompactionStore
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from providers import openai_format
 from providers.base import ChatModel, ChatRequest, FinishPart, ProviderRejected, TextPart, ToolCallPart
 from providers.registry import ModelRegistry
 from store.repository import Store
-from store.spend import SpendStore
+from store.tenancy.spend import SpendStore
 from workflows import steps, turn_end
 from workflows.contracts import (
     INFER_ACTIVITY,

@@ -19,9 +19,9 @@ from knowledge.blobs import BlobStore
 from knowledge.chunking import Chunk, StaticChunking, chunks
 from knowledge.embeddings import EmbeddingCatalog, EmbeddingUnavailable, WordLlamaEmbeddings
 from knowledge.extraction import Unreadable, extract_text
-from store.vector_index import IndexedChunk
-from store.vector_store_records import Detached, IngestionTarget, LimitReached
-from store.vector_stores import VectorStores
+from store.knowledge.records import Detached, IngestionTarget, LimitReached
+from store.knowledge.vector_index import IndexedChunk
+from store.knowledge.vector_stores import VectorStores
 from workflows.ingestion import (
     CHUNK_FILE_ACTIVITY,
     EMBED_CHUNKS_ACTIVITY,

@@ -15,7 +15,7 @@ from domain.content import TextContentItem, ToolCall, ToolResponse
 from knowledge.embeddings import EmbeddingCatalog, EmbeddingUnavailable, UnknownEmbeddingModel
 from knowledge.rag_results import DEFAULT_TEMPLATE, file_search_answer, rag_answer
 from knowledge.search import Hybrid, SearchResult, UnknownFilterKey, search
-from store.vector_stores import VectorStores
+from store.knowledge.vector_stores import VectorStores
 from workflows.contracts import FileSearchConfig, ServerTool
 from workflows.knowledge_tools import FILE_SEARCH
 

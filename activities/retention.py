@@ -1,6 +1,6 @@
 """Retention's activities: one bounded batch of deletes per call (store/retention.py), counted in metrics.
 
-Files and vector stores (store/knowledge_retention.py picks them) and webhook endpoints are deleted as their
+Files and vector stores (store/knowledge/retention.py picks them) and webhook endpoints are deleted as their
 DELETE routes delete them, one at a time, through the same calls: a file leaves every vector store (chunks
 and index entries go), then its bytes go, then its row — bytes before row, so that a crash between the two
 leaves a row the next batch finds again rather than bytes nothing names; an endpoint goes with its
@@ -21,8 +21,8 @@ from configuration.settings import Settings
 from hosting.fault_points import AFTER_ERASE_BATCH, crash_point
 from knowledge.blobs import BlobStore
 from observability.metrics import RETENTION_OLDEST_AGE, RETENTION_PRUNED
-from store.files import FileStore
-from store.knowledge_retention import (
+from store.knowledge.files import FileStore
+from store.knowledge.retention import (
     KNOWLEDGE_KINDS,
     expired_files,
     expired_vector_stores,
@@ -31,12 +31,12 @@ from store.knowledge_retention import (
     tenant_files,
     tenant_vector_stores,
 )
+from store.knowledge.vector_stores import VectorStores
 from store.repository import Store
 from store.retention import KINDS, unfinished_turns_of
-from store.rows import delete_turns
-from store.tables import TurnRow
-from store.vector_stores import VectorStores
-from store.webhooks import WebhookStore, tenant_endpoints
+from store.turns.rows import delete_turns
+from store.turns.tables import TurnRow
+from store.webhooks.webhook_store import WebhookStore, tenant_endpoints
 from webhooks.dispatch import DeliveryStarter
 from workflows.contracts import turn_workflow_id
 from workflows.retention import (

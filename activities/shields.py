@@ -18,7 +18,7 @@ from providers.base import ProviderRejected
 from providers.registry import ModelRegistry
 from providers.shields import llama_guard_verdict, regex_violation
 from store.repository import Store
-from store.spend import SpendStore
+from store.tenancy.spend import SpendStore
 from workflows.contracts import PROVIDER_REJECTED, RUN_SHIELDS_ACTIVITY, ShieldRequest, ShieldResult
 
 

@@ -7,7 +7,7 @@ from temporalio import activity
 
 from providers.base import FinishPart
 from providers.registry import ModelRegistry
-from store.spend import SpendStore
+from store.tenancy.spend import SpendStore
 from workflows.contracts import CHECK_SPEND_ACTIVITY, SpendCheck, SpendVerdict
 
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from temporalio import activity
 
 from outbound.http import Outbound
-from store.webhooks import DELIVERED, FAILED, PENDING, Attempt, WebhookStore
+from store.webhooks.webhook_store import DELIVERED, FAILED, PENDING, Attempt, WebhookStore
 from webhooks import metrics
 from webhooks.secrets import NO_KEY, SecretSeal, SecretUnreadable
 from webhooks.sender import Sent, send

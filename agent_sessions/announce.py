@@ -7,7 +7,7 @@ import logging
 
 from agent_sessions.services import SessionServices
 from domain.webhook_events import agent_session_data
-from store.webhooks import WebhookStore, record_event
+from store.webhooks.webhook_store import WebhookStore, record_event
 from webhooks.dispatch import DeliveryStarter
 
 log = logging.getLogger(__name__)

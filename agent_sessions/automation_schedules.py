@@ -28,7 +28,7 @@ from temporalio.client import (
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
-from store.automations import AutomationRecord
+from store.agent_sessions.automations import AutomationRecord
 from workflows.automation_run import AutomationRun, AutomationRunInput, run_workflow_id, schedule_id
 from workflows.search_attributes import AUTOMATION_ID
 

@@ -10,8 +10,8 @@ from agent_sessions.agents import AgentChoice, resolve_agent
 from agent_sessions.announce import announce
 from agent_sessions.services import SessionServices
 from agent_sessions.turns import SessionTurn, input_messages, new_id, now, start_turn_on
-from store.agent_sessions import BetaSessionRecord
-from store.spend import SpendStore
+from store.agent_sessions.sessions import BetaSessionRecord
+from store.tenancy.spend import SpendStore
 
 
 @dataclass(frozen=True)

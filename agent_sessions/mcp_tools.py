@@ -3,7 +3,7 @@ credentials re-sealed for one turn, and the outbound policy's say on their URLs.
 
 The stored form is the Agent object's (`{"type": "mcp", "server_label", "transport": {"type": "http",
 "server_url"}, "allowed_tools", "require_approval", ...}`) plus the credentials sealed under `SEALED`; the
-dialect (api/agents_beta/mcp_tools.py) makes it from the wire.
+dialect (api/openai/agents/mcp_tools.py) makes it from the wire.
 """
 
 from __future__ import annotations

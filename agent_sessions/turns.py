@@ -32,7 +32,7 @@ from domain.content import (
 from domain.context_budget import oldest_dropped
 from domain.turn_settings import ContextMessage, FunctionTool, TurnSettings
 from domain.turns import InferenceStep, ToolExecutionStep, TurnStatus
-from store.agent_sessions import BetaSessionRecord
+from store.agent_sessions.sessions import BetaSessionRecord
 from workflows.contracts import TurnPlan, TurnStart
 from workflows.search_attributes import AGENT_ID, SESSION_ID
 

@@ -7,19 +7,12 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 from sqlalchemy.engine import make_url
 
 from activities.early_inference import EarlyInference
 from agent_sessions.refusals import SessionRefused
-from api import models
-from api.agents_beta import agents as beta_agents
-from api.agents_beta import automations as beta_automations
-from api.agents_beta import out_of_scope as beta_out_of_scope
-from api.agents_beta import session_inputs, session_turns
-from api.agents_beta import sessions as beta_sessions
-from api.agents_beta.refusals import answer_refusal
-from api.agents_beta.routing import AgentsBetaByShape
+from api import model_routes
 from api.guards.auth import BearerAuth
 from api.guards.body_limit import BodySizeLimit
 from api.guards.host_check import HostOriginCheck
@@ -28,13 +21,14 @@ from api.guards.tenancy import DEFAULT_TENANT, principals
 from api.http.errors import install_error_handlers
 from api.http.openapi import install_openapi
 from api.knowledge import knowledge_for
-from api.llama_stack import agents, rag_tool, sessions, shields, tools, turns, vector_dbs, vector_io
-from api.llama_stack import embeddings as llama_stack_embeddings
-from api.openai_platform import embeddings, files, vector_store_files, vector_stores, webhook_endpoints
-from api.operations import health, metrics, tenants
-from api.responses import compact, conversations, routes
-from api.responses.errors import OpenAIErrorEnvelope
-from api.responses.view import settle_conversation
+from api.llama_stack import routes as llama_stack
+from api.openai import routes as openai_family
+from api.openai.agents.refusals import answer_refusal
+from api.openai.agents.routing import AgentsBetaByShape
+from api.openai.errors import OpenAIErrorEnvelope
+from api.openai.platform.webhook_endpoint_routes import Webhooks
+from api.openai.responses.view import settle_conversation
+from api.operations import routes as operations
 from api.services import Services
 from api.streams.event_hub import EventHub
 from api.streams.stream_slots import StreamSlots
@@ -53,11 +47,11 @@ from observability.worker_metrics import sdk_metrics_runtime
 from outbound.http import outbound_from
 from store.database import open_database
 from store.pg_wake import PostgresWakeReceiver
-from store.rate_buckets import StoreRateBuckets
 from store.repository import Store
+from store.tenancy.rate_buckets import StoreRateBuckets
 from store.upgrade import upgrade_store
 from store.wake import WakeReceiver, WakeSender, wake_dir
-from store.webhooks import WebhookStore
+from store.webhooks.webhook_store import WebhookStore
 from tool_runtime.catalog import ToolCatalog
 from webhooks import dispatch
 from workflows.retention_schedule import ensure_retention_schedule
@@ -134,7 +128,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         webhook_store = WebhookStore(database)
         starter = dispatch.DeliveryStarter(client, config.task_queue, webhook_store)
-        app.state.webhooks = webhook_endpoints.Webhooks(config, webhook_store, starter, outbound_from(config))
+        app.state.webhooks = Webhooks(config, webhook_store, starter, outbound_from(config))
         outbox = dispatch.sweep_forever(starter, config.webhook_sweep_interval)
         app.state.knowledge = knowledge = knowledge_for(config, database, client)
         background = [poller, asyncio.create_task(outbox)]
@@ -168,7 +162,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     setup_tracing("durable-agents-api")
     app = FastAPI(
         title="durable-agents",
-        summary="A durable agent runtime on Temporal, wire-compatible with the llama-stack Agents API",
+        summary="A durable agent runtime on Temporal: the llama-stack Agents API, the OpenAI Responses and Agents APIs",
         lifespan=lifespan,
         **fastapi_native_telemetry_off(),
     )
@@ -183,42 +177,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BearerAuth, settings=current_settings)
     app.add_middleware(HostOriginCheck, settings=current_settings)
     app.add_middleware(OpenAIErrorEnvelope)  # outermost: the Responses paths' errors in OpenAI's shape
-    # The Agents API beta first, literal paths before `{agent_id}`: its routes match only requests that send
-    # `OpenAI-Beta: agents=v1`, and the llama-stack routes on the same paths answer every other request.
-    beta = (beta_out_of_scope.router, beta_sessions.router, session_inputs.router, session_turns.router)
-    for router in (*beta, beta_automations.router, beta_agents.router):
+    # The OpenAI family first: its Agents API routes share `/v1/agents` paths with llama-stack's (api/openai/routes.py).
+    for router in (openai_family.router, llama_stack.router, model_routes.router, operations.router):
         app.include_router(router, prefix="/v1")
-    routers: tuple[APIRouter, ...] = (
-        agents.router,
-        sessions.router,
-        turns.router,
-        tools.router,
-        shields.router,
-        health.router,
-    )
-    routers += (conversations.router,)
-    for router in routers:
-        app.include_router(router, prefix="/v1")
-    install_openapi(app, routers, prefix="/v1")
-    app.include_router(compact.router, prefix="/v1")  # before routes': /responses/compact is no response id
-    app.include_router(routes.router, prefix="/v1")
-    app.include_router(webhook_endpoints.router, prefix="/v1")
-    knowledge_routers = (
-        models.router,
-        embeddings.router,
-        files.router,
-        vector_stores.router,
-        vector_store_files.router,
-        llama_stack_embeddings.router,
-        vector_dbs.router,
-        vector_io.router,
-        rag_tool.router,
-    )
-    for router in knowledge_routers:  # docs/knowledge.md
-        app.include_router(router, prefix="/v1")
-    app.include_router(tenants.router, prefix="/v1")
-    app.include_router(health.readiness_router)
-    app.include_router(metrics.router)
+    install_openapi(app, (llama_stack.router,), prefix="/v1")
+    app.include_router(operations.root_router)
     instrument_api(app, lambda turn_id: app.state.services.turns.trace_carrier(turn_id))
     return app
 

@@ -1,7 +1,7 @@
 """What the knowledge routes of both dialects share (models, embeddings, files, vector stores), made once per
 process by the app's lifespan and injected like the turn services (api/services.py).
 
-Its refusals are plain HTTPExceptions: on the OpenAI paths the error envelope (api/responses/errors.py) gives
+Its refusals are plain HTTPExceptions: on the OpenAI paths the error envelope (api/openai/errors.py) gives
 them OpenAI's shape, and the llama-stack paths keep their `detail`; so neither dialect depends on the other.
 """
 
@@ -21,9 +21,9 @@ from knowledge.embeddings import EmbeddingCatalog, EmbeddingModel, UnknownEmbedd
 from knowledge.engines import vector_index
 from knowledge.ingestion_starter import IngestionStarter
 from store.database import Database
-from store.files import FileStore, StoredFile
-from store.vector_store_records import Attachment, LimitReached, VectorStoreFile
-from store.vector_stores import VectorStores
+from store.knowledge.files import FileStore, StoredFile
+from store.knowledge.records import Attachment, LimitReached, VectorStoreFile
+from store.knowledge.vector_stores import VectorStores
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,10 @@ from domain.turn_settings import TurnSettings
 from domain.turns import InferenceStep, TurnStatus
 from store.database import Database, open_database
 from store.repository import Store
-from store.responses import ResponseRecord, ResponseStore
+from store.responses.responses import ResponseRecord, ResponseStore
+from store.responses.tables import ResponseRow
 from store.retention import KINDS
-from store.tables import EventRow, ResponseRow, TurnRow
+from store.turns.tables import EventRow, TurnRow
 from store.upgrade import upgrade_store
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 from temporalio.client import Client
 
-from api.responses.create import turn_id_of
+from api.openai.responses.create import turn_id_of
 from bench.benchmark.stack import FAST_MODEL, REQUEST_TIMEOUT, EmbeddedStack
 from bench.benchmark.turns import expect_final, stream_until_final, user_turn
 from bench.common import create_agent, create_session, iter_sse, log, turn_path

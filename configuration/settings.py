@@ -251,7 +251,7 @@ RETENTION_KINDS = (
     "files",
     "vector_stores",
 )
-"""The kinds store/retention.py registers, then store/knowledge_retention.py's; a kind added there is added here."""
+"""The kinds store/retention.py registers, then store/knowledge/retention.py's; a kind added there is added here."""
 
 
 def _retention(raw: Any) -> dict[str, timedelta]:

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, delete, insert, select
 from sqlalchemy.engine import make_url
 
 from store.database import Database
-from store.knowledge_tables import FileBlobPartRow
+from store.knowledge.tables import FileBlobPartRow
 
 PART_BYTES = 1024 * 1024
 READ_BYTES = 256 * 1024

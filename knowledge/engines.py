@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy.engine import make_url
 
-from store.vector_index import VectorIndex
+from store.knowledge.vector_index import VectorIndex
 
 
 def vector_index(store_url: str, vector_cache_mb: int = 0) -> VectorIndex:

@@ -16,7 +16,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from knowledge.ingestion_starter import IngestionStarter
-from store.vector_stores import VectorStores
+from store.knowledge.vector_stores import VectorStores
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from sqlalchemy import ARRAY, BigInteger, Connection, Text, bindparam, text
 
-from store.vector_index import Hit, IndexedChunk, query_words
+from store.knowledge.vector_index import Hit, IndexedChunk, query_words
 
 _FTS = "knowledge_fts"
 EXACT_UP_TO = 50_000

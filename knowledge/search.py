@@ -19,9 +19,9 @@ from sqlalchemy import Connection
 from knowledge import filters as attribute_filters
 from knowledge.embeddings import EmbeddingModel, InProcessEmbeddingModel
 from store.database import ThreadedSQLite
-from store.vector_index import Hit
-from store.vector_store_records import VectorStore
-from store.vector_stores import VectorStores
+from store.knowledge.records import VectorStore
+from store.knowledge.vector_index import Hit
+from store.knowledge.vector_stores import VectorStores
 
 RRF_K = 60
 CANDIDATES = 4

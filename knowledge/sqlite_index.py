@@ -18,8 +18,8 @@ import numpy as np
 from sqlalchemy import Connection
 
 from knowledge.vector_cache import CACHE, bump_versions
-from store.knowledge_tables import ChunkRow
-from store.vector_index import Hit, IndexedChunk, query_words
+from store.knowledge.tables import ChunkRow
+from store.knowledge.vector_index import Hit, IndexedChunk, query_words
 
 MAX_K = 4096
 """sqlite-vec's largest k."""

@@ -7,17 +7,17 @@ from typing import Any
 
 from sqlalchemy import select
 
-from store.agent_sessions import AgentSessionStore
-from store.agents import AgentStore
-from store.conversations import ConversationStore
+from store.agent_sessions.sessions import AgentSessionStore
 from store.database import Database
 from store.hand_over import HandOver
-from store.history import HistoryCache, HistoryStore
-from store.records import BegunTurn, EventsWritten
-from store.responses import ResponseStore
-from store.sessions import SessionStore
-from store.toolgroups import ToolGroupStore
-from store.turns import TurnStore
+from store.responses.conversations import ConversationStore
+from store.responses.responses import ResponseStore
+from store.turns.agents import AgentStore
+from store.turns.history import HistoryCache, HistoryStore
+from store.turns.records import BegunTurn, EventsWritten
+from store.turns.sessions import SessionStore
+from store.turns.toolgroups import ToolGroupStore
+from store.turns.turns import TurnStore
 
 
 class Store(AgentStore, ToolGroupStore, SessionStore, TurnStore, HistoryStore):

@@ -8,7 +8,7 @@ a crash, simply goes on with the next batch. Files, vector stores and webhook en
 their deletes reach beyond the store (blobs, workflows), so activities/retention.py runs them.
 
 Never pruned: a turn still running or paused (a paused turn is pruned only once it has ended — its own
-expiry ends it), a session with such a turn (of either dialect: store/agent_session_retention.py), and a
+expiry ends it), a session with such a turn (of either dialect: store/agent_sessions/retention.py), and a
 response whose items its conversation has not yet taken in.
 """
 
@@ -20,28 +20,20 @@ from datetime import datetime
 
 from sqlalchemy import Connection, and_, delete, exists, func, or_, select
 
-from store.agent_session_retention import (
+from store.agent_sessions.automation_tables import AutomationInvocationRow, AutomationRow
+from store.agent_sessions.retention import (
     delete_agent_sessions,
     oldest_agent_session,
     oldest_agent_session_turn,
     prune_agent_session_turns,
     prune_agent_sessions,
 )
-from store.agent_session_tables import BetaAgentRow, BetaSessionRow
-from store.automation_tables import AutomationInvocationRow, AutomationRow
-from store.records import FINAL_STATUSES
-from store.rows import delete_turns
-from store.tables import (
-    AgentRow,
-    CompactionRow,
-    ConversationItemRow,
-    ConversationRow,
-    ResponseRow,
-    SessionRow,
-    ToolGroupRow,
-    TurnRow,
-)
-from store.webhooks import erase_tenant_events, oldest_event, prune_delivery_log
+from store.agent_sessions.tables import BetaAgentRow, BetaSessionRow
+from store.responses.tables import CompactionRow, ConversationItemRow, ConversationRow, ResponseRow
+from store.turns.records import FINAL_STATUSES
+from store.turns.rows import delete_turns
+from store.turns.tables import AgentRow, SessionRow, ToolGroupRow, TurnRow
+from store.webhooks.webhook_store import erase_tenant_events, oldest_event, prune_delivery_log
 
 Prune = Callable[[Connection, datetime, int], int]
 Oldest = Callable[[Connection], datetime | None]
@@ -211,7 +203,7 @@ def _erase_agents(tx: Connection, tenant: str, limit: int) -> int:
 
 
 def _both(llama_stack: Prune, agents_api: Prune) -> Prune:
-    """One kind's prune over both dialects' sessions (store/agent_session_retention.py), within one batch."""
+    """One kind's prune over both dialects' sessions (store/agent_sessions/retention.py), within one batch."""
 
     def prune(tx: Connection, cutoff: datetime, limit: int) -> int:
         deleted = llama_stack(tx, cutoff, limit)

@@ -17,7 +17,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from store.database import Database
-from store.webhooks import DeliveryToStart, WebhookStore
+from store.webhooks.webhook_store import DeliveryToStart, WebhookStore
 from workflows.webhook_delivery import WEBHOOK_DELIVERY_WORKFLOW, DeliveryStart, delivery_workflow_id
 
 log = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ _RETRY = RetryPolicy(
 
 class CompactionStart(BaseModel):
     compaction_id: str
-    """The `compactions` row holding the messages to summarise (store/compactions.py)."""
+    """The `compactions` row holding the messages to summarise (store/responses/compactions.py)."""
 
 
 class CompactionDone(BaseModel):

@@ -1,7 +1,7 @@
 """A ceiling on request body size (`DA_MAX_REQUEST_BYTES`): larger bodies get 413 naming the limit.
 
 A file upload (`POST /v1/files`) has its own, larger ceiling: `DA_MAX_FILE_BYTES` and room for the multipart
-framing around the file (the route counts the file's own bytes exactly, api/openai_platform/uploads.py).
+framing around the file (the route counts the file's own bytes exactly, api/openai/platform/uploads.py).
 
 A body that declares a larger Content-Length is refused before a byte of it is read. A chunked body (or one
 whose Content-Length understates it) is counted as it arrives and refused as soon as it passes the limit, so no

@@ -7,7 +7,7 @@ keyless server is the loopback-only Host check of api/host_check.py, not a rate)
 Over the limit, a request is refused with 429 and `Retry-After` (the seconds until the key's bucket holds
 a token again) before any handler runs, so a refused request changes nothing. Where the buckets are is
 the application's choice (`app.state.rate_buckets`): in the store when it is PostgreSQL, so that every
-API process against it shares each key's budget (store/rate_buckets.py), else in this process (SQLite:
+API process against it shares each key's budget (store/tenancy/rate_buckets.py), else in this process (SQLite:
 one machine, one API process).
 """
 

@@ -1,4 +1,4 @@
-"""Request and response bodies of the HTTP API (storage rows live in store/tables.py)."""
+"""Request and response bodies of the HTTP API (storage rows live in the `tables` modules of store/)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from api.streams.event_stream import is_final, sse_frame, tail_events
 from api.turns.stuck import still_running
 from domain.events import ErrorChunk, StreamError
 from domain.turns import TurnStatus
-from store.records import StoredEvent
+from store.turns.records import StoredEvent
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 

@@ -28,7 +28,7 @@ from domain.turns import InferenceStep, Turn, TurnStatus
 from hosting.fault_points import AFTER_TURN_ROW, crash_point
 from observability.logs import log_turn_state
 from observability.metrics import TURNS_STARTED
-from store.records import LimitReached, TurnConflict, TurnTools
+from store.turns.records import LimitReached, TurnConflict, TurnTools
 from workflows.contracts import PAYLOAD_BUDGET_BYTES, Continuation, TurnStart
 
 log = logging.getLogger(__name__)

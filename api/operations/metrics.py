@@ -15,7 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 
 from api.services import ServicesDep
 from domain.turns import TurnStatus
-from store.webhooks import WebhookStore
+from store.webhooks.webhook_store import WebhookStore
 from webhooks.metrics import oldest_pending_exposition
 
 router = APIRouter(tags=["metrics"])

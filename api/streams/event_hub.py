@@ -26,8 +26,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
-from store.records import EventsWritten, StoredEvent
 from store.repository import Store
+from store.turns.records import EventsWritten, StoredEvent
 
 log = logging.getLogger(__name__)
 

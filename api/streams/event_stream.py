@@ -16,7 +16,7 @@ from typing import Any
 from temporalio.service import RPCError
 
 from api.streams.event_hub import POLL_MAX_SECONDS, EventHub
-from store.records import StoredEvent
+from store.turns.records import StoredEvent
 
 log = logging.getLogger(__name__)
 

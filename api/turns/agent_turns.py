@@ -9,7 +9,7 @@ from api.services import Services
 from domain.agents import Agent
 from domain.content import InputMessage, content_as_text
 from domain.turns import Turn
-from store.records import TurnTools
+from store.turns.records import TurnTools
 from workflows.contracts import AgentOutline, TurnPlan, TurnStart
 
 

@@ -14,8 +14,8 @@ from alembic.autogenerate.api import AutogenContext
 from sqlalchemy import Connection, pool
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from store import agent_session_tables, knowledge_tables  # noqa: F401  (their tables join Base.metadata)
-from store.tables import Base, UtcDateTime
+import store  # noqa: F401  (every aggregate's tables join Base.metadata)
+from store.schema import Base, UtcDateTime
 
 
 def _render_item(kind: str, item: Any, autogen: AutogenContext) -> str | Literal[False]:

@@ -13,8 +13,8 @@ import pytest
 from openai import OpenAI
 from sqlalchemy import select
 
-from store.automation_tables import AutomationRow
-from store.spend_tables import SessionBudgetRow
+from store.agent_sessions.automation_tables import AutomationRow
+from store.tenancy.tables import SessionBudgetRow
 from tests.operations.test_retention import OPERATOR_KEY, OPERATOR_PREFIX
 from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.scripted_model import ScriptedModel, text

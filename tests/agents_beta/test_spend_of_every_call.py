@@ -18,8 +18,8 @@ from sqlalchemy import select
 from domain.content import CompletionMessage, UserMessage
 from domain.turn_settings import ContextMessage, TurnSettings
 from domain.turns import TurnStatus
-from store.spend import MICROCENTS_PER_CENT
-from store.spend_tables import SpendEntryRow
+from store.tenancy.spend import MICROCENTS_PER_CENT
+from store.tenancy.tables import SpendEntryRow
 from tests.support.scripted_model import GUARD_MODEL, Reply, ScriptedModel, text
 from tests.support.stack import PRICED_MODEL, Stack
 from turn_client.starter import TurnStarter

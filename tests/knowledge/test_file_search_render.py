@@ -10,9 +10,9 @@ from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from api.responses.file_search import cited
-from api.responses.items import render_response
-from api.responses.stream import render_stream
+from api.openai.responses.file_search import cited
+from api.openai.responses.items import render_response
+from api.openai.responses.stream import render_stream
 from domain.content import CompletionMessage
 from tests.responses.test_responses_render import Turnlog, base
 

@@ -13,7 +13,7 @@ from knowledge.engines import vector_index
 from knowledge.ingestion_starter import IngestionStarter
 from knowledge.ingestion_sweep import start_unstarted_ingestions
 from store.database import open_database, sqlite_module
-from store.vector_stores import VectorStores
+from store.knowledge.vector_stores import VectorStores
 from tests.support.knowledge_files import WORDS, wait_for_file
 from tests.support.stack import Stack
 from workflows.ingestion import workflow_id

@@ -9,7 +9,7 @@ import httpx
 from sqlalchemy import Connection, func, select
 from temporalio.client import WorkflowExecutionStatus
 
-from store.tables import EventRow, StepRow, TurnRow
+from store.turns.tables import EventRow, StepRow, TurnRow
 from tests.support.rest import create_agent, create_session, final_turn
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import Stack

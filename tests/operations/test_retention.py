@@ -22,7 +22,7 @@ from temporalio.service import RPCError
 from api.guards.auth import OPERATOR_PREFIX
 from configuration.settings import RETENTION_KINDS, Settings
 from store.database import sqlite_module
-from store.knowledge_retention import KNOWLEDGE_KINDS
+from store.knowledge.retention import KNOWLEDGE_KINDS
 from store.retention import KINDS
 from tests.knowledge.test_knowledge_vector_stores import chunk_rows
 from tests.support.processes import EVENT_SECONDS, wait_until

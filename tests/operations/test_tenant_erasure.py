@@ -19,7 +19,7 @@ from temporalio.client import WorkflowExecutionStatus
 from api.guards.auth import OPERATOR_PREFIX
 from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
 from store.database import sqlite_module
-from store.vector_stores import vector_db_store_id
+from store.knowledge.vector_stores import vector_db_store_id
 from tests.knowledge.test_knowledge_vector_stores import chunk_rows
 from tests.support.processes import EVENT_SECONDS
 from tests.support.scripted_model import ScriptedModel, text

@@ -10,8 +10,8 @@ from cryptography.fernet import Fernet
 from openai import AsyncOpenAI
 
 from activities.compaction import summarize
-from api.responses.compaction import as_read
-from api.responses.request import CompactionItem, FunctionCallItem, FunctionCallOutputItem, MessageItem
+from api.openai.responses.compaction_items import as_read
+from api.openai.responses.request import CompactionItem, FunctionCallItem, FunctionCallOutputItem, MessageItem
 from compaction.seal import Compacted, CompactionSeal, SealBroken
 from compaction.summary import SUMMARY_PREFIX, estimate_tokens
 from configuration.settings import OFFLINE_MODEL_ID

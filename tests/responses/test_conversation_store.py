@@ -10,9 +10,16 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, select
 
-from store.conversations import ConversationNotFound, ConversationStore, DuplicateItem, Item, Order, UnknownCursor
 from store.database import open_database
-from store.tables import ConversationItemRow
+from store.responses.conversations import (
+    ConversationNotFound,
+    ConversationStore,
+    DuplicateItem,
+    Item,
+    Order,
+    UnknownCursor,
+)
+from store.responses.tables import ConversationItemRow
 from store.upgrade import upgrade_store
 from tests.support.databases import store_url
 

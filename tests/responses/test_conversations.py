@@ -17,8 +17,8 @@ from sqlalchemy import func, select
 
 from api.app import create_app
 from api.services import Services
-from store.conversations import Item
-from store.tables import ConversationItemRow
+from store.responses.conversations import Item
+from store.responses.tables import ConversationItemRow
 from tests.support.scripted_model import ThreadedServer
 from tests.support.stack import Stack, free_port
 

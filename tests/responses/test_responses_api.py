@@ -14,7 +14,7 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
-from api.responses.create import response_id_for
+from api.openai.responses.create import response_id_for
 from tests.support.processes import EVENT_SECONDS
 from tests.support.scripted_model import ScriptedModel, failure, text
 from tests.support.stack import SCRIPTED_MODEL, Stack

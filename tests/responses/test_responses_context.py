@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from api.responses.context import (
+from api.openai.errors import OpenAIError, envelope
+from api.openai.responses.context import (
     check_tool_outputs,
     fit_context,
     parse_items,
@@ -15,8 +16,7 @@ from api.responses.context import (
     split_input,
     to_messages,
 )
-from api.responses.errors import OpenAIError, envelope
-from api.responses.request import CreateResponse, parse_create
+from api.openai.responses.request import CreateResponse, parse_create
 from domain.content import CompletionMessage, ToolResponseMessage, UserMessage
 from domain.turn_settings import SystemMessage
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
-from store.records import StoredEvent
 from store.repository import Store
+from store.turns.records import StoredEvent
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
 

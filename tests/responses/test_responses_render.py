@@ -1,4 +1,4 @@
-"""The Responses rendering of a turn's stored events (api/responses/items.py, stream.py), proven
+"""The Responses rendering of a turn's stored events (api/openai/responses/items.py, stream.py), proven
 against the openai SDK's own models. Pure code: the stored events are built with the domain models
 and helpers the worker writes them with; no Temporal, store or HTTP is involved."""
 
@@ -20,10 +20,10 @@ from pydantic import TypeAdapter
 
 from activities.inference import InferenceActivities, _DeltaWriter
 from activities.tools import tool_run_started
-from api.responses import ids
-from api.responses.items import render_response
-from api.responses.stream import ResponseStream, render_stream
-from api.responses.wire import EventBase, Response, sse_frame
+from api.openai.responses import ids
+from api.openai.responses.items import render_response
+from api.openai.responses.stream import ResponseStream, render_stream
+from api.openai.responses.wire import EventBase, Response, sse_frame
 from domain.content import CompletionMessage, ToolCall, ToolResponse, UserMessage
 from domain.events import (
     ErrorChunk,

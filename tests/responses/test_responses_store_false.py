@@ -13,11 +13,11 @@ import pytest
 from openai import AsyncOpenAI
 from sqlalchemy import Connection, func, select
 
-from api.responses import view
+from api.openai.responses import view
 from api.services import Services
 from api.turn_gateway import TurnGateway
 from api.turns.sweep import delete_unstored_responses
-from store.tables import Base
+from store.schema import Base
 from tests.responses.test_responses_tools import WEATHER, assert_same_workflow
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack

@@ -44,7 +44,7 @@ def store_role(tmp_path: Path) -> Iterator[tuple[str, str]]:
 def test_with_the_store_down_errors_name_neither_driver_nor_role(
     stack: Stack, store_role: tuple[str, str], rate_limit: int
 ) -> None:
-    """Rate-limited, each request first takes from its key's bucket in the store (store/rate_buckets.py)."""
+    """Rate-limited, each request first takes from its key's bucket in the store (store/tenancy/rate_buckets.py)."""
     url, role = store_role
     # Only callers with a key are rate-limited (api/rate_limit.py).
     limits = dict(store_url=url, rate_limit_per_minute=rate_limit, api_keys=("error-bodies-key",))

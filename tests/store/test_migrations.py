@@ -21,9 +21,8 @@ from sqlalchemy import Connection, MetaData, create_engine, pool, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from store import knowledge_tables  # noqa: F401  (its tables join Base.metadata)
 from store.database import sqlite_module
-from store.tables import Base
+from store.schema import Base
 from store.upgrade import BASELINE, StoreNotUpgradable, head_revision, migrations_config, upgrade_store
 from tests.support.databases import postgres_database, store_url
 
@@ -102,13 +101,13 @@ def insert_legacy_rows(connection: Connection) -> None:
 
 
 def test_the_tables_and_the_migrations_agree(url: str) -> None:
-    """Fails when a table in store/tables.py changes without a revision that makes the same change."""
+    """Fails when a table of the store (a `tables` module) changes without a revision that makes the same change."""
     asyncio.run(upgrade_store(url))
 
     differences = asyncio.run(on(url, drift))
 
     assert differences == [], (
-        "store/tables.py and store/migrations disagree; add a revision (docs/operations.md):\n"
+        "The store's tables and store/migrations disagree; add a revision (docs/operations.md):\n"
         + "\n".join(map(str, differences))
     )
 

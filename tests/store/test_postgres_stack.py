@@ -11,7 +11,7 @@ import pytest
 from llama_stack_client import Agent, LlamaStackClient
 
 from store.database import open_database
-from store.rate_buckets import StoreRateBuckets
+from store.tenancy.rate_buckets import StoreRateBuckets
 from tests.llama_stack.test_llama_stack_client import get_boiling_point
 from tests.support.databases import postgres_database
 from tests.support.scripted_model import text, tool_call

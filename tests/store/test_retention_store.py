@@ -15,13 +15,14 @@ from domain.agents import Agent, AgentConfig
 from domain.content import CompletionMessage, UserMessage
 from domain.turn_settings import TurnSettings
 from domain.turns import TurnStatus
-from store.compactions import CompactionStore
-from store.conversations import Item
 from store.database import open_database
 from store.repository import Store
-from store.responses import ResponseRecord, ResponseStore
+from store.responses.compactions import CompactionStore
+from store.responses.conversations import Item
+from store.responses.responses import ResponseRecord, ResponseStore
+from store.responses.tables import CompactionRow, ConversationRow, ResponseRow
 from store.retention import KINDS, Erase, unfinished_turns_of
-from store.tables import CompactionRow, ConversationRow, ResponseRow, SessionRow, TurnRow
+from store.turns.tables import SessionRow, TurnRow
 from store.upgrade import upgrade_store
 from tests.support.databases import store_url
 

@@ -16,10 +16,10 @@ from domain.events import KeyedEvent
 from domain.turn_settings import ContextMessage, FunctionTool, TurnSettings
 from domain.turns import InferenceStep, TurnStatus
 from store.database import open_database
-from store.records import StoredEvent, TurnConflict, TurnTools
 from store.repository import Store
-from store.rows import delete_turns
-from store.tables import TurnRow, TurnSettingsRow
+from store.turns.records import StoredEvent, TurnConflict, TurnTools
+from store.turns.rows import delete_turns
+from store.turns.tables import TurnRow, TurnSettingsRow
 from store.upgrade import upgrade_store
 from tests.support.databases import store_url
 

@@ -1,4 +1,4 @@
-"""Responses: the Responses-API responses, each a segment of a turn (api/responses/).
+"""Responses: the Responses-API responses, each a segment of a turn (api/openai/responses/).
 
 Revision ID: 0007
 Revises: 0006

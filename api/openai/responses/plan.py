@@ -1,0 +1,184 @@
+"""A create request as the runtime reads it: TurnSettings (stored per segment) and TurnPlan (carried).
+
+Everything here is per response: instructions and tools are never inherited through previous_response_id or a
+conversation (spec §2.4), so a resumed turn gets the new response's settings and plan with its outputs.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+from api.knowledge import Knowledge
+from api.openai.errors import invalid, not_found
+from api.openai.responses.request import (
+    AllowedToolsChoice,
+    ApprovalFilter,
+    CreateResponse,
+    FunctionChoice,
+    HostedToolChoice,
+    McpChoice,
+    McpTool,
+    TextFormatJsonObject,
+    TextFormatJsonSchema,
+    ToolNames,
+)
+from domain.turn_settings import ApprovalPolicy, FunctionTool, McpServer, TurnSettings
+from outbound.policy import OutboundPolicy, OutboundRefused
+from workflows.contracts import FileSearchConfig, TurnPlan
+from workflows.knowledge_tools import FILE_SEARCH
+
+
+def _tool_choice(request: CreateResponse) -> str:
+    choice = request.tool_choice
+    if isinstance(choice, str):
+        return choice
+    if isinstance(choice, FunctionChoice):
+        return choice.name
+    if isinstance(choice, McpChoice):
+        return choice.name or "required"
+    if isinstance(choice, HostedToolChoice):
+        return FILE_SEARCH
+    return choice.mode
+
+
+def _allowed_function_names(request: CreateResponse) -> set[str] | None:
+    choice = request.tool_choice
+    if isinstance(choice, AllowedToolsChoice):
+        return {tool.name for tool in choice.tools if tool.type == "function" and tool.name}
+    return None
+
+
+def _response_format(request: CreateResponse) -> dict[str, Any] | None:
+    found = request.text.format if request.text is not None else None
+    if isinstance(found, TextFormatJsonSchema):
+        schema: dict[str, Any] = {"name": found.name, "schema": found.schema_}
+        if found.strict is not None:
+            schema["strict"] = found.strict
+        if found.description:
+            schema["description"] = found.description
+        return {"type": "json_schema", "json_schema": schema}
+    if isinstance(found, TextFormatJsonObject):
+        return {"type": "json_object"}
+    return None
+
+
+def turn_settings(request: CreateResponse) -> TurnSettings:
+    allowed = _allowed_function_names(request)
+    return TurnSettings(
+        model=request.model,
+        instructions=request.instructions or "",
+        function_tools=[
+            FunctionTool(
+                name=tool.name,
+                description=tool.description or "",
+                parameters=tool.parameters or {"type": "object", "properties": {}},
+                strict=tool.strict,
+            )
+            for tool in request.function_tools()
+            if allowed is None or tool.name in allowed
+        ],
+        tool_choice=_tool_choice(request),
+        parallel_tool_calls=request.parallel_tool_calls,
+        temperature=request.temperature,
+        top_p=request.top_p,
+        max_output_tokens=request.max_output_tokens,
+        response_format=_response_format(request),
+    )
+
+
+def _names(filter_: ToolNames | list[str] | None) -> list[str]:
+    if filter_ is None:
+        return []
+    return filter_.tool_names if isinstance(filter_, ToolNames) else list(filter_)
+
+
+def approval_policy(tool: McpTool) -> ApprovalPolicy:
+    """OpenAI's default is "always". A filter that names only the tools that always need approval lets the
+    others run; one that names those that never do holds the rest."""
+    rule = tool.require_approval
+    if rule is None or rule == "always":
+        return ApprovalPolicy(default=True)
+    if rule == "never":
+        return ApprovalPolicy(default=False)
+    assert isinstance(rule, ApprovalFilter)
+    always, never = _names(rule.always), _names(rule.never)
+    return ApprovalPolicy(default=not (always and not never), always=always, never=never)
+
+
+def turn_plan(
+    request: CreateResponse, settings_id: str, max_infer_iters: int | None = None, compact_threshold: int | None = None
+) -> TurnPlan:
+    return TurnPlan(
+        model=request.model,
+        client_tool_names=sorted(tool.name for tool in request.function_tools()),
+        mcp_servers=[
+            McpServer(
+                label=tool.server_label,
+                url=tool.server_url or "",
+                allowed_tools=tool.allowed(),
+                approval=approval_policy(tool),
+            )
+            for tool in request.mcp_tools()
+        ],
+        max_infer_iters=max_infer_iters,
+        max_tool_calls=request.max_tool_calls,
+        settings_id=settings_id,
+        compact_threshold=compact_threshold,
+        file_search=file_search_config(request),
+    )
+
+
+def file_search_config(request: CreateResponse) -> FileSearchConfig | None:
+    tool = request.file_search_tool()
+    if tool is None:
+        return None
+    ranking = tool.ranking_options
+    hybrid = ranking.hybrid_search if ranking is not None else None
+    return FileSearchConfig(
+        vector_store_ids=tool.vector_store_ids,
+        max_num_results=tool.max_num_results,
+        filters=tool.filters,
+        score_threshold=ranking.score_threshold if ranking is not None else 0.0,
+        embedding_weight=hybrid.embedding_weight if hybrid is not None else None,
+        text_weight=hybrid.text_weight if hybrid is not None else None,
+        include_results="file_search_call.results" in request.include,
+    )
+
+
+async def check_mcp_urls(request: CreateResponse, policy: OutboundPolicy) -> None:
+    """Each MCP server URL is http(s) and allowed by the outbound policy (judged again at every connection)."""
+    for index, tool in enumerate(request.tools):
+        if not isinstance(tool, McpTool):
+            continue
+        url = urlsplit(tool.server_url or "")
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise invalid(f"tools[{index}].server_url must be an http(s) URL, got {tool.server_url!r}.", "tools")
+        try:
+            await policy.check_url_host(url.hostname, url.port or (443 if url.scheme == "https" else 80))
+        except OutboundRefused as refused:
+            raise invalid(f"tools[{index}].server_url: {refused}", "tools") from refused
+
+
+async def check_vector_stores(request: CreateResponse, tenant: str, knowledge: Knowledge) -> None:
+    """Each vector store a file_search tool names is the tenant's: another tenant's is as unknown as a made-up id."""
+    tool = request.file_search_tool()
+    for vector_store_id in tool.vector_store_ids if tool is not None else []:
+        if await knowledge.stores.get(tenant, vector_store_id) is None:
+            raise not_found("Vector store", vector_store_id)
+
+
+def mcp_credentials(request: CreateResponse) -> dict[str, dict[str, str]]:
+    """server_label → the headers its server needs (headers + authorization); servers with none left out."""
+    found = {tool.server_label: tool.credentials() for tool in request.mcp_tools()}
+    return {label: headers for label, headers in found.items() if headers}
+
+
+def summary(request: CreateResponse) -> str:
+    """The Temporal UI label of the response's workflow: its last user text."""
+    for item in reversed(request.items()):
+        text = getattr(item, "text", None)
+        if callable(text) and getattr(item, "role", None) == "user":
+            return text()[:1000]
+    return json.dumps([getattr(item, "type", "") for item in request.items()])[:1000]

@@ -1,0 +1,92 @@
+"""Uploaded files in the store: their rows, scoped to a tenant (the bytes are in knowledge/blobs.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import Connection, delete, insert, select, tuple_
+
+from store.database import Database
+from store.knowledge.tables import FileRow
+
+Order = Literal["asc", "desc"]
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    file_id: str
+    filename: str
+    purpose: str
+    bytes: int
+    created_at: datetime
+    expires_at: datetime | None
+
+
+class UnknownCursor(LookupError):
+    """The `after` id of a listing is not one of the caller's objects."""
+
+
+def _file(row: Any) -> StoredFile:
+    return StoredFile(
+        file_id=row.file_id,
+        filename=row.filename,
+        purpose=row.purpose,
+        bytes=row.bytes,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+    )
+
+
+_COLUMNS = (FileRow.file_id, FileRow.filename, FileRow.purpose, FileRow.bytes, FileRow.created_at, FileRow.expires_at)
+
+
+class FileStore:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def add(self, tenant: str, file: StoredFile) -> None:
+        values = {**file.__dict__, "tenant_id": tenant}
+        await self.database.write(lambda tx: tx.execute(insert(FileRow), values))
+
+    async def get(self, tenant: str, file_id: str) -> StoredFile | None:
+        def read(tx: Connection) -> StoredFile | None:
+            row = tx.execute(select(*_COLUMNS).where(FileRow.tenant_id == tenant, FileRow.file_id == file_id)).first()
+            return _file(row) if row is not None else None
+
+        return await self.database.read(read)
+
+    async def page(
+        self, tenant: str, purpose: str | None, order: Order, after: str | None, limit: int
+    ) -> tuple[list[StoredFile], bool]:
+        def read(tx: Connection) -> tuple[list[StoredFile], bool]:
+            query = select(*_COLUMNS).where(FileRow.tenant_id == tenant)
+            if purpose is not None:
+                query = query.where(FileRow.purpose == purpose)
+            position = tuple_(FileRow.created_at, FileRow.file_id)
+            if after is not None:
+                cursor = tx.execute(
+                    select(FileRow.created_at, FileRow.file_id).where(
+                        FileRow.tenant_id == tenant, FileRow.file_id == after
+                    )
+                ).first()
+                if cursor is None:
+                    raise UnknownCursor(after)
+                query = query.where(position < tuple_(*cursor) if order == "desc" else position > tuple_(*cursor))
+            ordering = (
+                (FileRow.created_at.desc(), FileRow.file_id.desc())
+                if order == "desc"
+                else (FileRow.created_at.asc(), FileRow.file_id.asc())
+            )
+            rows = tx.execute(query.order_by(*ordering).limit(limit + 1)).all()
+            return [_file(row) for row in rows[:limit]], len(rows) > limit
+
+        return await self.database.read(read)
+
+    async def delete(self, tenant: str, file_id: str) -> bool:
+        def remove(tx: Connection) -> bool:
+            gone = tx.execute(delete(FileRow).where(FileRow.tenant_id == tenant, FileRow.file_id == file_id))
+            return gone.rowcount > 0
+
+        return await self.database.write(remove)

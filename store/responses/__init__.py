@@ -1,0 +1,1 @@
+"""The Responses aggregate: responses, conversations and their items, compactions."""

@@ -1,0 +1,1 @@
+"""The webhooks aggregate: endpoints, the outbox of events, deliveries and their attempts."""
