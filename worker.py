@@ -46,15 +46,10 @@ from observability.tracing import setup_tracing
 from observability.worker_metrics import serve_worker_metrics
 from outbound.http import outbound_from
 from providers.registry import ModelRegistry
-from store.agent_sessions.automations import AutomationStore
 from store.database import open_database
-from store.knowledge.files import FileStore
-from store.knowledge.vector_stores import VectorStores
 from store.repository import Store
-from store.tenancy.spend import SpendStore
 from store.upgrade import StoreNotUpgradable, upgrade_store
 from store.wake import WakeSender, wake_dir
-from store.webhooks.webhook_store import WebhookStore
 from tool_runtime.catalog import ToolCatalog
 from tool_runtime.credential_seal import CredentialSeal
 from turn_client.starter import TurnStarter
@@ -94,22 +89,22 @@ def build_worker(
     inference = InferenceActivities(store, models, settings.max_history_bytes, early=early)
     shields = ShieldActivities(store, models, settings)
     progress = TurnProgressActivities(store)
-    spend = SpendActivities(SpendStore(store.database))
+    spend = SpendActivities(store.spend)
     seal = CredentialSeal(settings.credentials_key) if settings.credentials_key else None
-    vector_stores = VectorStores(store.database, vector_index(settings.store_url, settings.vector_cache_mb))
+    vector_stores = store.vector_stores
     embeddings = EmbeddingCatalog(settings)
     search = KnowledgeSearch(vector_stores, embeddings, settings.max_search_results)
     catalog = ToolCatalog.from_settings(store, settings)
     # Automations create and feed Agents API sessions through the same session service as the API's routes.
     sessions = WorkerSessionServices(settings, store, TurnStarter(client, settings.task_queue), catalog)
-    automations = AutomationDeliveries(sessions, AutomationStore(store.database))
+    automations = AutomationDeliveries(sessions, store.automations)
     tools = ToolActivities(store, catalog, settings.max_tool_output_chars, seal, search)
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
     compaction_seal = CompactionSeal(settings.credentials_key) if settings.credentials_key else None
     compaction = CompactionActivities(store, models, compaction_seal, settings.max_history_bytes)
     blobs = blob_store(settings.store_url, store.database, settings.blob_dir)
-    knowledge_retention = KnowledgeRetention(FileStore(store.database), vector_stores, blobs)
-    webhook_store = WebhookStore(store.database)
+    knowledge_retention = KnowledgeRetention(store.files, vector_stores, blobs)
+    webhook_store = store.webhooks
     webhook_erasure = WebhookErasure(webhook_store, DeliveryStarter(client, settings.task_queue, webhook_store))
     retention = RetentionActivities(store, client, knowledge_retention, webhook_erasure, settings)
     webhooks = WebhookDeliveryActivities(
@@ -176,9 +171,9 @@ async def running_worker(settings: Settings, runtime: Runtime | None = None) -> 
     client = await connect_temporal(settings, runtime)
     await require_search_attributes(client)
     await ensure_retention_schedule(client, settings)
-    store = Store(database)
+    store = Store(database, vector_index(settings.store_url, settings.vector_cache_mb))
     wake = WakeSender(wake_dir(settings.data_dir))
-    store.on_events_written(wake)
+    store.turns.on_events_written(wake)
     worker = build_worker(client, settings, store)
     try:
         async with worker:

@@ -25,8 +25,7 @@ from providers import openai_format
 from providers.base import ChatModel, ChatRequest, FinishPart, ProviderRejected, whole_text
 from providers.registry import ModelRegistry
 from store.repository import Store
-from store.responses.compactions import TURN_COMPACTION_KEY, CompactionStore
-from store.tenancy.spend import SpendStore
+from store.responses.compactions import TURN_COMPACTION_KEY
 from workflows.compaction import (
     COMPACT_TURN_ACTIVITY,
     SUMMARIZE_ACTIVITY,
@@ -78,10 +77,10 @@ class CompactionActivities:
     ) -> None:
         self._store = store
         self._max_history_bytes = max_history_bytes
-        self._compactions = CompactionStore(store.database)
+        self._compactions = store.compactions
         self._models = models
         self._seal = seal
-        self._ledger = SpendLedger(SpendStore(store.database), models)
+        self._ledger = SpendLedger(store.spend, models)
 
     async def _summary(self, model_id: str, messages: list[dict[str, Any]]) -> Summary:
         try:
@@ -116,9 +115,9 @@ class CompactionActivities:
             return CompactTurnResult(compacted=True, estimated_tokens=int(written.get("estimated_tokens") or 0))
         if request.settings_id is None:
             return await self._compact_session(request)
-        settings = await self._store.turn_settings(request.settings_id)
-        found = await self._store.detached_context(request.turn_id)
-        tenant = await self._store.turn_tenant(request.turn_id)
+        settings = await self._store.turns.turn_settings(request.settings_id)
+        found = await self._store.turns.detached_context(request.turn_id)
+        tenant = await self._store.turns.turn_tenant(request.turn_id)
         if settings is None or found is None or tenant is None:
             raise _gone(f"Turn {request.turn_id}")
         current, context = found
@@ -170,7 +169,7 @@ class CompactionActivities:
             input_tokens=summary.input_tokens,
             output_tokens=summary.output_tokens,
         )
-        await self._store.save_turn_progress(turn_id, events=[compaction, usage])
+        await self._store.turns.save_turn_progress(turn_id, events=[compaction, usage])
         crash_point(AFTER_COMPACTION)
 
     async def _compact_session(self, request: CompactTurnRequest) -> CompactTurnResult:

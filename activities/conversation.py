@@ -17,7 +17,6 @@ from domain.agents import AgentConfig
 from domain.turn_settings import TurnSettings
 from providers import openai_format
 from store.repository import Store
-from store.responses.compactions import CompactionStore
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,7 @@ async def conversation(
     """`agent_config`: the config a request from an earlier release carried; otherwise the stored one.
     `compaction`: sessions may have been compacted (DA_SESSION_COMPACT_THRESHOLD): the latest summary stands
     for the turns before the turn that made it."""
-    found = await store.conversation_window(session_id, turn_id, max_history_bytes) if session_id else None
+    found = await store.turns.conversation_window(session_id, turn_id, max_history_bytes) if session_id else None
     if found is None:
         raise LookupError(f"Turn {turn_id} not found in the store (was its session deleted?)")
     current, history, stored_config = found
@@ -50,7 +49,7 @@ async def conversation(
     earlier: list[dict[str, Any]] = []
     compacted = None
     if compaction and session_id:  # a query per model call, made only where sessions compact
-        compacted = await CompactionStore(store.database).session_compaction(session_id, current.started_at)
+        compacted = await store.compactions.session_compaction(session_id, current.started_at)
     if compacted is not None:
         since = compacted.started_at
         history = [turn for turn in history if turn.started_at >= since and turn.turn_id != current.turn_id]
@@ -69,11 +68,11 @@ async def detached_conversation(
     (a response chain, a conversation, replayed input), then this turn so far. `compaction`: the turn may
     have compacted (workflows/compaction.py), and then the summary stands for the prior context.
     `first_model_call`: no step of the turn is written yet (Store.detached_context)."""
-    found = await store.detached_context(turn_id, first_model_call)
+    found = await store.turns.detached_context(turn_id, first_model_call)
     if found is None:
         raise LookupError(f"Turn {turn_id} not found in the store (was it deleted?)")
     current, context = found
-    compacted = await CompactionStore(store.database).turn_compaction(turn_id) if compaction else None
+    compacted = await store.compactions.turn_compaction(turn_id) if compaction else None
     if compacted is not None:  # the turn's compaction step summarised the prior context: the summary stands for it
         context = [summary_message(compacted["summary"])]
     messages = openai_format.system_message(settings.instructions)

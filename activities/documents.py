@@ -47,11 +47,11 @@ class DocumentActivities:
 
     @activity.defn(name=FETCH_DOCUMENTS_ACTIVITY)
     async def fetch_documents(self, request: FetchDocumentsRequest) -> FetchDocumentsResult:
-        turn = await self._store.get_turn(request.session_id, request.turn_id)
+        turn = await self._store.turns.get_turn(request.session_id, request.turn_id)
         if turn is None:
             raise ApplicationError(f"Turn {request.turn_id} not found in the store", non_retryable=True)
         async with self._outbound.client(self._max_bytes) as client:
             texts = [await self._fetch(client, url) for url in request.urls]
         messages = with_appended_text(list(turn.input_messages), "\n".join(texts))
-        await self._store.set_input_messages(request.turn_id, messages)
+        await self._store.turns.set_input_messages(request.turn_id, messages)
         return FetchDocumentsResult()  # the messages stay in the turn's row: they can be megabytes

@@ -30,7 +30,6 @@ from providers import openai_format
 from providers.base import ChatModel, ChatRequest, FinishPart, ProviderRejected, TextPart, ToolCallPart
 from providers.registry import ModelRegistry
 from store.repository import Store
-from store.tenancy.spend import SpendStore
 from workflows import steps, turn_end
 from workflows.contracts import (
     INFER_ACTIVITY,
@@ -153,7 +152,7 @@ class _DeltaWriter:
             await self._after
             self._after = None
         if self._lead or self._pending:
-            await self._store.save_turn_progress(self._request.turn_id, events=[*self._lead, *self._pending])
+            await self._store.turns.save_turn_progress(self._request.turn_id, events=[*self._lead, *self._pending])
             self._lead, self._pending = [], []
         self._flushed_at = time.monotonic()
 
@@ -181,14 +180,14 @@ class InferenceActivities:
         self._models = models
         self._max_history_bytes = max_history_bytes
         self._delta_interval = delta_interval
-        self._ledger = SpendLedger(SpendStore(store.database), models)
+        self._ledger = SpendLedger(store.spend, models)
         self._early = early
         if early is not None:
             early.serve(self._chat_request)
 
     async def _streamed_before(self, request: InferenceRequest) -> tuple[str, list[ToolCall]]:
         """The text and the tool calls earlier attempts of this step streamed to clients."""
-        events = await self._store.events_with_key_prefix(request.turn_id, f"{request.step_id}:attempt")
+        events = await self._store.turns.events_with_key_prefix(request.turn_id, f"{request.step_id}:attempt")
         deltas = [event.body["event"]["payload"]["delta"] for event in events]
         text = "".join(delta.get("text", "") for delta in deltas if delta.get("type") == "text")
         calls = [ToolCall.model_validate(delta["tool_call"]) for delta in deltas if delta.get("type") == "tool_call"]
@@ -230,7 +229,7 @@ class InferenceActivities:
                 compaction=request.compaction,
             )
             return agent_turn_settings(found.agent_config, request.tool_config), found.messages
-        settings = await self._store.turn_settings(request.settings_id)
+        settings = await self._store.turns.turn_settings(request.settings_id)
         if settings is None:
             raise ApplicationError(
                 f"Turn {request.turn_id}'s settings {request.settings_id} are not in the store (was it deleted?)",
@@ -246,7 +245,7 @@ class InferenceActivities:
     async def _answer_written(self, request: InferenceRequest) -> InferenceResult | None:
         """The answer an earlier attempt of this step wrote as the turn's end before its worker died:
         a retry returns it rather than asking the model again."""
-        turn = await self._store.get_turn(None, request.turn_id)
+        turn = await self._store.turns.get_turn(None, request.turn_id)
         if turn is None or turn.status != TurnStatus.COMPLETED or turn.completed_at is None:
             return None
         step = next((step for step in turn.steps if step.step_id == request.step_id), None)
@@ -288,7 +287,7 @@ class InferenceActivities:
         """Whether an earlier execution of this step got as far as writing its start (written before any
         of its deltas and its end). A local activity's attempts are counted by the worker running it: after
         a crash the next worker's attempt is the first again."""
-        return await self._store.event_id(request.turn_id, f"{request.step_id}:start") is not None
+        return await self._store.turns.event_id(request.turn_id, f"{request.step_id}:start") is not None
 
     @activity.defn(name=INFER_ACTIVITY)
     async def infer(self, request: InferenceRequest) -> InferenceResult:

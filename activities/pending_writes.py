@@ -9,7 +9,7 @@ from workflows.contracts import PendingWrites
 
 
 async def write_pending(store: Store, turn_id: str, pending: PendingWrites, *own: KeyedEvent) -> None:
-    await store.save_turn_progress(
+    await store.turns.save_turn_progress(
         turn_id,
         events=[*pending.all_events(), *own],
         new_steps=list(enumerate(pending.new_steps, start=pending.first_new_step)),

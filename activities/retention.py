@@ -33,9 +33,7 @@ from store.knowledge.retention import (
 )
 from store.knowledge.vector_stores import VectorStores
 from store.repository import Store
-from store.retention import KINDS, unfinished_turns_of
-from store.turns.rows import delete_turns
-from store.turns.tables import TurnRow
+from store.retention import KINDS, delete_stopped_turns, unfinished_turns_of
 from store.webhooks.webhook_store import WebhookStore, tenant_endpoints
 from webhooks.dispatch import DeliveryStarter
 from workflows.contracts import turn_workflow_id
@@ -179,7 +177,7 @@ class RetentionActivities:
                     raise
         if turns:
             async with heartbeating():
-                await self._store.database.write(lambda tx: delete_turns(tx, TurnRow.turn_id.in_(turns)))
+                await self._store.database.write(lambda tx: delete_stopped_turns(tx, turns))
         RETENTION_PRUNED.labels("turns", "tenant").inc(len(turns))
         return PruneResult(deleted=len(turns))
 

@@ -18,7 +18,6 @@ from providers.base import ProviderRejected
 from providers.registry import ModelRegistry
 from providers.shields import llama_guard_verdict, regex_violation
 from store.repository import Store
-from store.tenancy.spend import SpendStore
 from workflows.contracts import PROVIDER_REJECTED, RUN_SHIELDS_ACTIVITY, ShieldRequest, ShieldResult
 
 
@@ -27,7 +26,7 @@ class ShieldActivities:
         self._store = store
         self._models = models
         self._settings = settings
-        self._ledger = SpendLedger(SpendStore(store.database), models)
+        self._ledger = SpendLedger(store.spend, models)
 
     @activity.defn(name=RUN_SHIELDS_ACTIVITY)
     async def run_shields(self, request: ShieldRequest) -> ShieldResult:
@@ -36,7 +35,7 @@ class ShieldActivities:
         own = KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json"))
         await write_pending(self._store, request.turn_id, request.pending, own)
         if request.texts_are_input:
-            turn = await self._store.get_turn(request.session_id, request.turn_id)
+            turn = await self._store.turns.get_turn(request.session_id, request.turn_id)
             if turn is None:
                 raise ApplicationError(f"Turn {request.turn_id} not found in the store", non_retryable=True)
             request = request.model_copy(update={"texts": [content_as_text(m.content) for m in turn.input_messages]})
@@ -72,7 +71,7 @@ class ShieldActivities:
                 self._store, request.session_id, request.turn_id, self._settings.max_history_bytes
             )
             return found.messages
-        settings = await self._store.turn_settings(request.settings_id)
+        settings = await self._store.turns.turn_settings(request.settings_id)
         if settings is None:
             raise ApplicationError(f"Turn {request.turn_id}'s settings are not in the store", non_retryable=True)
         return await detached_conversation(self._store, request.turn_id, settings, compaction=True)

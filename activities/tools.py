@@ -101,7 +101,7 @@ class ToolActivities:
         workflow's input: inputs recorded before tenancy existed still resolve, and nothing a workflow
         carries can point a turn at another tenant's toolgroups."""
         turn_id = (activity.info().workflow_id or "").removeprefix(TURN_WORKFLOW_PREFIX)
-        tenant = await self._store.turn_tenant(turn_id)
+        tenant = await self._store.turns.turn_tenant(turn_id)
         if tenant is None:
             raise ApplicationError(f"Turn {turn_id} is not in the store", type=TOOLS_UNAVAILABLE, non_retryable=True)
         try:
@@ -184,7 +184,7 @@ class ToolActivities:
 
     async def _search(self, request: ToolRunRequest, deadline: Deadline) -> ToolResponse:
         """A knowledge tool's call, searched within the turn's tenant (read from its row, as tools resolve)."""
-        tenant = await self._store.turn_tenant(request.turn_id)
+        tenant = await self._store.turns.turn_tenant(request.turn_id)
         if self._knowledge is None or tenant is None:
             raise ApplicationError("This worker cannot search", type=TOOL_UNAVAILABLE, non_retryable=True)
         try:

@@ -51,7 +51,7 @@ async def save_progress(store: Store, progress: TurnProgress, first: Sequence[Ke
     already, which the store keeps, writing nothing; None when written."""
     pending = progress.pending
     try:
-        ended = await store.save_turn_progress(
+        ended = await store.turns.save_turn_progress(
             progress.turn_id,
             events=[*first, *pending.all_events()],
             new_steps=list(enumerate(pending.new_steps, start=pending.first_new_step)),
@@ -61,7 +61,7 @@ async def save_progress(store: Store, progress: TurnProgress, first: Sequence[Ke
             error=progress.error,
             closing_event=_closing_event(progress),
             awaiting=_awaiting(progress),
-            on_deliveries=lambda: start_turn_deliveries(store.database, progress.turn_id),
+            on_deliveries=lambda: start_turn_deliveries(store.webhooks, progress.turn_id),
         )
     except LookupError as missing:
         raise ApplicationError(str(missing), type="TurnMissing", non_retryable=True) from missing
@@ -85,7 +85,7 @@ class TurnProgressActivities:
     @activity.defn(name=LOAD_STEPS_ACTIVITY)
     async def load_turn_steps(self, request: LoadStepsRequest) -> LoadStepsResult:
         """A continued turn's steps so far, for its new run."""
-        turn = await self._store.get_turn(request.session_id, request.turn_id)
+        turn = await self._store.turns.get_turn(request.session_id, request.turn_id)
         if turn is None:
             raise ApplicationError(
                 f"Turn {request.turn_id} not found in the store", type="TurnMissing", non_retryable=True

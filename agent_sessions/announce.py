@@ -7,7 +7,6 @@ import logging
 
 from agent_sessions.services import SessionServices
 from domain.webhook_events import agent_session_data
-from store.webhooks.webhook_store import WebhookStore, record_event
 from webhooks.dispatch import DeliveryStarter
 
 log = logging.getLogger(__name__)
@@ -29,11 +28,8 @@ async def announce(
     data = agent_session_data(event_type, session_id)
     cause = f"{cause_id}:{occasion}:{event_type}" if occasion else f"{cause_id}:{event_type}"
     try:
-        added = await services.store.database.write(
-            lambda tx: record_event(tx, tenant, event_type, data, cause, cause_id)
-        )
-        if added:
-            webhooks = WebhookStore(services.store.database)
+        webhooks = services.store.webhooks
+        if await webhooks.record(tenant, event_type, data, cause, cause_id):
             starter = DeliveryStarter(services.turns.client, services.settings.task_queue, webhooks)
             await starter.start(await webhooks.unstarted(WEBHOOK_BATCH, cause_id))
     except Exception:

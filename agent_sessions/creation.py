@@ -11,7 +11,6 @@ from agent_sessions.announce import announce
 from agent_sessions.services import SessionServices
 from agent_sessions.turns import SessionTurn, input_messages, new_id, now, start_turn_on
 from store.agent_sessions.sessions import BetaSessionRecord
-from store.tenancy.spend import SpendStore
 
 
 @dataclass(frozen=True)
@@ -66,7 +65,7 @@ async def create_session(
     )
     await services.store.agent_sessions.add_session(record)
     if new.spend_limit is not None:  # before the first turn's first model call, which checks it
-        await SpendStore(services.store.database).set_limit(record.session_id, new.spend_limit)
+        await services.store.spend.set_limit(record.session_id, new.spend_limit)
     await announce(services, tenant, "agent.session.created", record.session_id, record.session_id)
     turn = await start_turn_on(services, tenant, record, messages, idempotency_key)
     stored = await services.store.agent_sessions.session(tenant, record.session_id)

@@ -131,23 +131,23 @@ async def start_turn_on(
     turn_id = _turn_id(tenant, record.session_id, idempotency_key)
     found = await sessions.session_turn(turn_id)
     if found is not None:  # a retry: the first attempt claimed it; make sure its workflow runs
-        if await services.store.turn_status(turn_id) == TurnStatus.RUNNING:
+        if await services.store.turns.turn_status(turn_id) == TurnStatus.RUNNING:
             await _start_workflow(services, tenant, record, turn_id, messages, now())
         return SessionTurn(record.session_id, turn_id, found.ordinal, created=False)
     previous = record.current_turn_id
-    if previous is not None and await services.store.turn_status(previous) in ACTIVE:
+    if previous is not None and await services.store.turns.turn_status(previous) in ACTIVE:
         raise busy(record.session_id, previous)
     settings = turn_settings(record.body["agent"])
     credentials = turn_credentials(record.body["agent"], services.settings.credentials_key)
     context = await _context_after(services, previous)
     started_at = now()
-    await services.store.begin_detached_turn(tenant, turn_id, messages, context, turn_id, settings, started_at)
+    await services.store.turns.begin_detached_turn(tenant, turn_id, messages, context, turn_id, settings, started_at)
     ordinal = await sessions.claim_turn(tenant, record.session_id, turn_id, previous, started_at)
     if ordinal is None:  # another input got there first
-        await services.store.delete_detached_turn(tenant, turn_id)
+        await services.store.turns.delete_detached_turn(tenant, turn_id)
         raise busy(record.session_id, None)
     if credentials is not None:  # kept before its workflow can call a tool
-        await services.store.keep_turn_credentials(turn_id, credentials)
+        await services.store.turns.keep_turn_credentials(turn_id, credentials)
     await announce(services, tenant, "agent.session.in_progress", record.session_id, turn_id)
     await _start_workflow(services, tenant, record, turn_id, messages, started_at)
     return SessionTurn(record.session_id, turn_id, ordinal, created=True)
@@ -196,7 +196,7 @@ async def _context_after(services: SessionServices, previous: str | None) -> lis
     DA_MAX_HISTORY_BYTES (the oldest dropped first)."""
     if previous is None:
         return []
-    found = await services.store.detached_context(previous)
+    found = await services.store.turns.detached_context(previous)
     if found is None:
         return []
     turn, context = found
@@ -242,7 +242,7 @@ async def _start_workflow(
         await services.turns.start_once(start, tenant, summary(messages), extra_attributes=owners)
     except Exception as error:
         log.exception("starting the workflow of session %s's turn %s failed", record.session_id, turn_id)
-        await services.store.abandon_turn(turn_id, "Its workflow could not be started.")
+        await services.store.turns.abandon_turn(turn_id, "Its workflow could not be started.")
         raise SessionRefused(
             503, "Could not start the session's turn (Temporal unavailable); retry shortly."
         ) from error

@@ -40,6 +40,7 @@ from hosting import startup_heap
 from hosting.search_attribute_schema import MissingSearchAttributes, require_search_attributes
 from hosting.temporal_connection import connect_temporal
 from knowledge import ingestion_sweep
+from knowledge.engines import vector_index
 from observability.api_tracing import fastapi_native_telemetry_off, instrument_api
 from observability.logs import configure_logging
 from observability.tracing import setup_tracing
@@ -51,7 +52,6 @@ from store.repository import Store
 from store.tenancy.rate_buckets import StoreRateBuckets
 from store.upgrade import upgrade_store
 from store.wake import WakeReceiver, WakeSender, wake_dir
-from store.webhooks.webhook_store import WebhookStore
 from tool_runtime.catalog import ToolCatalog
 from webhooks import dispatch
 from workflows.retention_schedule import ensure_retention_schedule
@@ -101,7 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise
         if config.worker_in_api:  # the retention schedule is the workers' (workflows/retention_schedule.py)
             await ensure_retention_schedule(client, config)
-        store = Store(database)
+        store = Store(database, vector_index(config.store_url, config.vector_cache_mb))
         events = EventHub(store)
         poller = asyncio.create_task(events.run())
         wake_receiver = WakeReceiver(wake_dir(config.data_dir), events.wake)
@@ -112,7 +112,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             store_wake = PostgresWakeReceiver(config.store_url, events.wake)
             store_wake.start()
         wake_sender = WakeSender(wake_dir(config.data_dir), own=wake_receiver.path)
-        store.on_events_written(wake_sender)  # other APIs on this host streaming a turn this one writes to
+        store.turns.on_events_written(wake_sender)  # other APIs on this host streaming a turn this one writes to
         turns = TurnGateway(client, config.task_queue, eager_start=config.worker_in_api)
         streams = StreamSlots(config.max_streams_per_key)
         early = EarlyInference() if config.worker_in_api and config.early_model_calls else None
@@ -126,11 +126,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             settle_conversation=settle_conversation,
             early_inference=early,
         )
-        webhook_store = WebhookStore(database)
+        webhook_store = store.webhooks
         starter = dispatch.DeliveryStarter(client, config.task_queue, webhook_store)
         app.state.webhooks = Webhooks(config, webhook_store, starter, outbound_from(config))
         outbox = dispatch.sweep_forever(starter, config.webhook_sweep_interval)
-        app.state.knowledge = knowledge = knowledge_for(config, database, client)
+        app.state.knowledge = knowledge = knowledge_for(config, store, client)
         background = [poller, asyncio.create_task(outbox)]
         if config.unstarted_turn_sweep is not None:
             background.append(asyncio.create_task(sweep_forever(services, config.unstarted_turn_sweep)))

@@ -18,12 +18,11 @@ from configuration.settings import Settings
 from hosting.fault_points import AFTER_ATTACHMENT_ROW, crash_point
 from knowledge.blobs import BlobStore, blob_store
 from knowledge.embeddings import EmbeddingCatalog, EmbeddingModel, UnknownEmbeddingModel
-from knowledge.engines import vector_index
 from knowledge.ingestion_starter import IngestionStarter
-from store.database import Database
 from store.knowledge.files import FileStore, StoredFile
 from store.knowledge.records import Attachment, LimitReached, VectorStoreFile
 from store.knowledge.vector_stores import VectorStores
+from store.repository import Store
 
 
 @dataclass(frozen=True)
@@ -36,13 +35,13 @@ class Knowledge:
     ingestion: IngestionStarter
 
 
-def knowledge_for(settings: Settings, database: Database, client: Client) -> Knowledge:
+def knowledge_for(settings: Settings, store: Store, client: Client) -> Knowledge:
     return Knowledge(
         settings,
         EmbeddingCatalog(settings),
-        FileStore(database),
-        blob_store(settings.store_url, database, settings.blob_dir),
-        VectorStores(database, vector_index(settings.store_url, settings.vector_cache_mb)),
+        store.files,
+        blob_store(settings.store_url, store.database, settings.blob_dir),
+        store.vector_stores,
         IngestionStarter(client, settings.task_queue),
     )
 

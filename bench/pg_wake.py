@@ -29,6 +29,7 @@ from api.streams.event_hub import EventHub
 from domain.agents import Agent, AgentConfig
 from domain.content import UserMessage
 from domain.events import KeyedEvent
+from knowledge.engines import vector_index
 from store.database import open_database
 from store.pg_wake import PostgresWakeReceiver, notify_events_written
 from store.repository import Store
@@ -48,20 +49,20 @@ async def _new_store(admin_url: str) -> tuple[str, str]:
     url = admin_url.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://", 1) + f"/{name}"
     await upgrade_store(url)
     database = open_database(url)
-    writer = Store(database)
+    writer = Store(database, vector_index(url))
     now = datetime.now(UTC)
-    await writer.create_agent(
+    await writer.turns.create_agent(
         "t", Agent(agent_id="a1", agent_config=AgentConfig(model="m", instructions="i"), created_at=now)
     )
-    await writer.create_session("a1", "s1", "bench", now)
-    await writer.begin_turn("a1", "s1", TURN, [UserMessage(content="hi")], now)
+    await writer.turns.create_session("a1", "s1", "bench", now)
+    await writer.turns.begin_turn("a1", "s1", TURN, [UserMessage(content="hi")], now)
     await database.dispose()
     return url, name
 
 
 async def delivery_ms(url: str, listen: bool, events: int, tag: str) -> list[float]:
     reader_db, writer_db = open_database(url), open_database(url)
-    reader, writer = Store(reader_db), Store(writer_db)
+    reader, writer = Store(reader_db, vector_index(url)), Store(writer_db, vector_index(url))
     hub = EventHub(reader)
     receiver = PostgresWakeReceiver(url, hub.wake, own="the API's process") if listen else None
     if receiver is not None:
@@ -69,12 +70,12 @@ async def delivery_ms(url: str, listen: bool, events: int, tag: str) -> list[flo
     poller = asyncio.create_task(hub.run())
     took = []
     try:
-        async with hub.subscribe(TURN, await reader.last_event_id(TURN)) as subscription:
+        async with hub.subscribe(TURN, await reader.turns.last_event_id(TURN)) as subscription:
             await asyncio.sleep(0.3)
             for n in range(events):
                 await asyncio.sleep(random.uniform(0.05, 0.15))
                 started = time.monotonic()
-                await writer.save_turn_progress(TURN, events=[KeyedEvent(key=f"{tag}-{n}", body={"n": n})])
+                await writer.turns.save_turn_progress(TURN, events=[KeyedEvent(key=f"{tag}-{n}", body={"n": n})])
                 await subscription.events.get()
                 took.append((time.monotonic() - started) * 1000)
     finally:
@@ -93,12 +94,12 @@ def _no_notification(tx: Connection) -> None:
 async def write_ms(url: str, notify: bool, writes: int, tag: str) -> list[float]:
     store.turns.events.notify_events_written = notify_events_written if notify else _no_notification
     database = open_database(url)
-    writer = Store(database)
+    writer = Store(database, vector_index(url))
     took = []
     try:
         for n in range(writes):
             started = time.perf_counter()
-            await writer.save_turn_progress(TURN, events=[KeyedEvent(key=f"{tag}-{n}", body={"delta": "word "})])
+            await writer.turns.save_turn_progress(TURN, events=[KeyedEvent(key=f"{tag}-{n}", body={"delta": "word "})])
             took.append((time.perf_counter() - started) * 1000)
     finally:
         store.turns.events.notify_events_written = notify_events_written

@@ -26,9 +26,10 @@ from domain.content import CompletionMessage, UserMessage
 from domain.events import KeyedEvent
 from domain.turn_settings import TurnSettings
 from domain.turns import InferenceStep, TurnStatus
+from knowledge.engines import vector_index
 from store.database import Database, open_database
 from store.repository import Store
-from store.responses.responses import ResponseRecord, ResponseStore
+from store.responses.responses import ResponseRecord
 from store.responses.tables import ResponseRow
 from store.retention import KINDS
 from store.turns.tables import EventRow, TurnRow
@@ -48,7 +49,7 @@ async def _finish(store: Store, turn_id: str, at: datetime) -> None:
         model_response=CompletionMessage(content=ANSWER),
     )
     events = [KeyedEvent(key=f"{turn_id}:{n}", body={"event": {"payload": {"event_type": "x"}}}) for n in range(4)]
-    await store.save_turn_progress(
+    await store.turns.save_turn_progress(
         turn_id,
         events=events,
         new_steps=[(0, step)],
@@ -75,19 +76,20 @@ async def soak(path: Path, turns: int, ttl: timedelta | None, sweep_every: int) 
     url = f"sqlite+aiosqlite:///{path}"
     await upgrade_store(url)
     database = open_database(url)
-    store, responses = Store(database), ResponseStore(database)
-    await store.create_agent(
+    store = Store(database, vector_index(url))
+    responses = store.responses
+    await store.turns.create_agent(
         TENANT, Agent(agent_id="a", agent_config=AgentConfig(model="m", instructions="i"), created_at=T0)
     )
-    await store.create_session("a", "s", "soak", T0)
+    await store.turns.create_session("a", "s", "soak", T0)
     previous = None
     for index in range(1, turns + 1):
         at = T0 + timedelta(minutes=index)
         turn_id = str(uuid.uuid4())
-        await store.begin_turn("a", "s", turn_id, [UserMessage(content=f"question {index}")], at)
+        await store.turns.begin_turn("a", "s", turn_id, [UserMessage(content=f"question {index}")], at)
         await _finish(store, turn_id, at)
         detached, response_id = str(uuid.uuid4()), f"resp_{uuid.uuid4().hex}"
-        await store.begin_detached_turn(
+        await store.turns.begin_detached_turn(
             TENANT, detached, [UserMessage(content=f"q {index}")], [], response_id, TurnSettings(model="m"), at
         )
         await responses.add(

@@ -32,6 +32,7 @@ from domain.agents import Agent, AgentConfig
 from domain.content import CompletionMessage, UserMessage
 from domain.events import KeyedEvent
 from domain.turns import InferenceStep, TurnStatus
+from knowledge.engines import vector_index
 from store import database
 from store.repository import Store
 from store.upgrade import upgrade_store
@@ -57,16 +58,18 @@ async def one_turn(store: Store, agent_id: str, index: int) -> None:
     """A simple streamed turn's store operations, in the order the API and the worker make them."""
     session_id, turn_id = f"s-{uuid.uuid4().hex[:12]}", f"t-{uuid.uuid4().hex[:12]}"
     started = T0 + timedelta(seconds=index)
-    await store.create_session(agent_id, session_id, "bench", started)
-    await store.get_agent(TENANT, agent_id)
-    await store.begin_turn(agent_id, session_id, turn_id, [UserMessage(content="Say something short.")], started)
-    cursor = await store.last_event_id(turn_id)
-    await store.conversation_window(session_id, turn_id, HISTORY_BYTES)
-    await store.events_with_key_prefix(turn_id, "step-1:attempt")
-    await store.save_turn_progress(turn_id, events=[_event(turn_id, "step-1:start", "step_start")])
+    await store.turns.create_session(agent_id, session_id, "bench", started)
+    await store.turns.get_agent(TENANT, agent_id)
+    await store.turns.begin_turn(agent_id, session_id, turn_id, [UserMessage(content="Say something short.")], started)
+    cursor = await store.turns.last_event_id(turn_id)
+    await store.turns.conversation_window(session_id, turn_id, HISTORY_BYTES)
+    await store.turns.events_with_key_prefix(turn_id, "step-1:attempt")
+    await store.turns.save_turn_progress(turn_id, events=[_event(turn_id, "step-1:start", "step_start")])
     for batch in range(2):
-        await store.events_after([(turn_id, cursor)])
-        await store.save_turn_progress(turn_id, events=[_event(turn_id, f"step-1:d{batch}", "step_progress", "hi")])
+        await store.turns.events_after([(turn_id, cursor)])
+        await store.turns.save_turn_progress(
+            turn_id, events=[_event(turn_id, f"step-1:d{batch}", "step_progress", "hi")]
+        )
     step = InferenceStep(
         turn_id=turn_id,
         step_id="step-1",
@@ -74,7 +77,7 @@ async def one_turn(store: Store, agent_id: str, index: int) -> None:
         completed_at=started,
         model_response=CompletionMessage(content="This is a short fixed answer from the benchmark model."),
     )
-    await store.save_turn_progress(
+    await store.turns.save_turn_progress(
         turn_id,
         events=[_event(turn_id, "step-1:complete", "step_complete")],
         new_steps=[(0, step)],
@@ -84,7 +87,7 @@ async def one_turn(store: Store, agent_id: str, index: int) -> None:
         closing_event=lambda turn: _event(turn.turn_id, "complete", "turn_complete"),
     )
     for _ in range(2):
-        found = await store.events_after([(turn_id, cursor)])
+        found = await store.turns.events_after([(turn_id, cursor)])
         cursor = max([cursor, *(e.event_id for e in found.get((turn_id, cursor), []))])
 
 
@@ -93,9 +96,9 @@ async def cpu_per_turn(way: str, workdir: Path, turns: int) -> float:
     await upgrade_store(url)
     db = open_way(way, url)
     try:
-        store = Store(db)
+        store = Store(db, vector_index(url))
         agent_id = "bench-agent"
-        await store.create_agent(
+        await store.turns.create_agent(
             TENANT, Agent(agent_id=agent_id, agent_config=AgentConfig(model="m", instructions="i"), created_at=T0)
         )
         for index in range(10):  # warm caches (compiled statements, connections)

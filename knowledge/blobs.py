@@ -13,15 +13,14 @@ import asyncio
 import contextlib
 import os
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Protocol
 
-from sqlalchemy import Connection, delete, insert, select
 from sqlalchemy.engine import make_url
 
 from store.database import Database
-from store.knowledge.tables import FileBlobPartRow
+from store.knowledge.blob_parts import BlobParts
 
 PART_BYTES = 1024 * 1024
 READ_BYTES = 256 * 1024
@@ -97,15 +96,15 @@ class _FileWriter:
 
 class DatabaseBlobs:
     def __init__(self, database: Database) -> None:
-        self._database = database
+        self._parts = BlobParts(database)
 
     def writer(self, file_id: str) -> BlobWriter:
-        return _PartWriter(self._database, file_id)
+        return _PartWriter(self._parts, file_id)
 
     async def read(self, file_id: str) -> AsyncIterator[bytes]:
         part = 0
         while True:
-            data = await self._database.read(_part(file_id, part))
+            data = await self._parts.part(file_id, part)
             if data is None:
                 return
             yield data
@@ -122,30 +121,19 @@ class DatabaseBlobs:
             yield path
 
     async def delete(self, file_id: str) -> None:
-        await self._database.write(
-            lambda tx: tx.execute(delete(FileBlobPartRow).where(FileBlobPartRow.file_id == file_id))
-        )
-
-
-def _part(file_id: str, part: int) -> Callable[[Connection], bytes | None]:
-    def read(tx: Connection) -> bytes | None:
-        rows = FileBlobPartRow
-        return tx.execute(select(rows.data).where(rows.file_id == file_id, rows.part == part)).scalar()
-
-    return read
+        await self._parts.delete(file_id)
 
 
 class _PartWriter:
-    def __init__(self, database: Database, file_id: str) -> None:
-        self._database = database
+    def __init__(self, parts: BlobParts, file_id: str) -> None:
+        self._parts = parts
         self._file_id = file_id
         self._pending = bytearray()
         self._part = 0
 
     async def _flush(self, size: int) -> None:
         data, self._pending = bytes(self._pending[:size]), self._pending[size:]
-        row = {"file_id": self._file_id, "part": self._part, "data": data}
-        await self._database.write(lambda tx: tx.execute(insert(FileBlobPartRow), row))
+        await self._parts.add(self._file_id, self._part, data)
         self._part += 1
 
     async def write(self, data: bytes) -> None:
@@ -158,10 +146,7 @@ class _PartWriter:
             await self._flush(len(self._pending))
 
     async def abort(self) -> None:
-        file_id = self._file_id
-        await self._database.write(
-            lambda tx: tx.execute(delete(FileBlobPartRow).where(FileBlobPartRow.file_id == file_id))
-        )
+        await self._parts.delete(self._file_id)
 
 
 def blob_store(store_url: str, database: Database, blob_dir: Path | None) -> BlobStore:

@@ -18,13 +18,12 @@ import numpy as np
 from sqlalchemy import Connection
 
 from knowledge.vector_cache import CACHE, bump_versions
-from store.knowledge.tables import ChunkRow
-from store.knowledge.vector_index import Hit, IndexedChunk, query_words
+from store.knowledge.vector_index import CHUNK_TABLE, Hit, IndexedChunk, query_words
 
 MAX_K = 4096
 """sqlite-vec's largest k."""
 _FTS = "knowledge_fts"
-_CHUNKS = ChunkRow.__tablename__
+_CHUNKS = CHUNK_TABLE
 
 
 def _vectors(dimension: int) -> str:

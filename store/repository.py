@@ -1,43 +1,43 @@
-"""Every read and write of the store, as typed operations on domain objects: one class per aggregate, composed."""
+"""The one object through which the runtime reads and writes the store: one member per aggregate's store.
+
+Built once per process at a composition root (api/app.py's lifespan, worker.py) and handed to whatever needs
+it, so every part of a process shares one set of caches and hand-overs, and nothing builds a store by hand.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from sqlalchemy import select
 
+from store.agent_sessions.automations import AutomationStore
 from store.agent_sessions.sessions import AgentSessionStore
 from store.database import Database
-from store.hand_over import HandOver
+from store.knowledge.files import FileStore
+from store.knowledge.vector_index import VectorIndex
+from store.knowledge.vector_stores import VectorStores
+from store.responses.compactions import CompactionStore
 from store.responses.conversations import ConversationStore
 from store.responses.responses import ResponseStore
-from store.turns.agents import AgentStore
-from store.turns.history import HistoryCache, HistoryStore
-from store.turns.records import BegunTurn, EventsWritten
-from store.turns.sessions import SessionStore
-from store.turns.toolgroups import ToolGroupStore
-from store.turns.turns import TurnStore
+from store.tenancy.spend import SpendStore
+from store.turns.turn_store import TurnStore
+from store.webhooks.webhook_store import WebhookStore, record_turn_status
 
 
-class Store(AgentStore, ToolGroupStore, SessionStore, TurnStore, HistoryStore):
-    """The store's operations. Each runs as one transaction of plain SQLAlchemy Core statements on a
-    connection that `Database` provides (see store/database.py for why they are synchronous)."""
+class Store:
+    """`index`: the vector and keyword index of the knowledge chunks, an engine chosen for the store's database at
+    composition (knowledge/engines.py)."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, index: VectorIndex) -> None:
         self.database = database
-        self.conversations = ConversationStore(database)
+        self.turns = TurnStore(database, record_status=record_turn_status)
         self.responses = ResponseStore(database)
+        self.conversations = ConversationStore(database)
+        self.compactions = CompactionStore(database)
         self.agent_sessions = AgentSessionStore(database)
-        self._event_listeners: list[Callable[[EventsWritten], None]] = []
-        self._history = HistoryCache()
-        self._settings_written: HandOver[str, tuple[str, dict[str, Any]]] = HandOver()
-        self._turns_begun: HandOver[str, BegunTurn] = HandOver()
-
-    def on_events_written(self, listener: Callable[[EventsWritten], None]) -> None:
-        """Call `listener` with the events of each commit that added some through this Store object:
-        readers in the same process have them at once instead of at their next poll."""
-        self._event_listeners.append(listener)
+        self.automations = AutomationStore(database)
+        self.spend = SpendStore(database)
+        self.files = FileStore(database)
+        self.vector_stores = VectorStores(database, index)
+        self.webhooks = WebhookStore(database)
 
     async def ping(self) -> None:
         await self.database.read(lambda tx: tx.execute(select(1)))

@@ -296,6 +296,11 @@ def unfinished_turns_of(tx: Connection, tenant: str, limit: int) -> list[str]:
     return _ids(tx, query)
 
 
+def delete_stopped_turns(tx: Connection, turn_ids: list[str]) -> None:
+    """Delete the turns an erasure has just stopped (`unfinished_turns_of`), with their events and steps."""
+    delete_turns(tx, TurnRow.turn_id.in_(turn_ids))
+
+
 # --- Agents API (beta) agents and a tenant's sessions (the `sessions` and `turns` TTLs prune those above); a
 # tenant's session turns go as its detached turns
 

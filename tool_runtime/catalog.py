@@ -122,18 +122,18 @@ class ToolCatalog:
 
     async def groups(self, tenant: str) -> list[ToolGroup]:
         builtin = [ToolGroup(identifier=gid, provider_id=BUILTIN_PROVIDER) for gid in BUILTIN_TOOLS]
-        return builtin + await self._store.toolgroups(tenant)
+        return builtin + await self._store.turns.toolgroups(tenant)
 
     async def group(self, tenant: str, toolgroup_id: str) -> ToolGroup | None:
         if toolgroup_id in BUILTIN_TOOLS:
             return ToolGroup(identifier=toolgroup_id, provider_id=BUILTIN_PROVIDER)
-        return await self._store.toolgroup(tenant, toolgroup_id)
+        return await self._store.turns.toolgroup(tenant, toolgroup_id)
 
     async def tools(self, tenant: str, toolgroup_id: str, headers: McpHeaders | None = None) -> list[ServerTool]:
         """The group's tools; for an MCP group, as its server lists them now (raises McpUnavailable)."""
         if toolgroup_id in BUILTIN_TOOLS:
             return BUILTIN_TOOLS[toolgroup_id]
-        group = await self._store.toolgroup(tenant, toolgroup_id)
+        group = await self._store.turns.toolgroup(tenant, toolgroup_id)
         if group is None:
             known = ", ".join(g.identifier for g in await self.groups(tenant))
             raise UnknownToolGroup(f"Toolgroup {toolgroup_id} not found; available toolgroups: {known}")

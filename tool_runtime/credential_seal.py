@@ -62,7 +62,7 @@ class CredentialSeal:
 
 async def turn_headers(store: Store, seal: CredentialSeal | None, turn_id: str) -> McpHeaders | None:
     """The MCP headers the turn's latest create or resume request brought, if any (raises CredentialsUnreadable)."""
-    sealed = await store.turn_credentials(turn_id)
+    sealed = await store.turns.turn_credentials(turn_id)
     if sealed is None:
         return None
     if seal is None:
@@ -72,7 +72,7 @@ async def turn_headers(store: Store, seal: CredentialSeal | None, turn_id: str) 
 
 async def turn_label_headers(store: Store, seal: CredentialSeal | None, turn_id: str) -> McpHeaders:
     """The headers of the MCP servers the turn's requests named, by server label (raises CredentialsUnreadable)."""
-    sealed = await store.turn_credentials(turn_id)
+    sealed = await store.turns.turn_credentials(turn_id)
     if sealed is None:
         return {}
     if seal is None:

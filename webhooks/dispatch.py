@@ -16,7 +16,6 @@ from temporalio.client import Client
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from store.database import Database
 from store.webhooks.webhook_store import DeliveryToStart, WebhookStore
 from workflows.webhook_delivery import WEBHOOK_DELIVERY_WORKFLOW, DeliveryStart, delivery_workflow_id
 
@@ -84,13 +83,12 @@ async def sweep_forever(starter: DeliveryStarter, interval: float) -> None:
         await asyncio.sleep(interval)
 
 
-def start_turn_deliveries(database: Database, turn_id: str) -> None:
+def start_turn_deliveries(store: WebhookStore, turn_id: str) -> None:
     """From the activity that just committed a turn's end or pause: start the workflows of the deliveries
     it recorded, in the background (the turn does not wait; the sweep covers a failure)."""
 
     async def kick() -> None:
         try:
-            store = WebhookStore(database)
             await DeliveryStarter(client, task_queue, store).start(await store.unstarted(SWEEP_BATCH, turn_id))
         except Exception:
             log.warning("webhook deliveries of turn %s not started now; the sweep will", turn_id, exc_info=True)

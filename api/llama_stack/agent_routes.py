@@ -46,7 +46,7 @@ async def existing_agent(
     agent_id: str,
 ) -> Agent:
     """The caller's agent; another tenant's is as unknown as one that never existed."""
-    agent = await services.store.get_agent(tenant, agent_id)
+    agent = await services.store.turns.get_agent(tenant, agent_id)
     if agent is None:
         raise not_found("Agent", agent_id)
     return agent
@@ -63,14 +63,14 @@ async def create_agent(
 ) -> CreateAgentResponse:
     await check_agent_config(body.agent_config, services, tenant)
     agent = Agent(agent_id=str(uuid.uuid4()), agent_config=body.agent_config, created_at=datetime.now(UTC))
-    await services.store.create_agent(tenant, agent)
+    await services.store.turns.create_agent(tenant, agent)
     return CreateAgentResponse(agent_id=agent.agent_id)
 
 
 @router.get("/agents", response_model=PaginatedResponse)
 async def list_agents(services: ServicesDep, tenant: TenantDep, window: PageDep) -> PaginatedResponse:
     """The caller's agents, oldest first, a page at a time (`has_more` says whether another follows)."""
-    page = await services.store.list_agents(tenant, window.start_index, window.limit)
+    page = await services.store.turns.list_agents(tenant, window.start_index, window.limit)
     return PaginatedResponse(
         data=[agent.model_dump(mode="json") for agent in page.items], has_more=page.has_more, url="/v1/agents"
     )
@@ -90,7 +90,7 @@ async def delete_agent(
     tenant: TenantDep,
 ) -> None:
     """Delete the agent, its sessions and their turns; turns still running or awaiting input are stopped first."""
-    unfinished = await services.store.unfinished_turn_ids(agent.agent_id)
-    delete = partial(services.store.delete_agent, tenant, agent.agent_id)
+    unfinished = await services.store.turns.unfinished_turn_ids(agent.agent_id)
+    delete = partial(services.store.turns.delete_agent, tenant, agent.agent_id)
     if not await delete_with_turns(services, f"Agent {agent.agent_id}", unfinished, delete):
         raise not_found("Agent", agent.agent_id)

@@ -30,7 +30,9 @@ async def create_session(
     session_id = str(uuid.uuid4())
     most = services.settings.max_sessions_per_agent
     try:
-        await services.store.create_session(agent.agent_id, session_id, body.session_name, datetime.now(UTC), most)
+        await services.store.turns.create_session(
+            agent.agent_id, session_id, body.session_name, datetime.now(UTC), most
+        )
     except LimitReached as limit:
         raise HTTPException(409, str(limit)) from limit
     return CreateSessionResponse(session_id=session_id)
@@ -44,7 +46,7 @@ async def get_session(
     turn_ids: Annotated[list[str] | None, Query(description="Only these turns; comma-separated or repeated")] = None,
 ) -> Session:
     wanted = [t for value in turn_ids or [] for t in value.split(",") if t] or None
-    session = await services.store.get_session(agent.agent_id, session_id, turn_ids=wanted)
+    session = await services.store.turns.get_session(agent.agent_id, session_id, turn_ids=wanted)
     if session is None:
         raise not_found("Session", session_id)
     for index, turn in enumerate(session.turns):
@@ -60,8 +62,8 @@ async def delete_session(
     session_id: str,
 ) -> None:
     """Delete the session and its turns; a turn still running or awaiting input is stopped first."""
-    unfinished = await services.store.unfinished_turn_ids(agent.agent_id, session_id)
-    delete = partial(services.store.delete_session, agent.agent_id, session_id)
+    unfinished = await services.store.turns.unfinished_turn_ids(agent.agent_id, session_id)
+    delete = partial(services.store.turns.delete_session, agent.agent_id, session_id)
     if not await delete_with_turns(services, f"Session {session_id}", unfinished, delete):
         raise not_found("Session", session_id)
 
@@ -72,7 +74,7 @@ async def list_sessions(
     services: ServicesDep,
     window: PageDep,
 ) -> PaginatedResponse:
-    page = await services.store.list_sessions(agent.agent_id, window.start_index, window.limit)
+    page = await services.store.turns.list_sessions(agent.agent_id, window.start_index, window.limit)
     return PaginatedResponse(
         data=[session.model_dump(mode="json") for session in page.items],
         has_more=page.has_more,

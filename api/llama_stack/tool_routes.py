@@ -97,7 +97,9 @@ async def register_toolgroup(services: ServicesDep, tenant: TenantDep, body: Reg
         identifier=body.toolgroup_id, provider_id=MCP_PROVIDER, mcp_endpoint=body.mcp_endpoint, args=body.args
     )
     try:
-        registered = await services.store.register_toolgroup(tenant, group, services.settings.max_toolgroups_per_tenant)
+        registered = await services.store.turns.register_toolgroup(
+            tenant, group, services.settings.max_toolgroups_per_tenant
+        )
     except LimitReached as limit:
         raise HTTPException(409, str(limit)) from limit
     if not registered:
@@ -108,7 +110,7 @@ async def register_toolgroup(services: ServicesDep, tenant: TenantDep, body: Reg
 async def unregister_toolgroup(services: ServicesDep, tenant: TenantDep, toolgroup_id: str) -> None:
     if toolgroup_id in BUILTIN_TOOLS:
         raise HTTPException(409, f"Toolgroup {toolgroup_id} is built in and shared; it cannot be unregistered")
-    if not await services.store.unregister_toolgroup(tenant, toolgroup_id):
+    if not await services.store.turns.unregister_toolgroup(tenant, toolgroup_id):
         raise not_found("Toolgroup", toolgroup_id)
 
 

@@ -56,7 +56,7 @@ async def respond(
     if last is None or not is_final(last.body):
         last = _ended_unexpectedly(turn_id)
     if "error" in last.body:
-        status = await services.store.turn_status(turn_id)
+        status = await services.store.turns.turn_status(turn_id)
         code = _ENDED_WITHOUT_ANSWER.get(status, 502) if status else 502
         # A client retry would start a second turn; the reason is final.
         raise HTTPException(code, last.body["error"]["message"], headers={"x-should-retry": "false"})

@@ -60,7 +60,7 @@ async def _session_of(
     session_id: str,
     services: Services,
 ) -> str:
-    if not await services.store.session_exists(agent.agent_id, session_id):
+    if not await services.store.turns.session_exists(agent.agent_id, session_id):
         raise not_found("Session", session_id)
     return session_id
 
@@ -99,7 +99,7 @@ async def _stored_turn(
     services: Services,
 ) -> Turn:
     await _session_of(agent, session_id, services)
-    turn = await services.store.get_turn(session_id, turn_id)
+    turn = await services.store.turns.get_turn(session_id, turn_id)
     if turn is None:
         raise not_found("Turn", turn_id)
     return turn
@@ -153,7 +153,7 @@ async def _resume(
             raise HTTPException(400, str(refused)) from refused
         reopened_after = await _reopen_completed(services, tenant, agent, session_id, turn_id, responses, credentials)
         if reopened_after is None:
-            current = await services.store.turn_status(turn_id) or turn.status
+            current = await services.store.turns.turn_status(turn_id) or turn.status
             code = 410 if current == TurnStatus.EXPIRED else 409
             raise HTTPException(code, f"Turn {turn_id} is {current.value}, not awaiting input") from refused
         return await respond(services, turn_id, reopened_after, bool(body.stream))
@@ -174,7 +174,7 @@ async def _deliver(services: Services, turn_id: str, responses: list[ToolRespons
         try:
             return await services.turns.submit_tool_responses(turn_id, responses)
         except ResumeRejected as refused:
-            stored = await services.store.turn_status(turn_id)
+            stored = await services.store.turns.turn_status(turn_id)
             if not refused.conflict or stored != TurnStatus.AWAITING_INPUT or attempt == RACE_RETRIES:
                 raise
             await asyncio.sleep(0.25 * attempt)
@@ -191,7 +191,7 @@ async def _reopen_completed(
 ) -> int | None:
     """Resume a completed turn for a ReAct-style client, unless these results were already given
     (a retried resume must not run the turn again). None when the turn cannot be reopened."""
-    turn = await services.store.get_turn(session_id, turn_id)
+    turn = await services.store.turns.get_turn(session_id, turn_id)
     if turn is None or turn.status != TurnStatus.COMPLETED:
         return None
     answered = {r.call_id for s in turn.steps if isinstance(s, ToolExecutionStep) for r in s.tool_responses}
@@ -213,7 +213,7 @@ async def _pause_event_id(
     A client that resumed from a query may beat the worker's write of that event by a moment.
     """
     for _ in range(PAUSE_EVENT_POLLS):
-        event_id = await services.store.event_id(turn_id, pause_event_key(pause))
+        event_id = await services.store.turns.event_id(turn_id, pause_event_key(pause))
         if event_id is not None:
             return event_id
         await asyncio.sleep(0.01)
@@ -262,7 +262,7 @@ async def turn_events(
     and including its next final event. Works for running and finished turns alike."""
     turn = await _stored_turn(agent, session_id, turn_id, services)
     start = after if after is not None else last_event_id or 0
-    if turn.status.is_final and await services.store.last_event_id(turn_id) <= start:
+    if turn.status.is_final and await services.store.turns.last_event_id(turn_id) <= start:
         # Nothing will follow the end of a finished turn's log: an empty stream, at once.
         return StreamingResponse(iter(()), media_type="text/event-stream")
 

@@ -64,7 +64,7 @@ async def _refuse_oversized(services: Services, start: TurnStart) -> None:
             f"Its start ({size:,} bytes: the agent's toolgroups and tool names with this turn's options) is larger "
             f"than a workflow can carry ({PAYLOAD_BUDGET_BYTES:,} bytes)."
         )
-        await services.store.abandon_turn(start.turn_id, reason)
+        await services.store.turns.abandon_turn(start.turn_id, reason)
         raise HTTPException(413, f"Turn {start.turn_id} could not start. {reason} Use fewer or smaller toolgroups.")
 
 
@@ -93,7 +93,7 @@ async def _finish_start(
 ) -> None:
     """A retried create: start the turn's workflow if the first attempt recorded the turn but died
     before it started it (a crashed API process); a turn that has one is left alone."""
-    turn = await services.store.get_turn(session_id, turn_id)
+    turn = await services.store.turns.get_turn(session_id, turn_id)
     if turn is None or turn.status != TurnStatus.RUNNING or turn.steps:
         return
     start = turn_start(services, agent, turn, _request_tools(body), url_documents(body.documents or []))
@@ -111,7 +111,7 @@ async def _finish_start(
 async def _repeated(services: Services, session_id: str, messages: list[InputMessage]) -> str | None:
     """The turn an SDK's own retry of a create without an Idempotency-Key repeats: the session's latest,
     begun lately with the same messages, if it `may_repeat`."""
-    latest = await services.store.latest_turn(session_id)
+    latest = await services.store.turns.latest_turn(session_id)
     if latest is None or latest.input_messages != messages or not may_repeat(latest.status):
         return None
     return latest.turn_id if datetime.now(UTC) - latest.started_at <= RETRY_WINDOW else None
@@ -140,14 +140,14 @@ async def start_turn(
         await _finish_start(services, tenant, agent, session_id, earlier, body)
         return StartedTurn(earlier, is_retry=True)
     turn_id = _turn_id(agent.agent_id, session_id, idempotency_key)
-    if idempotency_key is not None and await services.store.turn_status(turn_id) is not None:
+    if idempotency_key is not None and await services.store.turns.turn_status(turn_id) is not None:
         await keep_mcp_headers(services, turn_id, credentials)
         await _finish_start(services, tenant, agent, session_id, turn_id, body)
         return StartedTurn(turn_id, is_retry=True)
     started_at = datetime.now(UTC)
     tools = _request_tools(body)
     begin = partial(
-        services.store.begin_turn,
+        services.store.turns.begin_turn,
         agent.agent_id,
         session_id,
         turn_id,
@@ -165,8 +165,8 @@ async def start_turn(
             return StartedTurn(turn_id, is_retry=True)
         if await still_running(services, conflict.turn_id):
             raise HTTPException(409, str(conflict)) from conflict
-        if await services.store.turn_status(conflict.turn_id) in (TurnStatus.RUNNING, TurnStatus.AWAITING_INPUT):
-            await services.store.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
+        if await services.store.turns.turn_status(conflict.turn_id) in (TurnStatus.RUNNING, TurnStatus.AWAITING_INPUT):
+            await services.store.turns.abandon_turn(conflict.turn_id, "Its workflow ended outside this runtime.")
             log_turn_state(conflict.turn_id, session_id, agent.agent_id, TurnStatus.FAILED)
         await _begun(begin(), session_id)
     await keep_mcp_headers(services, turn_id, credentials)
@@ -180,7 +180,7 @@ async def start_turn(
     except Exception as error:
         # What went wrong inside Temporal is for the operator's log; the turn and the caller get what they can act on.
         log.exception("starting the workflow of turn %s failed", turn_id)
-        await services.store.abandon_turn(turn_id, "Its workflow could not be started.")
+        await services.store.turns.abandon_turn(turn_id, "Its workflow could not be started.")
         log_turn_state(turn_id, session_id, agent.agent_id, TurnStatus.FAILED)
         raise HTTPException(503, "Could not start the turn's workflow (Temporal unavailable); retry shortly") from error
     TURNS_STARTED.inc()
@@ -203,11 +203,11 @@ async def reopen_turn(
     """
     if not await services.turns.wait_closed(turn.turn_id):
         raise HTTPException(503, f"Turn {turn.turn_id} is still recording its end; retry shortly")
-    tools = await services.store.reopen_turn(turn.session_id, turn.turn_id)
+    tools = await services.store.turns.reopen_turn(turn.session_id, turn.turn_id)
     if tools is None:
         return None
     await keep_mcp_headers(services, turn.turn_id, credentials)
-    after = await services.store.last_event_id(turn.turn_id)
+    after = await services.store.turns.last_event_id(turn.turn_id)
     times = [step.completed_at for step in turn.steps if step.completed_at] or [turn.started_at]
     continuation = Continuation(
         inferences=sum(isinstance(step, InferenceStep) for step in turn.steps),
@@ -222,7 +222,7 @@ async def reopen_turn(
         await services.turns.start(start, tenant, workflow_summary(turn.input_messages), reopening=True)
     except Exception as error:
         log.exception("restarting the workflow of turn %s failed", turn.turn_id)
-        await services.store.abandon_turn(turn.turn_id, "Its workflow could not be restarted.")
+        await services.store.turns.abandon_turn(turn.turn_id, "Its workflow could not be restarted.")
         log_turn_state(turn.turn_id, turn.session_id, agent.agent_id, TurnStatus.FAILED)
         raise HTTPException(
             503, "Could not restart the turn's workflow (Temporal unavailable); retry shortly"

@@ -15,7 +15,6 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 
 from api.services import ServicesDep
 from domain.turns import TurnStatus
-from store.webhooks.webhook_store import WebhookStore
 from webhooks.metrics import oldest_pending_exposition
 
 router = APIRouter(tags=["metrics"])
@@ -38,11 +37,11 @@ def _awaiting_input(count: int) -> bytes:
 async def metrics(services: ServicesDep) -> Response:
     body = generate_latest(REGISTRY)
     try:
-        body += _awaiting_input(await services.store.count_turns(TurnStatus.AWAITING_INPUT))
+        body += _awaiting_input(await services.store.turns.count_turns(TurnStatus.AWAITING_INPUT))
     except Exception:  # the scrape still reports the rest; the gauge's absence says the store did not answer
         log.exception("metrics: the store did not answer the count of paused turns")
     try:
-        oldest = await WebhookStore(services.store.database).oldest_pending()
+        oldest = await services.store.webhooks.oldest_pending()
         body += oldest_pending_exposition((datetime.now(UTC) - oldest).total_seconds() if oldest else 0.0)
     except Exception:
         log.exception("metrics: the store did not answer the age of the oldest pending webhook delivery")

@@ -62,7 +62,7 @@ class EventHub:
         self._last_error = ""
         self._turns_written: OrderedDict[str, None] = OrderedDict()
         """The latest turns this process wrote events for, oldest first."""
-        store.on_events_written(self._written)
+        store.turns.on_events_written(self._written)
 
     def _written(self, written: EventsWritten) -> None:
         """Called by the Store on the writer's loop, after its write."""
@@ -173,7 +173,7 @@ class EventHub:
         for turn_id, subscriptions in self._subscriptions.items():
             for subscription in subscriptions:
                 followers[(turn_id, subscription.after)].append(subscription)
-        found = await self._store.events_after(list(followers), limit=EVENTS_PER_CURSOR)
+        found = await self._store.turns.events_after(list(followers), limit=EVENTS_PER_CURSOR)
         delivered = False
         backlog = any(len(events) >= EVENTS_PER_CURSOR for events in found.values())
         for cursor, events in found.items():

@@ -9,4 +9,4 @@ from api.services import Services
 async def keep_mcp_headers(services: Services, turn_id: str, ciphertext: str | None) -> None:
     """Hold them for the turn (replacing what an earlier request of the turn brought) unless it has ended."""
     if ciphertext is not None:
-        await services.store.keep_turn_credentials(turn_id, ciphertext)
+        await services.store.turns.keep_turn_credentials(turn_id, ciphertext)

@@ -30,4 +30,4 @@ async def fail_stuck_turn(services: Services, turn_id: str, failure: str) -> Non
     reason = f"Its workflow task kept failing ({failure}); the turn was stopped so that its session can go on."
     log.error("turn %s: %s", turn_id, reason)
     await services.turns.terminate(turn_id, reason)
-    await services.store.abandon_turn(turn_id, reason)
+    await services.store.turns.abandon_turn(turn_id, reason)

@@ -31,12 +31,12 @@ async def start_unstarted_turns(services: Services, older_than: timedelta) -> li
     and nothing happens. Only turns recorded before a crash and never started are started.
     """
     started: list[str] = []
-    candidates = await services.store.unstarted_turns(datetime.now(UTC) - older_than, SWEEP_BATCH)
+    candidates = await services.store.turns.unstarted_turns(datetime.now(UTC) - older_than, SWEEP_BATCH)
     for candidate in candidates:
         if candidate.agent_id is None:
             await _fail_if_unstarted(services, candidate.turn.turn_id)
             continue
-        agent = await services.store.get_agent(candidate.tenant, candidate.agent_id)
+        agent = await services.store.turns.get_agent(candidate.tenant, candidate.agent_id)
         if agent is None:  # deleted meanwhile, with its sessions and turns
             continue
         turn = candidate.turn
@@ -54,7 +54,7 @@ async def _fail_if_unstarted(services: Services, turn_id: str) -> None:
     if await services.turns.is_running(turn_id):
         return
     reason = "Its workflow was never started (the API process that recorded it stopped first); create it again."
-    await services.store.abandon_turn(turn_id, reason)
+    await services.store.turns.abandon_turn(turn_id, reason)
     log.warning("failed turn %s: %s", turn_id, reason)
 
 
@@ -70,7 +70,7 @@ async def delete_unstored_responses(services: Services, ended_before: datetime) 
     for found in await responses.unstored_ended(ended_before, SWEEP_BATCH):
         if found.conversation_id is not None and not found.appended_to_conversation:
             await services.settle_conversation(services, found.tenant_id, found.conversation_id)
-        if await responses.forget_unstored(found.turn_id) and await services.store.delete_detached_turn(
+        if await responses.forget_unstored(found.turn_id) and await services.store.turns.delete_detached_turn(
             found.tenant_id, found.turn_id
         ):
             deleted.append(found.turn_id)

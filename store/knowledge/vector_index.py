@@ -15,6 +15,11 @@ from typing import Protocol
 import numpy as np
 from sqlalchemy import Connection
 
+from store.knowledge.tables import ChunkRow
+
+CHUNK_TABLE = ChunkRow.__tablename__
+"""The table whose `chunk_id` keys every engine's indexes, for an engine's own SQL."""
+
 
 @dataclass(frozen=True)
 class IndexedChunk:

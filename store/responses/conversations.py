@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Literal
 
 from sqlalchemy import Connection, delete, insert, select, update
 
 from store.database import Database
+from store.responses.responses import mark_appended
 from store.responses.tables import ConversationItemRow, ConversationRow
 
 Order = Literal["asc", "desc"]
@@ -70,6 +72,13 @@ class UnknownCursor(LookupError):
 class ConversationStore:
     def __init__(self, database: Database) -> None:
         self.database = database
+
+    async def append_settled(self, response_id: str, conversation_id: str, items: Sequence[Item]) -> None:
+        """Append a finished response's items to its conversation and flag the response as appended, in one
+        transaction: two processes settling it at once append it once."""
+        await self.database.write(
+            partial(_append_settled, response_id=response_id, conversation_id=conversation_id, items=items)
+        )
 
     async def create(
         self, tenant: str, conversation_id: str, metadata: dict[str, str], items: Sequence[Item], created_at: datetime
@@ -212,3 +221,19 @@ def _conversation(tx: Connection, tenant: str, conversation_id: str) -> Conversa
         raise ConversationNotFound(conversation_id)
     metadata, created_at = row
     return Conversation(conversation_id, metadata or {}, created_at)
+
+
+def _append_settled(tx: Connection, response_id: str, conversation_id: str, items: Sequence[Item]) -> None:
+    if not mark_appended(tx, response_id):
+        return  # another process settled it first
+    present = set(
+        tx.scalars(
+            select(ConversationItemRow.item_id).where(
+                ConversationItemRow.conversation_id == conversation_id,
+                ConversationItemRow.item_id.in_([item.item_id for item in items]),
+            )
+        )
+    )
+    # An item the conversation has already (a client's own id, replayed) is not added twice.
+    fresh = list({item.item_id: item for item in items if item.item_id not in present}.values())
+    insert_items(tx, conversation_id, fresh, datetime.now(UTC))

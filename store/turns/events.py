@@ -17,7 +17,11 @@ from store.pg_wake import notify_events_written
 from store.turns.records import FINAL_STATUSES, BegunTurn, EventsWritten, StoredEvent
 from store.turns.rows import STEPS, StoreBase, load_turns
 from store.turns.tables import EventRow, PendingCallRow, SessionRow, StepRow, TurnCredentialsRow, TurnRow
-from store.webhooks.webhook_store import record_turn_status
+
+StatusOutbox = Callable[[Connection, str, TurnStatus, str], bool]
+"""Inside the transaction that gives a turn a status: record the webhook events it means (`turn_id`, the status,
+the key of the event that causes it); true when there are deliveries to start. The webhooks aggregate provides
+it (store/repository.py), so this aggregate does not import that one."""
 
 _CURSORS_PER_QUERY = 100
 """Windows per UNION ALL statement; SQLite allows at most 500 terms in one compound select."""
@@ -86,6 +90,7 @@ def _set_pending_calls(tx: Connection, turn_id: str, tenant: str, call_ids: Sequ
 
 class EventStore(StoreBase):
     _event_listeners: list[Callable[[EventsWritten], None]]
+    _record_status: StatusOutbox
     _turns_begun: HandOver[str, BegunTurn]
     """New turns as written, until their first read here or a change to them (store/hand_over.py)."""
 
@@ -111,8 +116,8 @@ class EventStore(StoreBase):
         `closing_event` builds one more event from the turn as just saved (a pause or the end, which
         carry the whole turn). A final status also frees the session for its next turn. `awaiting`:
         with the awaiting_input status, the call and approval ids a detached turn now waits for
-        (Store.pending_calls); any other status clears them. `on_deliveries` is called after the commit
-        when the status has webhook deliveries to start (store/webhooks/webhook_store.py record_turn_status).
+        (`pending_calls`); any other status clears them. `on_deliveries` is called after the commit when
+        the status has webhook deliveries to start (the webhooks aggregate's outbox, `_record_status`).
 
         A turn that has ended keeps its end: a write with a status then writes nothing and returns
         the turn as stored (an answer written by its inference just before a cancel stands). None
@@ -180,7 +185,7 @@ class EventStore(StoreBase):
                     notify_events_written(tx)
             deliveries = False
             if status is not None:  # the webhook events an end or a pause means, in this same transaction
-                deliveries = record_turn_status(tx, turn_id, status, to_add[-1].key if to_add else status.value)
+                deliveries = self._record_status(tx, turn_id, status, to_add[-1].key if to_add else status.value)
             if status is not None and status.is_final:
                 tx.execute(_FREE_SESSION, {"turn_id": turn_id})
                 tx.execute(_DROP_CREDENTIALS, {"turn_id": turn_id})

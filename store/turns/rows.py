@@ -17,7 +17,7 @@ from store.turns.tables import EventRow, SessionRow, StepRow, TurnRow
 
 
 class StoreBase:
-    """The base of each aggregate's operations: the database they run on (store/repository.py composes them)."""
+    """The base of the turns aggregate's parts: the database they run on (turn_store.py composes them)."""
 
     database: Database
 

@@ -60,7 +60,7 @@ def _turn_tools(row: Row[Any]) -> TurnTools:
     )
 
 
-class TurnStore(EventStore):
+class TurnLifecycle(EventStore):
     _settings_written: HandOver[str, tuple[str, dict[str, Any]]]
     """Settings bodies as written, until their first read here: a settings row never changes once written
     (add_turn_settings keeps the first), so a kept body is what a read would find (store/hand_over.py)."""

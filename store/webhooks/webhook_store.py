@@ -478,6 +478,10 @@ class WebhookStore:
 
         return await self.database.write(run)
 
+    async def record(self, tenant: str, event_type: str, data: dict[str, Any], cause: str, turn_id: str) -> bool:
+        """`record_event` in a transaction of its own, for an event the API causes outside any other write."""
+        return await self.database.write(lambda tx: record_event(tx, tenant, event_type, data, cause, turn_id))
+
     async def unstarted(self, limit: int, turn_id: str | None = None) -> list[DeliveryToStart]:
         """Delivery rounds whose workflows may not have been started, oldest first (of one turn's events)."""
         query = _TO_START.order_by(WebhookDeliveryRow.created_at).limit(limit)

@@ -33,5 +33,5 @@ def test_an_erased_tenant_loses_its_agents_and_sessions(stack: Stack, model: Scr
         assert alice.get(f"/v1/agents/sessions/{session}").status_code == 404
         assert alice.get(f"/v1/agents/{agent}").status_code == 404
         assert alice.get("/v1/agents/sessions").json()["data"] == []
-        assert stack.background.run(stack.store.turn_status(turn)) is None  # its turn went with it
+        assert stack.background.run(stack.store.turns.turn_status(turn)) is None  # its turn went with it
         assert bob.get(f"/v1/agents/sessions/{bobs.json()['id']}").status_code == 200

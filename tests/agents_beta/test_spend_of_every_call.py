@@ -59,7 +59,7 @@ def start_counted_turn(stack: Stack, session_id: str) -> str:
     ]
     settings = TurnSettings(model=PRICED_MODEL, instructions="Answer briefly.")
     stack.background.run(
-        stack.store.begin_detached_turn(
+        stack.store.turns.begin_detached_turn(
             TENANT, turn_id, [UserMessage(content=question)], context, settings_id, settings, started_at
         )
     )
@@ -92,7 +92,7 @@ def test_a_sessions_ledger_counts_its_turns_compaction_summary_and_shield_calls_
     turn_id = start_counted_turn(stack, session.id)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        turn = stack.background.run(stack.store.get_turn(None, turn_id))
+        turn = stack.background.run(stack.store.turns.get_turn(None, turn_id))
         if turn is not None and turn.status != TurnStatus.RUNNING:
             break
         time.sleep(0.1)

@@ -190,7 +190,7 @@ def test_a_turn_whose_workflow_task_keeps_failing_is_failed_and_frees_its_sessio
     stuck = str(uuid.uuid4())
 
     async def start_stuck_turn() -> None:
-        await stack.store.begin_turn(agent_id, session_id, stuck, [UserMessage(content="hi")], datetime.now(UTC))
+        await stack.store.turns.begin_turn(agent_id, session_id, stuck, [UserMessage(content="hi")], datetime.now(UTC))
         await stack.client.start_workflow(
             "AgentTurn", {"not": "a TurnStart"}, id=turn_workflow_id(stuck), task_queue=stack.settings.task_queue
         )

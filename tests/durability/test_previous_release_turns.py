@@ -33,7 +33,7 @@ def test_a_turn_started_with_the_previous_releases_input_pauses_and_resumes(
     config = AgentConfig.model_validate(http.get(f"/v1/agents/{agent_id}").json()["agent_config"])
     turn_id, started_at = str(uuid.uuid4()), datetime.now(UTC)
     question = [UserMessage(content="how hot?")]
-    stack.background.run(stack.store.begin_turn(agent_id, session_id, turn_id, question, started_at))
+    stack.background.run(stack.store.turns.begin_turn(agent_id, session_id, turn_id, question, started_at))
     legacy = TurnStart(
         agent_id=agent_id, session_id=session_id, turn_id=turn_id, agent=AgentOutline.of(config), started_at=started_at
     )

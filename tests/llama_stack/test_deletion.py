@@ -34,7 +34,7 @@ def _paused_and_running(
     streams.enter_context(http.stream("POST", f"/v1/agents/{agent_id}/session/{running_session}/turn", json=_ask("go")))
     while len(model.requests) < 2:  # the slow model call has begun
         time.sleep(0.05)
-    [running] = stack.background.run(stack.store.unfinished_turn_ids(agent_id, running_session))
+    [running] = stack.background.run(stack.store.turns.unfinished_turn_ids(agent_id, running_session))
     return agent_id, [(paused_session, paused["turn_id"]), (running_session, running)]
 
 

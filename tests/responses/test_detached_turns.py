@@ -69,7 +69,7 @@ def start_detached(
     started_at = datetime.now(UTC)
     inputs = [UserMessage(content=question)]
     stack.background.run(
-        stack.store.begin_detached_turn(TENANT, turn_id, inputs, context or [], settings_id, settings, started_at)
+        stack.store.turns.begin_detached_turn(TENANT, turn_id, inputs, context or [], settings_id, settings, started_at)
     )
     if credentials:
         with_vault_credentials(stack, turn_id)
@@ -82,7 +82,7 @@ def start_detached(
 def wait_for(stack: Stack, turn_id: str, *statuses: TurnStatus, timeout: float = EVENT_SECONDS) -> Turn:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        turn = stack.background.run(stack.store.get_turn(None, turn_id))
+        turn = stack.background.run(stack.store.turns.get_turn(None, turn_id))
         if turn is not None and turn.status in statuses:
             return turn
         time.sleep(0.1)
@@ -90,7 +90,7 @@ def wait_for(stack: Stack, turn_id: str, *statuses: TurnStatus, timeout: float =
 
 
 def events(stack: Stack, turn_id: str) -> list[dict[str, Any]]:
-    return [event.body for event in stack.background.run(stack.store.events_after([(turn_id, 0)]))[(turn_id, 0)]]
+    return [event.body for event in stack.background.run(stack.store.turns.events_after([(turn_id, 0)]))[(turn_id, 0)]]
 
 
 def kinds(bodies: list[dict[str, Any]]) -> list[str]:
@@ -125,9 +125,9 @@ def test_a_detached_turn_pauses_on_a_function_tool_and_resumes_as_a_new_segment(
     assert paused.output_message is not None
     [call] = paused.output_message.tool_calls
     assert call.tool_name == "get_weather" and call.arguments == {"city": "Paris"}
-    pending = stack.background.run(stack.store.pending_calls(TENANT, [call.call_id, "unknown"]))
+    pending = stack.background.run(stack.store.turns.pending_calls(TENANT, [call.call_id, "unknown"]))
     assert pending == {call.call_id: turn_id}
-    assert stack.background.run(stack.store.pending_calls("another-tenant", [call.call_id])) == {}
+    assert stack.background.run(stack.store.turns.pending_calls("another-tenant", [call.call_id])) == {}
     sent = model.requests[0]
     assert [m["role"] for m in sent["messages"]] == [
         "system",
@@ -145,7 +145,7 @@ def test_a_detached_turn_pauses_on_a_function_tool_and_resumes_as_a_new_segment(
 
     # The next segment: the output, a followup question, other instructions and no tools.
     second_id, second = f"set_{uuid.uuid4().hex}", settings_for(stack, instructions="Be very brief.", temperature=0.3)
-    stack.background.run(stack.store.add_turn_settings(turn_id, second_id, second))
+    stack.background.run(stack.store.turns.add_turn_settings(turn_id, second_id, second))
     submission = ToolResponsesSubmission(
         tool_responses=[ToolResponse(call_id=call.call_id, tool_name="get_weather", content="sunny")],
         followup_messages=[UserMessage(content="And tomorrow?")],
@@ -165,7 +165,7 @@ def test_a_detached_turn_pauses_on_a_function_tool_and_resumes_as_a_new_segment(
     tool_step = done.steps[1]
     assert isinstance(tool_step, ToolExecutionStep)
     assert [m.content for m in tool_step.followup_messages] == ["And tomorrow?"]
-    assert stack.background.run(stack.store.pending_calls(TENANT, [call.call_id])) == {}
+    assert stack.background.run(stack.store.turns.pending_calls(TENANT, [call.call_id])) == {}
 
     stored = kinds(events(stack, turn_id))
     pause = stored.index("turn_awaiting_input")
@@ -205,7 +205,7 @@ def test_a_detached_turn_shows_only_its_tenant(stack: Stack, model: ScriptedMode
     turn_id = start_detached(stack, settings_for(stack))
 
     wait_for(stack, turn_id, TurnStatus.COMPLETED)
-    assert stack.background.run(stack.store.turn_tenant(turn_id)) == TENANT
+    assert stack.background.run(stack.store.turns.turn_tenant(turn_id)) == TENANT
     assert "tools" not in model.requests[0] and "parallel_tool_calls" not in model.requests[0]
 
 
@@ -221,7 +221,7 @@ def with_vault_credentials(stack: Stack, turn_id: str) -> None:
     """Seal the vault server's headers for the turn, keyed by its label, as the Responses API does."""
     assert stack.settings.credentials_key is not None
     sealed = CredentialSeal(stack.settings.credentials_key).seal({}, by_label={VAULT: {"Authorization": SECRET}})
-    assert stack.background.run(stack.store.keep_turn_credentials(turn_id, sealed))
+    assert stack.background.run(stack.store.turns.keep_turn_credentials(turn_id, sealed))
 
 
 def vault_answers(turn: Turn) -> list[ToolResponse]:
@@ -269,7 +269,7 @@ def test_an_mcp_call_needing_approval_pauses_the_turn_and_runs_once_when_approve
     assert paused.output_message is not None and paused.output_message.tool_calls == []
 
     request = approve(stack, turn_id, approve=True)
-    assert stack.background.run(stack.store.pending_calls(TENANT, [request.approval_request_id])) == {}
+    assert stack.background.run(stack.store.turns.pending_calls(TENANT, [request.approval_request_id])) == {}
     done = wait_for(stack, turn_id, TurnStatus.COMPLETED)
     [answer] = vault_answers(done)
     assert answer.content == "the vault is open"
@@ -344,7 +344,9 @@ def test_the_sweep_fails_a_detached_turn_whose_workflow_never_started(stack: Sta
     long_ago = datetime.now(UTC) - timedelta(hours=1)
     inputs = [UserMessage(content="lost")]
     settings = settings_for(stack)
-    stack.background.run(stack.store.begin_detached_turn(TENANT, turn_id, inputs, [], settings_id, settings, long_ago))
+    stack.background.run(
+        stack.store.turns.begin_detached_turn(TENANT, turn_id, inputs, [], settings_id, settings, long_ago)
+    )
     services = Services(stack.settings, stack.store, gateway(stack), None, None, None)  # type: ignore[arg-type]
 
     started = stack.background.run(start_unstarted_turns(services, timedelta(minutes=30)))
@@ -394,7 +396,7 @@ def test_one_pause_holds_client_calls_and_approvals_together(
     [call] = paused.output_message.tool_calls
     [requested] = runtime_bodies(stack, turn_id, "approval_requested")
     approval_id = requested["approval_request_id"]
-    pending = stack.background.run(stack.store.pending_calls(TENANT, [call.call_id, approval_id]))
+    pending = stack.background.run(stack.store.turns.pending_calls(TENANT, [call.call_id, approval_id]))
     assert pending == {call.call_id: turn_id, approval_id: turn_id}
 
     answers_only = ToolResponsesSubmission(
@@ -460,7 +462,7 @@ def test_a_resumed_segment_lists_the_mcp_servers_its_plan_adds(
     assert paused.output_message is not None and runtime_bodies(stack, turn_id, "tools_listed") == []
     [call] = paused.output_message.tool_calls
     settings_id = f"set_{uuid.uuid4().hex}"
-    stack.background.run(stack.store.add_turn_settings(turn_id, settings_id, settings_for(stack)))
+    stack.background.run(stack.store.turns.add_turn_settings(turn_id, settings_id, settings_for(stack)))
     submission = ToolResponsesSubmission(
         tool_responses=[ToolResponse(call_id=call.call_id, tool_name=call.tool_name, content="mild")],
         plan=mcp_plan(mcp, allowed_tools=["add_numbers"]).model_copy(update={"settings_id": settings_id}),

@@ -45,7 +45,7 @@ def _vault_answers(turn: dict[str, Any]) -> list[str]:
 
 
 def _kept(stack: Stack, turn_id: str) -> str | None:
-    return stack.background.run(stack.store.turn_credentials(turn_id))
+    return stack.background.run(stack.store.turns.turn_credentials(turn_id))
 
 
 def test_a_turns_mcp_credentials_reach_its_server_and_nothing_else(

@@ -22,6 +22,7 @@ from domain.agents import Agent, AgentConfig
 from domain.content import UserMessage
 from domain.events import KeyedEvent
 from domain.turns import TurnStatus
+from knowledge.engines import vector_index
 from store.database import open_database
 from store.pg_wake import PostgresWakeReceiver
 from store.repository import Store
@@ -99,7 +100,7 @@ async def test_the_hub_reports_failing_polls_until_they_work_again(tmp_path: Pat
     url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
     await upgrade_store(url)
     database = open_database(url)
-    store = Store(database)
+    store = Store(database, vector_index(url))
     hub = EventHub(store)
     assert hub.problem() == "the event hub is not running"
     poller = asyncio.create_task(hub.run())
@@ -125,11 +126,11 @@ async def _store_with_a_running_turn(tmp_path: Path, url: str | None = None) -> 
     url = url or f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
     await upgrade_store(url)
     database = open_database(url)
-    store = Store(database)
+    store = Store(database, vector_index(url))
     config = AgentConfig(model="m", instructions="i")
-    await store.create_agent("t", Agent(agent_id="a1", agent_config=config, created_at=datetime.now(UTC)))
-    await store.create_session("a1", "s1", "name", datetime.now(UTC))
-    await store.begin_turn("a1", "s1", "turn-1", [UserMessage(content="hi")], datetime.now(UTC))
+    await store.turns.create_agent("t", Agent(agent_id="a1", agent_config=config, created_at=datetime.now(UTC)))
+    await store.turns.create_session("a1", "s1", "name", datetime.now(UTC))
+    await store.turns.begin_turn("a1", "s1", "turn-1", [UserMessage(content="hi")], datetime.now(UTC))
     await database.dispose()
     return url
 
@@ -142,7 +143,7 @@ def _poll_every(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
 def _reads_of(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """When the hub read events from `store` (its polls), as they happen."""
     reads: list[float] = []
-    read_events = store.events_after
+    read_events = store.turns.events_after
 
     async def counted_read(*args: Any, **kwargs: Any) -> Any:
         reads.append(time.monotonic())
@@ -161,9 +162,9 @@ async def test_another_processs_write_wakes_the_hub_without_waiting_for_a_poll(
     _poll_every(monkeypatch, 5.0)
     url = await _store_with_a_running_turn(tmp_path)
     reader_db, writer_db = open_database(url), open_database(url)
-    reader, writer = Store(reader_db), Store(writer_db)
+    reader, writer = Store(reader_db, vector_index(url)), Store(writer_db, vector_index(url))
     sender = WakeSender(tmp_path / "wake")
-    writer.on_events_written(sender)
+    writer.turns.on_events_written(sender)
     hub = EventHub(reader)
     receiver = WakeReceiver(tmp_path / "wake", hub.wake)
     assert receiver.open()
@@ -174,7 +175,7 @@ async def test_another_processs_write_wakes_the_hub_without_waiting_for_a_poll(
         async with hub.subscribe("turn-1", 0) as subscription:
             await asyncio.sleep(0.2)  # the hub's first poll found nothing: the next is 5 s away
             written_at = time.monotonic()
-            await writer.save_turn_progress("turn-1", events=[KeyedEvent(key="k", body={"n": 1})])
+            await writer.turns.save_turn_progress("turn-1", events=[KeyedEvent(key="k", body={"n": 1})])
             event = await asyncio.wait_for(subscription.events.get(), timeout=4)
             assert event.body == {"n": 1}
             assert time.monotonic() - written_at < 1.0
@@ -198,7 +199,7 @@ async def test_a_write_on_another_host_wakes_the_hub_through_postgresql(
     with postgres_database() as base_url:
         url = await _store_with_a_running_turn(tmp_path, base_url)
         reader_db, writer_db = open_database(url), open_database(url)
-        reader, writer = Store(reader_db), Store(writer_db)
+        reader, writer = Store(reader_db, vector_index(url)), Store(writer_db, vector_index(url))
         hub = EventHub(reader)
         own_wakes: list[float] = []
         other_process = PostgresWakeReceiver(url, hub.wake, own="another-process")
@@ -209,10 +210,10 @@ async def test_a_write_on_another_host_wakes_the_hub_through_postgresql(
         try:
 
             async def written_and_delivered(n: int) -> tuple[float, float]:
-                async with hub.subscribe("turn-1", await reader.last_event_id("turn-1")) as subscription:
+                async with hub.subscribe("turn-1", await reader.turns.last_event_id("turn-1")) as subscription:
                     await asyncio.sleep(0.2)  # listening, and the hub's first poll found nothing: the next is 5 s away
                     written_at = time.monotonic()
-                    await writer.save_turn_progress("turn-1", events=[KeyedEvent(key=f"k{n}", body={"n": n})])
+                    await writer.turns.save_turn_progress("turn-1", events=[KeyedEvent(key=f"k{n}", body={"n": n})])
                     event = await asyncio.wait_for(subscription.events.get(), timeout=4)
                     assert event.body == {"n": n}
                     return written_at, time.monotonic() - written_at
@@ -241,16 +242,17 @@ async def test_events_written_in_this_process_reach_streams_as_written_and_in_or
     the events, with their ids, without the hub reading them back; a stream still behind gets them from
     a poll, after the ones it lacks, each once. The API's own wake socket gets no datagram for them."""
     _poll_every(monkeypatch, 5.0)
-    database = open_database(await _store_with_a_running_turn(tmp_path))
-    store = Store(database)
-    await store.save_turn_progress("turn-1", events=[KeyedEvent(key="old", body={"n": 0})])
+    url = await _store_with_a_running_turn(tmp_path)
+    database = open_database(url)
+    store = Store(database, vector_index(url))
+    await store.turns.save_turn_progress("turn-1", events=[KeyedEvent(key="old", body={"n": 0})])
     hub = EventHub(store)
     own_wakes: list[float] = []
     own = WakeReceiver(tmp_path / "wake", lambda: own_wakes.append(time.monotonic()))
     assert own.open()
     sender = WakeSender(tmp_path / "wake", own=own.path)
-    store.on_events_written(sender)
-    read_events = store.events_after
+    store.turns.on_events_written(sender)
+    read_events = store.turns.events_after
     reads = _reads_of(store, monkeypatch)
     poller = asyncio.create_task(hub.run())
     try:
@@ -258,7 +260,9 @@ async def test_events_written_in_this_process_reach_streams_as_written_and_in_or
             old = await asyncio.wait_for(caught_up.events.get(), timeout=4)  # the subscription's own poll
             await asyncio.sleep(0.2)
             reads.clear()
-            await store.save_turn_progress("turn-1", events=[KeyedEvent(key=f"k{n}", body={"n": n}) for n in (1, 2)])
+            await store.turns.save_turn_progress(
+                "turn-1", events=[KeyedEvent(key=f"k{n}", body={"n": n}) for n in (1, 2)]
+            )
             handed = [await asyncio.wait_for(caught_up.events.get(), timeout=1) for _ in range(2)]
             assert reads == []
             stored = (await read_events([("turn-1", 0)]))[("turn-1", 0)]
@@ -266,7 +270,7 @@ async def test_events_written_in_this_process_reach_streams_as_written_and_in_or
             assert [event.body for event in stored] == [{"n": 0}, {"n": 1}, {"n": 2}]
 
             async with hub.subscribe("turn-1", 0) as behind:
-                await store.save_turn_progress("turn-1", events=[KeyedEvent(key="k3", body={"n": 3})])
+                await store.turns.save_turn_progress("turn-1", events=[KeyedEvent(key="k3", body={"n": 3})])
                 got = [await asyncio.wait_for(behind.events.get(), timeout=4) for _ in range(4)]
                 assert [event.body["n"] for event in got] == [0, 1, 2, 3]
                 assert (await asyncio.wait_for(caught_up.events.get(), timeout=1)).body == {"n": 3}
@@ -293,7 +297,7 @@ async def test_a_new_turns_stream_is_not_caught_up_by_a_read_and_still_gets_what
     _poll_every(monkeypatch, 0.3)
     url = await _store_with_a_running_turn(tmp_path)
     reader_db, writer_db = open_database(url), open_database(url)
-    reader, writer = Store(reader_db), Store(writer_db)
+    reader, writer = Store(reader_db, vector_index(url)), Store(writer_db, vector_index(url))
     hub = EventHub(reader)
     reads = _reads_of(reader, monkeypatch)
     poller = asyncio.create_task(hub.run())
@@ -302,7 +306,7 @@ async def test_a_new_turns_stream_is_not_caught_up_by_a_read_and_still_gets_what
         async with hub.subscribe("turn-1", 0, new_turn=True) as subscription:
             await asyncio.sleep(0.1)
             assert reads == []
-            await writer.save_turn_progress("turn-1", events=[KeyedEvent(key="k", body={"n": 1})])
+            await writer.turns.save_turn_progress("turn-1", events=[KeyedEvent(key="k", body={"n": 1})])
             event = await asyncio.wait_for(subscription.events.get(), timeout=2)
             assert event.body == {"n": 1}
         async with hub.subscribe("turn-1", 0) as replay:  # not new: caught up at once
@@ -323,14 +327,14 @@ def test_a_long_replay_from_the_start_does_not_wait_on_another_stream(stack: Sta
 
     async def seed() -> None:
         # A running turn that has written nothing yet (its workflow waits on a queue nobody polls)…
-        await stack.store.begin_turn(agent_id, quiet_session, quiet, [UserMessage(content="wait")], now)
+        await stack.store.turns.begin_turn(agent_id, quiet_session, quiet, [UserMessage(content="wait")], now)
         await stack.client.start_workflow(
             "AgentTurn", {}, id=turn_workflow_id(quiet), task_queue=f"nobody-{uuid.uuid4()}"
         )
         # …and a finished one with a long event log.
-        await stack.store.begin_turn(agent_id, long_session, long, [UserMessage(content="many")], now)
+        await stack.store.turns.begin_turn(agent_id, long_session, long, [UserMessage(content="many")], now)
         events = [KeyedEvent(key=f"e{i}", body=progress) for i in range(1500)]
-        await stack.store.save_turn_progress(
+        await stack.store.turns.save_turn_progress(
             long, events=[*events, KeyedEvent(key="end", body=complete)], status=TurnStatus.COMPLETED
         )
 

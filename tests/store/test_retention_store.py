@@ -15,11 +15,11 @@ from domain.agents import Agent, AgentConfig
 from domain.content import CompletionMessage, UserMessage
 from domain.turn_settings import TurnSettings
 from domain.turns import TurnStatus
+from knowledge.engines import vector_index
 from store.database import open_database
 from store.repository import Store
-from store.responses.compactions import CompactionStore
 from store.responses.conversations import Item
-from store.responses.responses import ResponseRecord, ResponseStore
+from store.responses.responses import ResponseRecord
 from store.responses.tables import CompactionRow, ConversationRow, ResponseRow
 from store.retention import KINDS, Erase, unfinished_turns_of
 from store.turns.tables import SessionRow, TurnRow
@@ -37,16 +37,16 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         await upgrade_store(url)
         database = open_database(url)
         try:
-            yield Store(database)
+            yield Store(database, vector_index(url))
         finally:
             await database.dispose()
 
 
 async def _session_turn(store: Store, session: str, turn: str, at: datetime, status: TurnStatus) -> None:
-    await store.begin_turn("agent", session, turn, [UserMessage(content="hi")], at)
+    await store.turns.begin_turn("agent", session, turn, [UserMessage(content="hi")], at)
     answer = CompletionMessage(content="ok")
     final = status.is_final
-    await store.save_turn_progress(
+    await store.turns.save_turn_progress(
         turn, status=status, output_message=answer if final else None, completed_at=at if final else None
     )
 
@@ -54,7 +54,7 @@ async def _session_turn(store: Store, session: str, turn: str, at: datetime, sta
 async def _response(
     store: Store, tenant: str, name: str, at: datetime, status: TurnStatus, conversation: str | None = None
 ) -> None:
-    await store.begin_detached_turn(
+    await store.turns.begin_detached_turn(
         tenant, f"t-{name}", [UserMessage(content="q")], [], f"s-{name}", TurnSettings(model="m"), at
     )
     record = ResponseRecord(
@@ -70,17 +70,17 @@ async def _response(
         store=True,
         created_at=at,
     )
-    await ResponseStore(store.database).add(record)
-    await store.save_turn_progress(f"t-{name}", status=status, completed_at=at if status.is_final else None)
+    await store.responses.add(record)
+    await store.turns.save_turn_progress(f"t-{name}", status=status, completed_at=at if status.is_final else None)
 
 
 async def _seed(store: Store, tenant: str) -> None:
-    await store.create_agent(
+    await store.turns.create_agent(
         tenant, Agent(agent_id="agent", agent_config=AgentConfig(model="m", instructions="i"), created_at=OLD)
     )
-    await store.create_session("agent", "idle", "old session", OLD)
+    await store.turns.create_session("agent", "idle", "old session", OLD)
     await _session_turn(store, "idle", "idle-1", OLD, TurnStatus.COMPLETED)
-    await store.create_session("agent", "busy", "a session with a paused turn", OLD)
+    await store.turns.create_session("agent", "busy", "a session with a paused turn", OLD)
     await _session_turn(store, "busy", "busy-old", OLD, TurnStatus.COMPLETED)
     await _session_turn(store, "busy", "busy-paused", OLD + timedelta(seconds=1), TurnStatus.AWAITING_INPUT)
     await _response(store, tenant, "old", OLD, TurnStatus.COMPLETED)
@@ -89,7 +89,7 @@ async def _seed(store: Store, tenant: str) -> None:
     await store.conversations.create(tenant, "conv-old", {}, [Item("i1", {"id": "i1", "type": "message"})], OLD)
     await store.conversations.create(tenant, "conv-waiting", {}, [], OLD)
     await _response(store, tenant, "unsettled", OLD, TurnStatus.COMPLETED, conversation="conv-waiting")
-    await CompactionStore(store.database).add("cmpr-old", tenant, "m", [], OLD)
+    await store.compactions.add("cmpr-old", tenant, "m", [], OLD)
 
 
 async def _ids(store: Store, column: object) -> set[str]:
@@ -139,8 +139,8 @@ def _erase_batch(erase: Erase) -> Callable[[Connection], int]:
 
 async def test_an_erasure_takes_one_tenant_whole_and_nothing_else(store: Store) -> None:
     await _seed(store, "acme")
-    other = Store(store.database)
-    await other.create_agent(
+    other = Store(store.database, store.vector_stores.index)
+    await other.turns.create_agent(
         "other", Agent(agent_id="theirs", agent_config=AgentConfig(model="m", instructions="i"), created_at=OLD)
     )
     await _response(other, "other", "theirs", OLD, TurnStatus.COMPLETED)
@@ -162,4 +162,7 @@ async def test_an_erasure_takes_one_tenant_whole_and_nothing_else(store: Store) 
     assert await _ids(store, ResponseRow.response_id) == {"resp-theirs"}
     assert await _ids(store, ConversationRow.conversation_id) == set()
     assert await _ids(store, TurnRow.turn_id) == {"t-theirs"}
-    assert await store.get_agent("other", "theirs") is not None and await store.get_agent("acme", "agent") is None
+    assert (
+        await store.turns.get_agent("other", "theirs") is not None
+        and await store.turns.get_agent("acme", "agent") is None
+    )

@@ -32,6 +32,7 @@ from configuration.loading import load_settings
 from configuration.settings import Settings
 from domain.content import CompletionMessage, UserMessage
 from domain.turns import InferenceStep, TurnStatus
+from knowledge.engines import vector_index
 from serve import DEV_SERVER_TUNING, temporal_binary
 from store.database import open_database, sqlite_module
 from store.repository import Store
@@ -175,7 +176,7 @@ class Stack:
         )
         self.background.run(upgrade_store(self.settings.store_url))
         self._database = open_database(self.settings.store_url)
-        self.store = Store(self._database)
+        self.store = Store(self._database, vector_index(self.settings.store_url))
         self._worker: Worker | None = None
         self._worker_task: asyncio.Task[None] | None = None
         self.start_worker()
@@ -252,12 +253,12 @@ class Stack:
             for index in range(count):
                 turn_id, at = str(uuid.uuid4()), start + timedelta(seconds=index)
                 question = [UserMessage(content=f"question {index}")]
-                await self.store.begin_turn(agent_id, session_id, turn_id, question, at)
+                await self.store.turns.begin_turn(agent_id, session_id, turn_id, question, at)
                 answer = CompletionMessage(content=f"answer {index} " + "x" * answer_chars)
                 step = InferenceStep(
                     turn_id=turn_id, step_id=str(uuid.uuid4()), started_at=at, completed_at=at, model_response=answer
                 )
-                await self.store.save_turn_progress(
+                await self.store.turns.save_turn_progress(
                     turn_id, new_steps=[(0, step)], status=TurnStatus.COMPLETED, output_message=answer, completed_at=at
                 )
 

@@ -43,7 +43,7 @@ Order = Literal["asc", "desc"]
 
 
 def _store(services: Services) -> AutomationStore:
-    return AutomationStore(services.store.database)
+    return services.store.automations
 
 
 def _page(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:

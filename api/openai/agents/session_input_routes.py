@@ -87,7 +87,7 @@ async def _cancel(services: Services, record: BetaSessionRecord) -> None:
     turn_id = fresh.current_turn_id if fresh is not None else None
     if turn_id is None:
         return
-    status = await services.store.turn_status(turn_id)
+    status = await services.store.turns.turn_status(turn_id)
     if status is not None and not status.is_final:
         await services.turns.cancel(turn_id)
 
@@ -122,9 +122,9 @@ async def _tool_result(services: Services, record: BetaSessionRecord, event: dic
     turn = await sessions.session_turn(turn_id) if turn_id else None
     if turn is None or turn.session_id != record.session_id:
         raise unknown_call(call_id)
-    if await services.store.turn_status(turn_id) != TurnStatus.AWAITING_INPUT:
+    if await services.store.turns.turn_status(turn_id) != TurnStatus.AWAITING_INPUT:
         raise unknown_call(call_id)
-    stored = await services.store.get_turn(None, turn_id)
+    stored = await services.store.turns.get_turn(None, turn_id)
     calls = {
         call.call_id: call for call in (stored.output_message.tool_calls if stored and stored.output_message else [])
     }
@@ -143,7 +143,7 @@ async def _approval_result(services: Services, record: BetaSessionRecord, event:
             f"events[{index}].response must be {{'type': 'mcp_tool_call', 'decision': 'approve' | 'deny' | 'cancel'}}.",
             "events",
         )
-    turn_id = (await services.store.pending_calls(record.tenant_id, [request_id])).get(request_id)
+    turn_id = (await services.store.turns.pending_calls(record.tenant_id, [request_id])).get(request_id)
     turn = await services.store.agent_sessions.session_turn(turn_id) if turn_id else None
     if turn_id is None or turn is None or turn.session_id != record.session_id:
         raise invalid(
@@ -164,7 +164,7 @@ async def _answer(
     with all of them."""
     sessions = services.store.agent_sessions
     results = await sessions.add_tool_result(turn_id, answered, content, failed)
-    stored = await services.store.get_turn(None, turn_id)
+    stored = await services.store.turns.get_turn(None, turn_id)
     calls = {
         call.call_id: call for call in (stored.output_message.tool_calls if stored and stored.output_message else [])
     }

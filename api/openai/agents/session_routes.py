@@ -24,7 +24,7 @@ from api.openai.agents.routing import beta_router
 from api.openai.agents.session_requests import new_session, parse_create
 from api.openai.agents.session_stream import Cursor, session_sse
 from api.openai.agents.session_view import session_view
-from api.openai.agents.spend_control import change_spend_limit, spend_store
+from api.openai.agents.spend_control import change_spend_limit
 from api.openai.agents.wire import SessionUpdate, agent_body, check_metadata, parse
 from api.openai.errors import invalid, not_found
 from api.services import Services, ServicesDep
@@ -138,7 +138,7 @@ async def update(
     updated = await services.store.agent_sessions.update_session(tenant, session_id, change)
     if "spend_control" in changes:  # the ledger's limit, and the turn held by the old one woken
         limit = changes["spend_control"]["limit"]
-        spend = await change_spend_limit(services.turns.client, spend_store(services.store.database), session_id, limit)
+        spend = await change_spend_limit(services.turns.client, services.store.spend, session_id, limit)
         if spend.waiting_turn_id is not None and not spend.reached:  # the held turn goes on, as its stream says
             held = spend.waiting_turn_id
             await announce(services, tenant, "agent.session.in_progress", session_id, held, f"budget{uuid.uuid4().hex}")
@@ -151,9 +151,9 @@ async def delete(session_id: str, services: ServicesDep, tenant: TenantDep) -> A
     await stored_session(services, tenant, session_id)
     turns = await services.store.agent_sessions.delete_session(tenant, session_id) or []
     for turn_id in turns:
-        status = await services.store.turn_status(turn_id)
+        status = await services.store.turns.turn_status(turn_id)
         if status is not None and not status.is_final:
             await services.turns.terminate(turn_id, f"Its session {session_id} was deleted.")
-        await services.store.delete_detached_turn(tenant, turn_id)
-    await spend_store(services.store.database).forget(session_id)
+        await services.store.turns.delete_detached_turn(tenant, turn_id)
+    await services.store.spend.forget(session_id)
     return {"id": session_id, "object": "agent.session.deleted", "deleted": True}

@@ -51,7 +51,7 @@ async def cursor_for(services: Services, record: BetaSessionRecord, last_event_i
             return Cursor(turn.ordinal, parsed[1])
     if record.current_turn_id is not None:
         turn = await sessions.session_turn(record.current_turn_id)
-        status = await services.store.turn_status(record.current_turn_id)
+        status = await services.store.turns.turn_status(record.current_turn_id)
         if turn is not None and status is not None and not status.is_final:
             return Cursor(turn.ordinal)
     return Cursor(record.turn_count)
@@ -132,7 +132,7 @@ async def _turn_events(
                 yield None
                 continue
             after = stored.event_id
-            status = await services.store.turn_status(turn.turn_id) if "error" in stored.body else None
+            status = await services.store.turns.turn_status(turn.turn_id) if "error" in stored.body else None
             for event in renderer.feed(stored.body, status):
                 yield event
             ended = is_final(stored.body)
@@ -140,9 +140,9 @@ async def _turn_events(
             continue
         # The tail stopped without a final event: the workflow is gone. A turn that ended without one (its
         # start was abandoned) ends here as stored; otherwise its last events are on their way.
-        status = await services.store.turn_status(turn.turn_id)
+        status = await services.store.turns.turn_status(turn.turn_id)
         if status is not None and status.is_final:
-            stored_turn = await services.store.get_turn(None, turn.turn_id)
+            stored_turn = await services.store.turns.get_turn(None, turn.turn_id)
             message = (stored_turn.error if stored_turn is not None else None) or "The turn's workflow ended."
             for event in renderer.feed({"error": {"message": message}}, status):
                 yield event

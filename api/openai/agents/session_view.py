@@ -8,7 +8,7 @@ from typing import Any
 
 from api.openai.agents.mcp_tools import shown_tools
 from api.openai.agents.session_events import SessionObject, TurnEvents
-from api.openai.agents.spend_control import spend_store, with_spend
+from api.openai.agents.spend_control import with_spend
 from api.openai.agents.wire import timestamp
 from api.services import Services
 from domain.content import content_as_text
@@ -76,8 +76,8 @@ async def replayed(services: Services, record: BetaSessionRecord, turn: SessionT
     turn ended without a final event (abandoned before its workflow ran)."""
     renderer = turn_renderer(record, turn)
     renderer.open()
-    events = await services.store.events_with_key_prefix(turn.turn_id, "")
-    stored = await services.store.turn_status(turn.turn_id)
+    events = await services.store.turns.events_with_key_prefix(turn.turn_id, "")
+    stored = await services.store.turns.turn_status(turn.turn_id)
     for event in events:
         renderer.feed(event.body, stored if "error" in event.body else None)
     if stored is None:  # its rows are gone (deleted with its session, or erased): nothing runs
@@ -85,7 +85,7 @@ async def replayed(services: Services, record: BetaSessionRecord, turn: SessionT
     elif not renderer.finished and stored.is_final:
         renderer.status = _STORED_TURN_STATUS[stored]
         if renderer.status == "failed":
-            found = await services.store.get_turn(None, turn.turn_id)
+            found = await services.store.turns.get_turn(None, turn.turn_id)
             message = (found.error if found is not None else None) or "The turn failed."
             renderer.error = {"code": "server_error", "message": message}
     return renderer
@@ -94,7 +94,7 @@ async def replayed(services: Services, record: BetaSessionRecord, turn: SessionT
 async def session_view(services: Services, record: BetaSessionRecord) -> dict[str, Any]:
     """The session as a GET shows it, with its spend: `budget_reached` while its spend is at its limit."""
     shown = await _session_of_turns(services, record)
-    return with_spend(shown, await spend_store(services.store.database).state(record.session_id))
+    return with_spend(shown, await services.store.spend.state(record.session_id))
 
 
 async def _session_of_turns(services: Services, record: BetaSessionRecord) -> dict[str, Any]:
@@ -120,7 +120,7 @@ async def turn_items(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The turn object and its items: the user's input messages, then what the turn produced, in order."""
     renderer = await replayed(services, record, turn)
-    stored = await services.store.get_turn(None, turn.turn_id)
+    stored = await services.store.turns.get_turn(None, turn.turn_id)
     inputs = []
     for number, message in enumerate(stored.input_messages if stored is not None else []):
         inputs.append(

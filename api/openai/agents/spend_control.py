@@ -12,13 +12,8 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from store.database import Database
 from store.tenancy.spend import SessionSpend, SpendStore
 from workflows.contracts import SPEND_LIMIT_SIGNAL, turn_workflow_id
-
-
-def spend_store(database: Database) -> SpendStore:
-    return SpendStore(database)
 
 
 def spend_control_view(spend: SessionSpend) -> dict[str, Any]:

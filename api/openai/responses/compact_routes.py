@@ -29,7 +29,6 @@ from api.openai.responses.create import chain_items, stored_input
 from api.openai.responses.request import InputItem, Lenient, MessageItem, parse_body
 from api.services import ServicesDep
 from providers import openai_format
-from store.responses.compactions import CompactionStore
 from workflows.compaction import CompactionDone, CompactionStart, CompactionWorkflow, compaction_workflow_id
 
 log = logging.getLogger(__name__)
@@ -87,7 +86,7 @@ async def compact_response(
     messages += openai_format.context_messages(to_messages(read))
 
     compaction_id = "cmpr_" + uuid.uuid4().hex
-    compactions = CompactionStore(services.store.database)
+    compactions = services.store.compactions
     created_at = datetime.now(UTC)
     await compactions.add(compaction_id, tenant, body.model, messages, created_at)
     try:

@@ -61,7 +61,7 @@ async def refuse_interleaving(services: Services, body: CreateResponse, threshol
     if body.conversation_id is None:
         return
     for record in await services.store.responses.of_conversation(body.conversation_id, True):
-        status = await services.store.turn_status(record.turn_id)
+        status = await services.store.turns.turn_status(record.turn_id)
         if status is None or status.is_final:
             continue
         if threshold is not None or record.request.get("context_management") or services.settings.compact_threshold:

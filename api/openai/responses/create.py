@@ -95,7 +95,7 @@ async def earlier_attempt(
     if not is_sdk_retry(retry_count):
         return None
     found = await responses.latest_with_request(tenant, request_hash, datetime.now(UTC) - RETRY_WINDOW)
-    if found is None or not may_repeat(await services.store.turn_status(found.turn_id)):
+    if found is None or not may_repeat(await services.store.turns.turn_status(found.turn_id)):
         return None
     return found
 
@@ -259,14 +259,14 @@ async def _start(
     turn_id = turn_id_of(response_id)
     started_at = datetime.now(UTC)
     # A fresh random id has no turn yet; a keyed one may, recorded by a first attempt that crashed.
-    new_turn = not keyed or await services.store.turn_status(turn_id) is None
+    new_turn = not keyed or await services.store.turns.turn_status(turn_id) is None
     record = _record(response_id, tenant, turn_id, 0, body, stored, request_hash)
     # The response's row commits with its turn's, unless MCP headers are kept in between: a retry that finds
     # the response recorded (`retried`) starts its workflow without keeping them again.
     with_turn = new_turn and credentials is None
     if new_turn:
         also = partial(add_response, record) if with_turn else None
-        await services.store.begin_detached_turn(
+        await services.store.turns.begin_detached_turn(
             tenant, turn_id, split.input, context, response_id, turn_settings(body), started_at, also=also
         )
     await keep_mcp_headers(services, turn_id, credentials)
@@ -307,7 +307,7 @@ async def _start_workflow(
         if early is not None:
             early.abandon(record.turn_id)
         log.exception("starting the workflow of response %s failed", record.response_id)
-        await services.store.abandon_turn(record.turn_id, "Its workflow could not be started.")
+        await services.store.turns.abandon_turn(record.turn_id, "Its workflow could not be started.")
         raise OpenAIError(
             503, "Could not start the response's workflow (Temporal unavailable); retry shortly."
         ) from error
@@ -321,15 +321,15 @@ async def retried(services: Services, record: ResponseRecord, body: CreateRespon
     waits: the caller creates it again."""
     found = await view.segment(services, record)
     if record.segment_index == 0:
-        if not found.bodies and await services.store.turn_status(record.turn_id) == TurnStatus.RUNNING:
+        if not found.bodies and await services.store.turns.turn_status(record.turn_id) == TurnStatus.RUNNING:
             await _start_workflow(services, record, body, record.created_at)
         return Created(record, 0)
     if found.after is not None:
         return Created(record, found.after)
-    if await services.store.turn_status(record.turn_id) == TurnStatus.AWAITING_INPUT:
+    if await services.store.turns.turn_status(record.turn_id) == TurnStatus.AWAITING_INPUT:
         await services.store.responses.forget(record.response_id)
         return None
-    return Created(record, await services.store.last_event_id(record.turn_id))
+    return Created(record, await services.store.turns.last_event_id(record.turn_id))
 
 
 def _answers(
@@ -374,7 +374,7 @@ async def _resume_waiting(
     """Resume the paused turn these outputs answer; None when no paused turn waits for them."""
     ids = [item.call_id for item in items if isinstance(item, FunctionCallOutputItem)]
     ids += [item.approval_request_id for item in items if isinstance(item, McpApprovalResponseItem)]
-    waiting = await services.store.pending_calls(tenant, ids)
+    waiting = await services.store.turns.pending_calls(tenant, ids)
     if not waiting:
         return None
     turn_ids = list(dict.fromkeys(waiting[i] for i in ids if i in waiting))
@@ -386,9 +386,9 @@ async def _resume_waiting(
     outputs = [output.model_copy(update={"content": truncate_content(output.content, limit)}) for output in outputs]
     segment = len(await responses.of_turn(turn_id))
     settings = turn_settings(body)
-    await services.store.add_turn_settings(turn_id, response_id, settings)
+    await services.store.turns.add_turn_settings(turn_id, response_id, settings)
     await keep_mcp_headers(services, turn_id, credentials)
-    after = await services.store.last_event_id(turn_id)
+    after = await services.store.turns.last_event_id(turn_id)
     record = _record(response_id, tenant, turn_id, segment, body, stored, request_hash)
     await responses.add(record)
     submission = ToolResponsesSubmission(

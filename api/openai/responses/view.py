@@ -10,11 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from functools import partial
 from typing import Any
-
-from sqlalchemy import Connection, select
 
 from api.openai.responses.compaction_items import compaction_first
 from api.openai.responses.items import fold_segment, render_response
@@ -24,9 +20,8 @@ from api.services import Services
 from api.streams.event_stream import is_final, tail_events
 from api.turns.stuck import still_running
 from domain.turns import TurnStatus
-from store.responses.conversations import ConversationNotFound, Item, insert_items
-from store.responses.responses import ResponseRecord, mark_appended
-from store.responses.tables import ConversationItemRow
+from store.responses.conversations import ConversationNotFound, Item
+from store.responses.responses import ResponseRecord
 from store.turns.records import StoredEvent
 
 _ITEMS_PER_READ = 1000
@@ -76,7 +71,7 @@ def _starts(body: dict[str, Any], record: ResponseRecord) -> bool:
 
 
 async def segment(services: Services, record: ResponseRecord) -> Segment:
-    return slice_segment(record, await services.store.events_with_key_prefix(record.turn_id, ""))
+    return slice_segment(record, await services.store.turns.events_with_key_prefix(record.turn_id, ""))
 
 
 def slice_segment(record: ResponseRecord, events: list[StoredEvent]) -> Segment:
@@ -96,7 +91,7 @@ def slice_segment(record: ResponseRecord, events: list[StoredEvent]) -> Segment:
 
 async def _turn_status(services: Services, record: ResponseRecord, bodies: list[dict[str, Any]]) -> TurnStatus | None:
     """Only an error event needs it (failed and cancelled turns end alike)."""
-    return await services.store.turn_status(record.turn_id) if any("error" in body for body in bodies) else None
+    return await services.store.turns.turn_status(record.turn_id) if any("error" in body for body in bodies) else None
 
 
 async def response_object(
@@ -126,7 +121,7 @@ async def chain_outputs(services: Services, chain: list[ResponseRecord]) -> list
     outputs: list[list[dict[str, Any]] | None] = []
     for record in chain:
         if record.turn_id not in events:
-            events[record.turn_id] = await services.store.events_with_key_prefix(record.turn_id, "")
+            events[record.turn_id] = await services.store.turns.events_with_key_prefix(record.turn_id, "")
         bodies = slice_segment(record, events[record.turn_id]).bodies
         fold = fold_segment(record.response_id, record.turn_id, bodies, await _turn_status(services, record, bodies))
         outputs.append([item.model_dump(mode="json") for item in fold.visible_output] if fold.ended else None)
@@ -152,7 +147,7 @@ async def sse(
     if created_after is not None:
         cursor, begun = created_after, record.segment_index == 0
     else:
-        latest = await services.store.last_event_id(record.turn_id)  # before the lookup: nothing is missed
+        latest = await services.store.turns.last_event_id(record.turn_id)  # before the lookup: nothing is missed
         found = await segment(services, record)
         begun = found.after is not None
         cursor = found.after if found.after is not None else latest
@@ -172,13 +167,13 @@ async def sse(
             begun = _starts(stored.body, record)
             if not begun:
                 continue
-        status = await services.store.turn_status(record.turn_id) if "error" in stored.body else None
+        status = await services.store.turns.turn_status(record.turn_id) if "error" in stored.body else None
         for event in stream.feed(stored.body, status):
             yield sse_frame(event)
         if stream.finished:
             return
     if not stream.finished:
-        for event in stream.feed(_ENDED_UNEXPECTEDLY, await services.store.turn_status(record.turn_id)):
+        for event in stream.feed(_ENDED_UNEXPECTEDLY, await services.store.turns.turn_status(record.turn_id)):
             yield sse_frame(event)
 
 
@@ -212,22 +207,4 @@ async def settle_conversation(services: Services, tenant: str, conversation_id: 
         if output is None:
             return
         items = [Item(body["id"], body) for body in compaction_first(record.input_items(), output)]
-        await services.store.database.write(
-            partial(_append, response_id=record.response_id, conversation_id=conversation_id, items=items)
-        )
-
-
-def _append(tx: Connection, response_id: str, conversation_id: str, items: list[Item]) -> None:
-    if not mark_appended(tx, response_id):
-        return  # another process settled it first
-    present = set(
-        tx.scalars(
-            select(ConversationItemRow.item_id).where(
-                ConversationItemRow.conversation_id == conversation_id,
-                ConversationItemRow.item_id.in_([item.item_id for item in items]),
-            )
-        )
-    )
-    # An item the conversation has already (a client's own id, replayed) is not added twice.
-    fresh = list({item.item_id: item for item in items if item.item_id not in present}.values())
-    insert_items(tx, conversation_id, fresh, datetime.now(UTC))
+        await services.store.conversations.append_settled(record.response_id, conversation_id, items)
