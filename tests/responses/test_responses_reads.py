@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
-from store.repository import Store
 from store.turns.records import StoredEvent
+from store.turns.turn_store import TurnStore
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
@@ -32,16 +32,16 @@ async def client(stack: Stack) -> AsyncIterator[AsyncOpenAI]:
 
 @pytest.fixture
 def whole_turn_reads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """Calls of Store.events_with_key_prefix(turn_id, "") by turn id; the real read still runs."""
+    """Calls of TurnStore.events_with_key_prefix(turn_id, "") by turn id; the real read still runs."""
     reads: Counter[str] = Counter()
-    real = Store.events_with_key_prefix
+    real = TurnStore.events_with_key_prefix
 
-    async def counted(self: Store, turn_id: str, prefix: str) -> list[StoredEvent]:
+    async def counted(self: TurnStore, turn_id: str, prefix: str) -> list[StoredEvent]:
         if prefix == "":
             reads[turn_id] += 1
         return await real(self, turn_id, prefix)
 
-    monkeypatch.setattr(Store, "events_with_key_prefix", counted)
+    monkeypatch.setattr(TurnStore, "events_with_key_prefix", counted)
     return reads
 
 

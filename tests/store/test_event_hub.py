@@ -149,7 +149,7 @@ def _reads_of(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[float]:
         reads.append(time.monotonic())
         return await read_events(*args, **kwargs)
 
-    monkeypatch.setattr(store, "events_after", counted_read)
+    monkeypatch.setattr(store.turns, "events_after", counted_read)
     return reads
 
 
