@@ -1,23 +1,19 @@
 """A compaction item's `encrypted_content`: its summary, sealed with a key only this deployment holds.
 
 A summary is trusted context — the model reads it in place of the conversation it replaced — so a client
-must neither read it nor forge one. The content is Fernet (AES-CBC + HMAC-SHA256) under a key derived
-with HKDF from DA_CREDENTIALS_KEY, the Fernet key the APIs and workers already share for MCP credentials
-(`make run` generates one): a separate key by derivation, so a sealed credential never opens as a summary
-or the other way round. The sealed document names its tenant: another tenant's item is refused as a
+must neither read it nor forge one. It is sealed (configuration/sealing.py) under a key derived from
+DA_CREDENTIALS_KEY, the Fernet key the APIs and workers already share for MCP credentials (`make run`
+generates one): a separate key by derivation, so a sealed credential never opens as a summary or the other
+way round. The sealed document names its tenant: another tenant's item is refused as a
 forged one is.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 from dataclasses import dataclass
 from typing import Literal
 
-from cryptography.fernet import Fernet, InvalidToken
-from cryptography.hazmat.primitives.hashes import SHA256
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from configuration.sealing import Sealer, Unsealable
 
 _DERIVATION = b"durable-agents compaction items v1"
 
@@ -38,18 +34,16 @@ class Compacted:
 
 class CompactionSeal:
     def __init__(self, credentials_key: str) -> None:
-        secret = base64.urlsafe_b64decode(credentials_key)
-        derived = HKDF(algorithm=SHA256(), length=32, salt=None, info=_DERIVATION).derive(secret)
-        self._fernet = Fernet(base64.urlsafe_b64encode(derived))
+        self._sealer = Sealer(credentials_key, purpose=_DERIVATION)
 
     def seal(self, tenant: str, summary: str, keeps: Keeps) -> str:
         document = {"v": 1, "tenant": tenant, "summary": summary, "keeps": keeps}
-        return self._fernet.encrypt(json.dumps(document).encode()).decode()
+        return self._sealer.seal_json(document)
 
     def open(self, tenant: str, sealed: str) -> Compacted:
         try:
-            document = json.loads(self._fernet.decrypt(sealed.encode()))
-        except (InvalidToken, ValueError):
+            document = self._sealer.open_json(sealed)
+        except Unsealable:
             raise SealBroken("its encrypted_content was not produced by this server or has been altered") from None
         if document.get("tenant") != tenant:
             raise SealBroken("it was produced for another tenant")

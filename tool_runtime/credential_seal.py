@@ -2,18 +2,16 @@
 
 A turn's tool calls run in a worker, possibly another process and later (a paused turn resumes
 hours after), so the headers must outlive the request; they must not enter a workflow's history or
-any row in readable form. The API seals them with the configured Fernet key (DA_CREDENTIALS_KEY)
+any row in readable form. The API seals them (configuration/sealing.py) with DA_CREDENTIALS_KEY
 into the turn's `turn_credentials` row; the worker opens them for each tool activity; the row is
 deleted when the turn ends.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from cryptography.fernet import Fernet, InvalidToken
-
+from configuration.sealing import Sealer, Unsealable
 from store.repository import Store
 from tool_runtime.catalog import McpHeaders
 
@@ -35,13 +33,13 @@ by server label, beside the llama-stack ones by endpoint URI; no URI has this na
 
 class CredentialSeal:
     def __init__(self, key: str) -> None:
-        self._fernet = Fernet(key)
+        self._sealer = Sealer(key)
 
     def seal(self, headers: McpHeaders, by_label: McpHeaders | None = None) -> str:
         """`headers` by endpoint URI (llama-stack requests), `by_label` by MCP server label (Responses
         requests): one turn can hold several servers' headers either way."""
         document: dict[str, object] = {**headers, **({BY_LABEL: by_label} if by_label else {})}
-        return self._fernet.encrypt(json.dumps(document).encode()).decode()
+        return self._sealer.seal_json(document)
 
     def open(self, sealed: str) -> McpHeaders:
         """The headers by endpoint URI."""
@@ -53,11 +51,12 @@ class CredentialSeal:
 
     def _document(self, sealed: str) -> dict[str, Any]:
         try:
-            return json.loads(self._fernet.decrypt(sealed.encode()))
-        except InvalidToken:
+            document: dict[str, Any] = self._sealer.open_json(sealed)
+        except Unsealable:
             raise CredentialsUnreadable(
                 UNREADABLE.format(why="this worker's DA_CREDENTIALS_KEY is not the key that encrypted them")
             ) from None
+        return document
 
 
 async def turn_headers(store: Store, seal: CredentialSeal | None, turn_id: str) -> McpHeaders | None:

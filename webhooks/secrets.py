@@ -1,10 +1,10 @@
-"""Endpoint signing secrets sealed for the store with the deployment's Fernet key (DA_CREDENTIALS_KEY), as
+"""Endpoint signing secrets sealed for the store (configuration/sealing.py) with DA_CREDENTIALS_KEY, as
 turns' MCP credentials are: the API seals one when it makes it, the delivery activity opens it to sign. A
 secret is never in a workflow's input or history, a log line, a trace or a listing."""
 
 from __future__ import annotations
 
-from cryptography.fernet import Fernet, InvalidToken
+from configuration.sealing import Sealer, Unsealable
 
 
 class SecretUnreadable(Exception):
@@ -19,15 +19,15 @@ NO_KEY = (
 
 class SecretSeal:
     def __init__(self, key: str) -> None:
-        self._fernet = Fernet(key)
+        self._sealer = Sealer(key)
 
     def seal(self, secret: str) -> str:
-        return self._fernet.encrypt(secret.encode()).decode()
+        return self._sealer.seal(secret)
 
     def open(self, sealed: str) -> str:
         try:
-            return self._fernet.decrypt(sealed.encode()).decode()
-        except InvalidToken:
+            return self._sealer.open(sealed)
+        except Unsealable:
             raise SecretUnreadable(
                 "The endpoint's signing secret cannot be decrypted: this process's DA_CREDENTIALS_KEY is not the "
                 "key that encrypted it. Give every API and worker the same key, or rotate the endpoint's secret."
