@@ -16,11 +16,11 @@ from typing import Any
 
 from temporalio import activity
 
-from agent_sessions.agents import AgentChoice
+from agent_sessions.agent_snapshot import AgentChoice
 from agent_sessions.automation_schedules import delete_schedule, pause_schedule
 from agent_sessions.creation import NewSession, create_session
 from agent_sessions.refusals import SessionRefused
-from agent_sessions.turns import start_turn
+from agent_sessions.session_turns import start_turn
 from configuration.settings import Settings
 from store.agent_sessions.automations import AutomationRecord, AutomationStore, InvocationRecord
 from store.repository import Store

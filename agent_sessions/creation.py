@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_sessions.agents import AgentChoice, resolve_agent
+from agent_sessions.agent_snapshot import AgentChoice, resolve_agent
 from agent_sessions.announce import announce
 from agent_sessions.services import SessionServices
-from agent_sessions.turns import SessionTurn, input_messages, new_id, now, start_turn_on
+from agent_sessions.session_turns import SessionTurn, input_messages, new_id, now, start_turn_on
 from store.agent_sessions.sessions import BetaSessionRecord
 
 

@@ -14,8 +14,8 @@ from api.http.errors import not_found
 from api.llama_stack.agent_routes import AgentDep
 from api.llama_stack.provider_data import McpHeadersDep, seal_mcp_headers
 from api.llama_stack.schemas import CreateTurnRequest, ResumeTurnRequest, StepResponse
+from api.llama_stack.turn_creation import reopen_turn, require_input_within_limit, start_turn
 from api.llama_stack.turn_responses import respond, stream_events
-from api.llama_stack.turn_starter import reopen_turn, require_input_within_limit, start_turn
 from api.services import Services, ServicesDep
 from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
 from api.turns.mcp_headers import keep_mcp_headers

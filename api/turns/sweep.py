@@ -13,7 +13,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from api.services import Services
-from api.turns.agent_turns import turn_start, workflow_summary
+from api.turns.agent_turn_start import turn_start, workflow_summary
 
 log = logging.getLogger(__name__)
 

@@ -11,10 +11,10 @@ from store.hand_over import HandOver
 from store.turns.agents import AgentStore
 from store.turns.events import StatusOutbox
 from store.turns.history import HistoryCache, HistoryStore
+from store.turns.lifecycle import TurnLifecycle
 from store.turns.records import BegunTurn, EventsWritten
 from store.turns.sessions import SessionStore
 from store.turns.toolgroups import ToolGroupStore
-from store.turns.turns import TurnLifecycle
 
 
 class TurnStore(AgentStore, ToolGroupStore, SessionStore, TurnLifecycle, HistoryStore):

@@ -7,9 +7,9 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Body, Query
 
-from agent_sessions.agents import check_model
+from agent_sessions.agent_snapshot import check_model
 from agent_sessions.mcp_tools import check_mcp_urls
-from agent_sessions.turns import new_id
+from agent_sessions.session_turns import new_id
 from api.guards.tenancy import TenantDep
 from api.openai.agents.mcp_tools import credential_seal
 from api.openai.agents.routing import beta_router

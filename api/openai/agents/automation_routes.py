@@ -18,7 +18,7 @@ from agent_sessions.automation_schedules import (
     replace_schedule,
     start_manual_run,
 )
-from agent_sessions.turns import new_id
+from agent_sessions.session_turns import new_id
 from api.guards.tenancy import TenantDep
 from api.openai.agents.automation_wire import (
     AutomationCreate,

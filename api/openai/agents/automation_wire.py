@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_sessions.agents import resolve_agent
-from agent_sessions.turns import input_messages
+from agent_sessions.agent_snapshot import resolve_agent
+from agent_sessions.session_turns import input_messages
 from api.openai.agents.mcp_tools import has_mcp_credentials
 from api.openai.agents.session_requests import agent_choice, check_environment
 from api.openai.agents.wire import AgentFields, EnvironmentParam, agent_body, check_metadata, parse, timestamp

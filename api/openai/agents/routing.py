@@ -32,7 +32,7 @@ AGENTS_PATH = "/v1/agents"
 _BETA_ONLY_PARTS = frozenset({"sessions", "automations", "environments"})
 _LLAMA_STACK_AGENT_PARTS = frozenset({"session", "sessions"})
 _AGENT_ID_PREFIX = "agent_"
-"""What `new_id("agent")` (agent_sessions/turns.py) starts this dialect's agent ids with; llama-stack's are UUIDs."""
+"""What `new_id("agent")` (agent_sessions/session_turns.py) starts this dialect's agent ids with; llama-stack: UUIDs."""
 _CREATE_FIELDS = frozenset(AgentFields.model_fields)
 
 

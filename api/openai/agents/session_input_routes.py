@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from fastapi import Body, Header, Response
 
 from agent_sessions.announce import announce
-from agent_sessions.turns import start_turn
+from agent_sessions.session_turns import start_turn
 from api.guards.tenancy import PrincipalDep
 from api.openai.agents.routing import beta_router
 from api.openai.agents.session_routes import stored_session, streamed

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_sessions.agents import AgentChoice
+from agent_sessions.agent_snapshot import AgentChoice
 from agent_sessions.creation import NewSession
 from agent_sessions.services import SessionServices
 from api.openai.agents.mcp_tools import credential_seal

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Body, Query, Request
 from fastapi.responses import StreamingResponse
 
-from agent_sessions.agents import check_model
+from agent_sessions.agent_snapshot import check_model
 from agent_sessions.announce import announce
 from agent_sessions.creation import create_session
 from agent_sessions.mcp_tools import check_mcp_urls

@@ -1,1 +1,2 @@
-"""OpenAI platform resources beside the Responses dialect: files, vector stores, embeddings, webhook endpoints."""
+"""The OpenAI platform resources the family's dialects share: files and uploads, vector stores and their files,
+embeddings, webhook endpoints (docs/knowledge.md, docs/webhooks.md)."""

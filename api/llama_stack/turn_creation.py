@@ -17,7 +17,7 @@ from api.llama_stack.schemas import CreateTurnRequest
 from api.llama_stack.toolgroup_check import require_toolgroups
 from api.llama_stack.turn_documents import url_documents, with_documents
 from api.services import Services
-from api.turns.agent_turns import turn_start, workflow_summary
+from api.turns.agent_turn_start import turn_start, workflow_summary
 from api.turns.mcp_headers import keep_mcp_headers
 from api.turns.sdk_retries import RETRY_WINDOW, is_sdk_retry, may_repeat
 from api.turns.stuck import still_running
