@@ -2,7 +2,7 @@
 
 Only callers with an API key are counted. Without configured keys the server has one tenant, its owner,
 and no limit applies: one machine's own clients are never throttled by their own server (the bound on a
-keyless server is the loopback-only Host check of api/host_check.py, not a rate).
+keyless server is the loopback-only Host check of api/guards/host_check.py, not a rate).
 
 Over the limit, a request is refused with 429 and `Retry-After` (the seconds until the key's bucket holds
 a token again) before any handler runs, so a refused request changes nothing. Where the buckets are is

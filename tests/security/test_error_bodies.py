@@ -46,7 +46,7 @@ def test_with_the_store_down_errors_name_neither_driver_nor_role(
 ) -> None:
     """Rate-limited, each request first takes from its key's bucket in the store (store/tenancy/rate_buckets.py)."""
     url, role = store_role
-    # Only callers with a key are rate-limited (api/rate_limit.py).
+    # Only callers with a key are rate-limited (api/guards/rate_limit.py).
     limits = dict(store_url=url, rate_limit_per_minute=rate_limit, api_keys=("error-bodies-key",))
     with (
         stack.other_api(stack.settings.model_copy(update=limits)) as api,
