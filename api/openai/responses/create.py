@@ -173,22 +173,31 @@ def _seal(services: Services, credentials: dict[str, dict[str, str]]) -> str | N
     return CredentialSeal(services.settings.credentials_key).seal({}, by_label=credentials)
 
 
-def _record(
-    response_id: str,
-    tenant: str,
-    turn_id: str,
-    segment: int,
-    body: CreateResponse,
-    items: list[dict[str, Any]],
-    request_hash: str | None,
-) -> ResponseRecord:
+@dataclass(frozen=True)
+class _Creation:
+    """One create request as the steps after its checks need it: who asks, for which response, with what."""
+
+    services: Services
+    tenant: str
+    response_id: str
+    body: CreateResponse
+    stored: list[dict[str, Any]]
+    """The input items as the response records them (`stored_input`)."""
+    credentials: str | None
+    """The request's MCP headers, sealed; None without any."""
+    keyed: bool
+    request_hash: str | None
+
+
+def _record(creation: _Creation, turn_id: str, segment: int) -> ResponseRecord:
+    body = creation.body
     request = body.model_dump(mode="json", exclude={"input", "tools", "stream"}, exclude_none=True, by_alias=True) | {
-        "input": items,
+        "input": creation.stored,
         "tools": body.echo_tools(),
     }
     return ResponseRecord(
-        response_id=response_id,
-        tenant_id=tenant,
+        response_id=creation.response_id,
+        tenant_id=creation.tenant,
         turn_id=turn_id,
         segment_index=segment,
         conversation_id=body.conversation_id,
@@ -198,7 +207,7 @@ def _record(
         background=body.background,
         store=body.store,
         created_at=datetime.now(UTC),
-        request_hash=request_hash,
+        request_hash=creation.request_hash,
     )
 
 
@@ -223,44 +232,29 @@ async def create(
     """Resume the turn the input answers, or start a new one; the response is recorded either way. `keyed`: the
     id comes from an Idempotency-Key, so an earlier attempt that crashed may have recorded its turn already.
     `request_hash`: an unkeyed request's, by which the SDK's retries of it find it (`latest_with_request`)."""
-    responses = services.store.responses
     items = resolve_references(body.items(), context.items)
     check_tool_outputs(context.items, items)
     opened = open_compactions(services.settings, tenant, [*context.items, *items])
     threshold = compact_threshold(services.settings, body)  # a 400 for compaction no key can seal, early
     credentials = _seal(services, mcp_credentials(body))
-    stored = stored_input(items)
-    resumed = await _resume_waiting(
-        services, responses, tenant, response_id, body, context, items, stored, credentials, request_hash
-    )
+    creation = _Creation(services, tenant, response_id, body, stored_input(items), credentials, keyed, request_hash)
+    resumed = await _resume_waiting(creation, context, items)
     if resumed is not None:
         return resumed
     await refuse_interleaving(services, body, threshold)  # a new turn only: resuming one does not compact
-    everything = as_read(context.items + items, opened)
-    return await _start(
-        services, responses, tenant, response_id, body, everything, stored, credentials, keyed, request_hash
-    )
+    return await _start(creation, as_read(context.items + items, opened))
 
 
-async def _start(
-    services: Services,
-    responses: ResponseStore,
-    tenant: str,
-    response_id: str,
-    body: CreateResponse,
-    everything: list[InputItem],
-    stored: list[dict[str, Any]],
-    credentials: str | None,
-    keyed: bool,
-    request_hash: str | None,
-) -> Created:
+async def _start(creation: _Creation, everything: list[InputItem]) -> Created:
+    services, tenant, response_id, body = creation.services, creation.tenant, creation.response_id, creation.body
+    credentials = creation.credentials
     split = split_input(to_messages(everything))
     context = fit_context(split.context, services.settings.max_history_bytes, body.truncation)
     turn_id = turn_id_of(response_id)
     started_at = datetime.now(UTC)
     # A fresh random id has no turn yet; a keyed one may, recorded by a first attempt that crashed.
-    new_turn = not keyed or await services.store.turns.turn_status(turn_id) is None
-    record = _record(response_id, tenant, turn_id, 0, body, stored, request_hash)
+    new_turn = not creation.keyed or await services.store.turns.turn_status(turn_id) is None
+    record = _record(creation, turn_id, 0)
     # The response's row commits with its turn's, unless MCP headers are kept in between: a retry that finds
     # the response recorded (`retried`) starts its workflow without keeping them again.
     with_turn = new_turn and credentials is None
@@ -271,7 +265,7 @@ async def _start(
         )
     await keep_mcp_headers(services, turn_id, credentials)
     if not with_turn:
-        await responses.add(record)
+        await services.store.responses.add(record)
     await _start_workflow(services, record, body, started_at)
     return Created(record, 0, new_turn)
 
@@ -359,19 +353,10 @@ def _answers(
     return outputs, decisions, followups
 
 
-async def _resume_waiting(
-    services: Services,
-    responses: ResponseStore,
-    tenant: str,
-    response_id: str,
-    body: CreateResponse,
-    context: Context,
-    items: list[InputItem],
-    stored: list[dict[str, Any]],
-    credentials: str | None,
-    request_hash: str | None,
-) -> Created | None:
+async def _resume_waiting(creation: _Creation, context: Context, items: list[InputItem]) -> Created | None:
     """Resume the paused turn these outputs answer; None when no paused turn waits for them."""
+    services, tenant, response_id, body = creation.services, creation.tenant, creation.response_id, creation.body
+    responses = services.store.responses
     ids = [item.call_id for item in items if isinstance(item, FunctionCallOutputItem)]
     ids += [item.approval_request_id for item in items if isinstance(item, McpApprovalResponseItem)]
     waiting = await services.store.turns.pending_calls(tenant, ids)
@@ -387,9 +372,9 @@ async def _resume_waiting(
     segment = len(await responses.of_turn(turn_id))
     settings = turn_settings(body)
     await services.store.turns.add_turn_settings(turn_id, response_id, settings)
-    await keep_mcp_headers(services, turn_id, credentials)
+    await keep_mcp_headers(services, turn_id, creation.credentials)
     after = await services.store.turns.last_event_id(turn_id)
-    record = _record(response_id, tenant, turn_id, segment, body, stored, request_hash)
+    record = _record(creation, turn_id, segment)
     await responses.add(record)
     submission = ToolResponsesSubmission(
         tool_responses=outputs,
