@@ -15,6 +15,7 @@ from api.openai.agents.mcp_tools import credential_seal
 from api.openai.agents.routing import beta_router
 from api.openai.agents.wire import AgentFields, agent_body, agent_object, parse, updated_agent_body
 from api.openai.errors import OpenAIError, not_found
+from api.openai.pages import list_page
 from api.services import ServicesDep
 from store.agent_sessions.sessions import BetaAgentRecord
 
@@ -25,16 +26,6 @@ describes; docs/agents-api.md describes these."""
 
 def _shown(record: BetaAgentRecord) -> dict[str, Any]:
     return agent_object(record.agent_id, record.body, record.created_at, record.updated_at)
-
-
-def page(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
-    return {
-        "object": "list",
-        "data": data,
-        "first_id": data[0]["id"] if data else None,
-        "last_id": data[-1]["id"] if data else None,
-        "has_more": has_more,
-    }
 
 
 def unknown_cursor(after: str) -> OpenAIError:
@@ -70,7 +61,7 @@ async def list_agents(
         found, has_more = await services.store.agent_sessions.agents(tenant, after, limit, order)
     except LookupError:
         raise unknown_cursor(after or "") from None
-    return page([_shown(record) for record in found], has_more)
+    return list_page([_shown(record) for record in found], has_more)
 
 
 @router.get("/agents/{agent_id}")

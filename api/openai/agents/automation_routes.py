@@ -33,6 +33,7 @@ from api.openai.agents.automation_wire import (
 from api.openai.agents.routing import beta_router
 from api.openai.agents.wire import check_metadata, parse
 from api.openai.errors import OpenAIError, invalid, not_found
+from api.openai.pages import list_page
 from api.services import Services, ServicesDep
 from store.agent_sessions.automations import AutomationRecord, AutomationStore, InvocationRecord
 from workflows.automation_run import manual_run_key
@@ -44,16 +45,6 @@ Order = Literal["asc", "desc"]
 
 def _store(services: Services) -> AutomationStore:
     return services.store.automations
-
-
-def _page(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
-    return {
-        "object": "list",
-        "data": data,
-        "first_id": data[0]["id"] if data else None,
-        "last_id": data[-1]["id"] if data else None,
-        "has_more": has_more,
-    }
 
 
 def _unknown_cursor(after: str) -> OpenAIError:
@@ -130,7 +121,7 @@ async def list_automations(
         found, more = await _store(services).page(tenant, after, limit, order, session_id)
     except LookupError:
         raise _unknown_cursor(after or "") from None
-    return _page([automation_object(record) for record in found], more)
+    return list_page([automation_object(record) for record in found], more)
 
 
 @router.get("/agents/automations/{automation_id}")
@@ -254,7 +245,7 @@ async def list_invocations(
         found, more = await _store(services).invocations(tenant, automation_id, after, limit, order)
     except LookupError:
         raise _unknown_cursor(after or "") from None
-    return _page([invocation_object(invocation, record) for invocation in found], more)
+    return list_page([invocation_object(invocation, record) for invocation in found], more)
 
 
 @router.get("/agents/automations/{automation_id}/invocations/{invocation_id}")

@@ -18,7 +18,7 @@ from agent_sessions.announce import announce
 from agent_sessions.creation import create_session
 from agent_sessions.mcp_tools import check_mcp_urls
 from api.guards.tenancy import Principal, PrincipalDep, TenantDep
-from api.openai.agents.agent_routes import page, unknown_cursor
+from api.openai.agents.agent_routes import unknown_cursor
 from api.openai.agents.mcp_tools import credential_seal
 from api.openai.agents.routing import beta_router
 from api.openai.agents.session_requests import new_session, parse_create
@@ -27,6 +27,7 @@ from api.openai.agents.session_view import session_view
 from api.openai.agents.spend_control import change_spend_limit
 from api.openai.agents.wire import SessionUpdate, agent_body, check_metadata, parse
 from api.openai.errors import invalid, not_found
+from api.openai.pages import list_page
 from api.services import Services, ServicesDep
 from store.agent_sessions.sessions import BetaSessionRecord
 
@@ -88,7 +89,7 @@ async def list_sessions(
         found, has_more = await services.store.agent_sessions.sessions(tenant, after, limit, order, agent_id, metadata)
     except LookupError:
         raise unknown_cursor(after or "") from None
-    return page([await session_view(services, record) for record in found], has_more)
+    return list_page([await session_view(services, record) for record in found], has_more)
 
 
 @router.get("/agents/sessions/{session_id}")

@@ -7,11 +7,11 @@ from typing import Annotated, Any, Literal
 from fastapi import Query
 
 from api.guards.tenancy import TenantDep
-from api.openai.agents.agent_routes import page
 from api.openai.agents.routing import beta_router
 from api.openai.agents.session_routes import stored_session
 from api.openai.agents.session_view import turn_items
 from api.openai.errors import OpenAIError, not_found
+from api.openai.pages import list_page
 from api.services import Services, ServicesDep
 from store.agent_sessions.sessions import BetaSessionRecord, SessionTurnRecord
 
@@ -29,7 +29,7 @@ def _paged(objects: list[dict[str, Any]], after: str | None, limit: int, order: 
         if after not in ids:
             raise OpenAIError(404, f"No item with id '{after}' here to list after.", "after")
         objects = objects[ids.index(after) + 1 :]
-    return page(objects[:limit], len(objects) > limit)
+    return list_page(objects[:limit], len(objects) > limit)
 
 
 async def _turn(services: Services, record: BetaSessionRecord, turn_id: str) -> SessionTurnRecord:

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from api.guards.tenancy import TenantDep
 from api.knowledge import KnowledgeDep, owned_file
 from api.openai.errors import ERROR_RESPONSES, OpenAIError, invalid
+from api.openai.pages import cursors
 from api.openai.platform.uploads import receive_upload
 from store.knowledge.files import StoredFile, UnknownCursor
 
@@ -113,8 +114,7 @@ async def list_files(
     data = [file_object(file) for file in files]
     return FileList(
         data=data,
-        first_id=data[0].id if data else None,
-        last_id=data[-1].id if data else None,
+        **cursors(data),
         has_more=has_more,
     )
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from api.knowledge import Knowledge
 from api.openai.errors import invalid, not_found
+from api.openai.pages import cursors
 from knowledge.chunking import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS
 from store.knowledge.records import FileBatch, FileCounts, VectorStore, VectorStoreFile
 
@@ -86,9 +87,7 @@ class CursorList(BaseModel):
 
 
 def cursor_list(data: list[Any], has_more: bool) -> CursorList:
-    return CursorList(
-        data=data, first_id=data[0].id if data else None, last_id=data[-1].id if data else None, has_more=has_more
-    )
+    return CursorList(data=data, **cursors(data), has_more=has_more)
 
 
 def counts(file_counts: FileCounts) -> FileCountsOut:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, WithJsonSchema
 
 from api.guards.tenancy import TenantDep
 from api.openai.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
+from api.openai.pages import list_page
 from configuration.settings import Settings
 from domain.webhook_events import EVENT_TYPES, event_body, sample_data
 from outbound.http import Outbound
@@ -149,16 +150,6 @@ async def _found(webhooks: Webhooks, tenant: str, endpoint_id: str) -> EndpointR
     return record
 
 
-def _page(items: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
-    return {
-        "object": "list",
-        "data": items,
-        "first_id": items[0]["id"] if items else None,
-        "last_id": items[-1]["id"] if items else None,
-        "has_more": has_more,
-    }
-
-
 @router.get("/webhook_event_types")
 async def list_event_types() -> dict[str, Any]:
     return {"object": "list", "data": list(EVENT_TYPES)}
@@ -193,7 +184,7 @@ async def list_endpoints(
         raise OpenAIError(
             404, f"Webhook endpoint with id '{after}' not found; `after` takes a listed one's id.", "after"
         ) from None
-    return _page([_endpoint(record) for record in records], has_more)
+    return list_page([_endpoint(record) for record in records], has_more)
 
 
 @router.get("/webhook_endpoints/{endpoint_id}")
@@ -291,7 +282,7 @@ async def list_deliveries(
         raise invalid(
             f"No delivery '{after}' of this endpoint; `after` takes a listed delivery's id.", "after"
         ) from None
-    return _page([_delivery(record) for record in records], has_more)
+    return list_page([_delivery(record) for record in records], has_more)
 
 
 @router.post("/webhook_endpoints/{endpoint_id}/deliveries/{delivery_id}/redeliver")

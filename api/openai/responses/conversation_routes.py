@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from api.guards.tenancy import TenantDep
 from api.openai.errors import ERROR_RESPONSES, OpenAIError, not_found
+from api.openai.pages import cursors
 from api.openai.responses.conversation_items import InputItem, stored_item
 from api.openai.responses.ids import new_conversation_id
 from api.services import ServicesDep
@@ -119,8 +120,7 @@ def _conversation(conversation: Conversation) -> ConversationObject:
 def _item_list(items: list[dict[str, Any]], has_more: bool = False) -> ConversationItemList:
     return ConversationItemList(
         data=items,
-        first_id=items[0]["id"] if items else None,
-        last_id=items[-1]["id"] if items else None,
+        **cursors(items),
         has_more=has_more,
     )
 

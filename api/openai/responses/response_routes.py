@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from api.guards.tenancy import Principal, PrincipalDep
 from api.knowledge import KnowledgeDep
 from api.openai.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
+from api.openai.pages import list_page
 from api.openai.responses import view
 from api.openai.responses.create import (
     Created,
@@ -245,14 +246,7 @@ async def delete_response(response_id: str, services: ServicesDep, principal: Pr
 
 
 def _page(items: list[dict[str, Any]], limit: int, has_more: bool) -> dict[str, Any]:
-    shown = items[:limit]
-    return {
-        "object": "list",
-        "data": shown,
-        "first_id": shown[0]["id"] if shown else None,
-        "last_id": shown[-1]["id"] if shown else None,
-        "has_more": has_more,
-    }
+    return list_page(items[:limit], has_more)
 
 
 @router.get("/responses/{response_id}/input_items")
