@@ -7,6 +7,7 @@ The vector and keyword indexes of the chunks are not tables here: each engine ke
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Index, Integer, LargeBinary, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
@@ -50,10 +51,10 @@ class VectorStoreRow(Base):
     vector_store_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(64))
     name: Mapped[str | None] = mapped_column(Text)
-    metadata_: Mapped[dict] = mapped_column("metadata", JSON)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSON)
     embedding_model: Mapped[str] = mapped_column(Text)
     embedding_dimension: Mapped[int] = mapped_column(Integer)
-    expires_after: Mapped[dict | None] = mapped_column(JSON)
+    expires_after: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime]
     last_active_at: Mapped[datetime]
     provider_vector_db_id: Mapped[str | None] = mapped_column(Text)
@@ -88,9 +89,9 @@ class VectorStoreFileRow(Base):
     file_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     status: Mapped[str] = mapped_column(String(16))
     """in_progress, completed, failed or cancelled."""
-    attributes: Mapped[dict] = mapped_column(JSON)
-    chunking_strategy: Mapped[dict] = mapped_column(JSON)
-    last_error: Mapped[dict | None] = mapped_column(JSON)
+    attributes: Mapped[dict[str, Any]] = mapped_column(JSON)
+    chunking_strategy: Mapped[dict[str, Any]] = mapped_column(JSON)
+    last_error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     usage_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     chunk_count: Mapped[int] = mapped_column(Integer, default=0)
     batch_id: Mapped[str | None] = mapped_column(String(64), index=True)
@@ -113,5 +114,5 @@ class ChunkRow(Base):
     text: Mapped[str] = mapped_column(Text)
     tokens: Mapped[int] = mapped_column(Integer)
     embedded: Mapped[bool] = mapped_column(default=False)
-    metadata_: Mapped[dict | None] = mapped_column("metadata", JSON)
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON)
     """A llama-stack chunk's own metadata (document_id and the like), as inserted."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -47,7 +48,7 @@ class ResponseRow(Base):
     conversation_id: Mapped[str | None] = mapped_column(String(64))
     previous_response_id: Mapped[str | None] = mapped_column(String(64))
     model: Mapped[str] = mapped_column(String(200))
-    request: Mapped[dict] = mapped_column(JSON)
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)
     """The request as echoed (its input items with their ids); never MCP headers or authorization."""
     background: Mapped[bool] = mapped_column(Boolean)
     store: Mapped[bool] = mapped_column(Boolean)
@@ -64,7 +65,7 @@ class ConversationRow(Base):
 
     conversation_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(64))
-    meta: Mapped[dict | None] = mapped_column("metadata", JSON)
+    meta: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON)
     """Named `meta` here because `metadata` is the declarative base's own attribute."""
     created_at: Mapped[datetime]
 
@@ -84,7 +85,7 @@ class ConversationItemRow(Base):
     position: Mapped[int] = mapped_column(EventId, primary_key=True, autoincrement=True)
     conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.conversation_id", ondelete="CASCADE"))
     item_id: Mapped[str] = mapped_column(String(128))
-    body: Mapped[dict] = mapped_column(JSON)
+    body: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime]
 
 
@@ -98,7 +99,7 @@ class CompactionRow(Base):
     compaction_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(64))
     model: Mapped[str] = mapped_column(String(200))
-    source: Mapped[list] = mapped_column(JSON)
+    source: Mapped[list[Any]] = mapped_column(JSON)
     """The chat messages to summarise; emptied once the summary is written."""
     summary: Mapped[str | None] = mapped_column(Text)
     input_tokens: Mapped[int | None] = mapped_column(Integer)

@@ -5,6 +5,7 @@ turn too), so streams, resumes and retention serve them all."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -28,7 +29,7 @@ class AgentRow(Base):
 
     agent_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(64), server_default=DEFAULT_TENANT)
-    config: Mapped[dict] = mapped_column(JSON)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime]
 
 
@@ -57,16 +58,16 @@ class TurnRow(Base):
     tenant_id: Mapped[str | None] = mapped_column(String(64))
     """A detached turn's tenant; NULL for llama-stack turns, whose tenant is their agent's."""
     status: Mapped[str] = mapped_column(String(32))
-    input_messages: Mapped[list] = mapped_column(JSON)
-    output_message: Mapped[dict | None] = mapped_column(JSON)
+    input_messages: Mapped[list[Any]] = mapped_column(JSON)
+    output_message: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     started_at: Mapped[datetime]
     completed_at: Mapped[datetime | None]
     error: Mapped[str | None] = mapped_column(Text)
-    toolgroups: Mapped[list | None] = mapped_column(JSON)
+    toolgroups: Mapped[list[Any] | None] = mapped_column(JSON)
     """The turn's own toolgroups, replacing the agent's; kept so a reopened turn has them again."""
-    tool_config: Mapped[dict | None] = mapped_column(JSON)
+    tool_config: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     """The turn's own tool configuration, replacing the agent's; kept for the same reason."""
-    context_messages: Mapped[list | None] = mapped_column(JSON)
+    context_messages: Mapped[list[Any] | None] = mapped_column(JSON)
     """A detached turn's prior context (domain/turn_settings.py ContextMessage), read before its input."""
 
 
@@ -76,7 +77,7 @@ class StepRow(Base):
     turn_id: Mapped[str] = mapped_column(ForeignKey("turns.turn_id", ondelete="CASCADE"), primary_key=True)
     position: Mapped[int] = mapped_column(Integer, primary_key=True)
     step_id: Mapped[str] = mapped_column(String(64))
-    body: Mapped[dict] = mapped_column(JSON)
+    body: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
 class EventRow(Base):
@@ -96,7 +97,7 @@ class EventRow(Base):
     event_id: Mapped[int] = mapped_column(EventId, primary_key=True, autoincrement=True)
     turn_id: Mapped[str] = mapped_column(ForeignKey("turns.turn_id", ondelete="CASCADE"))
     key: Mapped[str] = mapped_column(String(200))
-    body: Mapped[dict] = mapped_column(JSON)
+    body: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
 class ToolGroupRow(Base):
@@ -111,7 +112,7 @@ class ToolGroupRow(Base):
     toolgroup_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     provider_id: Mapped[str] = mapped_column(String(100))
     mcp_uri: Mapped[str | None] = mapped_column(Text)
-    args: Mapped[dict | None] = mapped_column(JSON)
+    args: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime]
 
 
@@ -133,7 +134,7 @@ class TurnSettingsRow(Base):
 
     settings_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     turn_id: Mapped[str] = mapped_column(ForeignKey("turns.turn_id", ondelete="CASCADE"), index=True)
-    body: Mapped[dict] = mapped_column(JSON)
+    body: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
 class PendingCallRow(Base):

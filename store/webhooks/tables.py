@@ -4,6 +4,7 @@ each endpoint, and every attempt of a delivery (the delivery log)."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
@@ -21,7 +22,7 @@ class WebhookEndpointRow(Base):
     tenant_id: Mapped[str] = mapped_column(String(64))
     name: Mapped[str] = mapped_column(Text)
     url: Mapped[str] = mapped_column(Text)
-    event_types: Mapped[list] = mapped_column(JSON)
+    event_types: Mapped[list[Any]] = mapped_column(JSON)
     secret_sealed: Mapped[str] = mapped_column(Text)
     secret_hint: Mapped[str] = mapped_column(String(64))
     previous_secret_sealed: Mapped[str | None] = mapped_column(Text)
@@ -49,7 +50,7 @@ class WebhookEventRow(Base):
     event_type: Mapped[str] = mapped_column(String(64))
     turn_id: Mapped[str | None] = mapped_column(String(64))
     cause: Mapped[str] = mapped_column(String(300))
-    body: Mapped[dict] = mapped_column(JSON)
+    body: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime]
 
 
