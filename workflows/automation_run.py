@@ -95,7 +95,7 @@ class AutomationRun:
                 scheduled_at=scheduled_at,
             )
         try:
-            return await workflow.execute_activity(
+            delivered: AutomationDelivered = await workflow.execute_activity(
                 DELIVER_AUTOMATION_ACTIVITY,
                 delivery,
                 result_type=AutomationDelivered,
@@ -104,6 +104,7 @@ class AutomationRun:
                 schedule_to_close_timeout=DELIVERY_DEADLINE,
                 retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
             )
+            return delivered
         except ActivityError as error:
             message = str(error.cause or error)
             await workflow.execute_activity(

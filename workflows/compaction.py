@@ -69,7 +69,7 @@ class CompactionWorkflow:
 
     @workflow.run
     async def run(self, start: CompactionStart) -> CompactionDone:
-        return await workflow.execute_activity(
+        done: CompactionDone = await workflow.execute_activity(
             SUMMARIZE_ACTIVITY,
             start,
             result_type=CompactionDone,
@@ -78,6 +78,7 @@ class CompactionWorkflow:
             heartbeat_timeout=INFERENCE_HEARTBEAT_TIMEOUT,
             retry_policy=_RETRY,
         )
+        return done
 
 
 async def compact_turn(
@@ -86,7 +87,7 @@ async def compact_turn(
     """The turn's compaction step: summarise its prior context (a Responses turn's) or its session's earlier
     turns (a llama-stack turn's) if it is over `threshold`; a turn's workflow calls this once, before its
     first model call."""
-    return await workflow.execute_activity(
+    result: CompactTurnResult = await workflow.execute_activity(
         COMPACT_TURN_ACTIVITY,
         CompactTurnRequest(
             turn_id=turn_id,
@@ -101,3 +102,4 @@ async def compact_turn(
         heartbeat_timeout=INFERENCE_HEARTBEAT_TIMEOUT,
         retry_policy=_RETRY,
     )
+    return result

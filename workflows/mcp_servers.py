@@ -96,7 +96,7 @@ async def list_new(
 
 async def _list(turn_id: str, server: McpServer) -> ListMcpServerResult:
     try:
-        return await workflow.execute_activity(
+        listed: ListMcpServerResult = await workflow.execute_activity(
             LIST_MCP_SERVER_ACTIVITY,
             ListMcpServerRequest(turn_id=turn_id, server=server),
             result_type=ListMcpServerResult,
@@ -105,6 +105,7 @@ async def _list(turn_id: str, server: McpServer) -> ListMcpServerResult:
             heartbeat_timeout=TOOL_HEARTBEAT_TIMEOUT,
             retry_policy=RetryPolicy(maximum_attempts=3, maximum_interval=timedelta(seconds=10)),
         )
+        return listed
     except ActivityError as failure:
         if is_cancelled_exception(failure):
             raise

@@ -7,6 +7,8 @@ created once (docs/upgrades.md).
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio.common import SearchAttributeKey
 
 AGENT_ID = SearchAttributeKey.for_keyword("AgentId")
@@ -29,7 +31,7 @@ existing namespace is brought up to date at each start, and another cluster's op
 create (hosting/search_attribute_schema.py). One added here reaches every install that way."""
 
 
-def _type_name(key: SearchAttributeKey) -> str:
+def _type_name(key: SearchAttributeKey[Any]) -> str:
     return "".join(word.capitalize() for word in key.indexed_value_type.name.split("_"))  # KEYWORD_LIST: KeywordList
 
 

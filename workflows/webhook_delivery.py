@@ -57,7 +57,7 @@ class WebhookDeliveryWorkflow:
     async def run(self, start: DeliveryStart) -> str:
         attempt = 1
         while True:
-            outcome = await workflow.execute_activity(
+            outcome: AttemptOutcome = await workflow.execute_activity(
                 WEBHOOK_ATTEMPT_ACTIVITY,
                 AttemptRequest(delivery_id=start.delivery_id, round=start.round, attempt=attempt),
                 result_type=AttemptOutcome,

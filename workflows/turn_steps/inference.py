@@ -96,9 +96,10 @@ class InferenceSteps(ToolSteps, SpendSteps):
             # while the call runs), so a dead worker is noticed by the task's timeout and the call made
             # again by the next one. Backoffs past LOCAL_RETRY_THRESHOLD wait as timers of the workflow's.
             try:
-                return await workflow.execute_local_activity(
+                local: InferenceResult = await workflow.execute_local_activity(
                     INFER_ACTIVITY, request, local_retry_threshold=LOCAL_RETRY_THRESHOLD, **common
                 )
+                return local
             except (ApplicationError, TimeoutError) as failed:
                 # A local activity's failure comes unwrapped; the turn ends on an activity's, with it as cause.
                 raise ActivityError(
@@ -110,9 +111,10 @@ class InferenceSteps(ToolSteps, SpendSteps):
                     activity_id="",
                     retry_state=None,
                 ) from failed
-        return await workflow.execute_activity(
+        result: InferenceResult = await workflow.execute_activity(
             INFER_ACTIVITY, request, heartbeat_timeout=INFERENCE_HEARTBEAT_TIMEOUT, **common
         )
+        return result
 
     async def _fetch_documents(self, urls: list[str]) -> None:
         result = await workflow.execute_activity(

@@ -235,7 +235,7 @@ class TurnState:
         # A local activity: a store write takes milliseconds, and running it inside the workflow
         # task saves a round trip through the server per status change. Its writes are keyed, so
         # the re-run after a worker crash is harmless.
-        ended = await workflow.execute_local_activity(
+        ended: TurnOutcome | None = await workflow.execute_local_activity(
             SAVE_PROGRESS_ACTIVITY,
             progress,
             result_type=TurnOutcome | None,  # type: ignore[arg-type]  # the SDK takes a union; its stub says type. None from releases before the store kept a turn's end

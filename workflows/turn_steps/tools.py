@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
 
 class ToolSteps(TurnState):
     async def _resolve_tools(self, toolgroups: list[AgentToolGroup], client_tools: list[str]) -> list[ServerTool]:
-        result = await workflow.execute_activity(
+        result: ResolveToolsResult = await workflow.execute_activity(
             RESOLVE_TOOLS_ACTIVITY,
             ResolveToolsRequest(toolgroups=toolgroups, client_tool_names=client_tools),
             result_type=ResolveToolsResult,
@@ -109,7 +109,7 @@ class ToolSteps(TurnState):
     async def _run_tool(self, request: ToolRunRequest) -> ToolResponse:
         call = request.call
         try:
-            return await workflow.execute_activity(
+            response: ToolResponse = await workflow.execute_activity(
                 RUN_TOOL_ACTIVITY,
                 request,
                 result_type=ToolResponse,
@@ -119,6 +119,7 @@ class ToolSteps(TurnState):
                 retry_policy=RetryPolicy(maximum_attempts=3, maximum_interval=timedelta(seconds=10)),
                 cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             )
+            return response
         except ActivityError as failure:
             if is_cancelled_exception(failure):
                 raise
