@@ -47,7 +47,8 @@ def knowledge_for(settings: Settings, store: Store, client: Client) -> Knowledge
 
 
 async def get_knowledge(request: Request) -> Knowledge:
-    return request.app.state.knowledge
+    knowledge: Knowledge = request.app.state.knowledge
+    return knowledge
 
 
 KnowledgeDep = Annotated[Knowledge, Depends(get_knowledge)]

@@ -93,7 +93,8 @@ class TurnGateway(TurnStarter):
     async def trace_carrier(self, turn_id: str) -> dict[str, str] | None:
         """The trace context the turn's create request recorded, if it was traced."""
         description = await self._client.get_workflow_handle(turn_workflow_id(turn_id)).describe()
-        return await description.memo_value(TRACE_MEMO, None)
+        carrier: dict[str, str] | None = await description.memo_value(TRACE_MEMO, None)
+        return carrier
 
     async def wait_closed(self, turn_id: str) -> bool:
         """Wait up to REOPEN_WAIT for the turn's workflow to close, however it ends; false if it has not.

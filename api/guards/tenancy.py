@@ -59,7 +59,8 @@ def principals(entries: tuple[str, ...]) -> dict[bytes, Principal]:
 
 
 async def current_principal(request: Request) -> Principal:
-    return request.scope.get("state", {}).get("principal", ANONYMOUS)
+    principal: Principal = request.scope.get("state", {}).get("principal", ANONYMOUS)
+    return principal
 
 
 async def current_tenant(request: Request) -> str:

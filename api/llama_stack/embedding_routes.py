@@ -33,8 +33,8 @@ class EmbeddingsResponse(BaseModel):
 def _text(item: Any, index: int) -> str:
     if isinstance(item, str):
         return item
-    if item.get("type") == "text" and isinstance(item.get("text"), str):
-        return item["text"]
+    if item.get("type") == "text" and isinstance(text := item.get("text"), str):
+        return text
     raise HTTPException(400, f"contents[{index}] is not text; the embedding models here embed text only")
 
 

@@ -29,8 +29,8 @@ def _document_text(document: Document, index: int) -> str:
 def document_url(document: Document) -> str | None:
     """The URL of a document given as `{"uri": …}` or `{"type": "url", "uri": …}`, else None."""
     content = document.content
-    if isinstance(content, dict) and isinstance(content.get("uri"), str):
-        return content["uri"]
+    if isinstance(content, dict) and isinstance(uri := content.get("uri"), str):
+        return uri
     return None
 
 

@@ -94,4 +94,5 @@ async def create_embeddings(body: EmbeddingRequest, knowledge: KnowledgeDep) -> 
 def _encoded(row: np.ndarray, encoding: str) -> list[float] | str:
     if encoding == "base64":
         return base64.b64encode(row.astype("<f4").tobytes()).decode()
-    return row.tolist()
+    values: list[float] = row.tolist()
+    return values

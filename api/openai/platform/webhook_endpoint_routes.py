@@ -52,7 +52,8 @@ class Webhooks:
 
 
 async def _webhooks(request: Request) -> Webhooks:
-    return request.app.state.webhooks
+    webhooks: Webhooks = request.app.state.webhooks
+    return webhooks
 
 
 WebhooksDep = Annotated[Webhooks, Depends(_webhooks)]

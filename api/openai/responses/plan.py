@@ -180,5 +180,6 @@ def summary(request: CreateResponse) -> str:
     for item in reversed(request.items()):
         text = getattr(item, "text", None)
         if callable(text) and getattr(item, "role", None) == "user":
-            return text()[:1000]
+            said: str = text()
+            return said[:1000]
     return json.dumps([getattr(item, "type", "") for item in request.items()])[:1000]
