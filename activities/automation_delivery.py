@@ -123,7 +123,7 @@ class AutomationDeliveries:
         tenant = automation.tenant_id
         sessions = self._services.store.agent_sessions
         if target["type"] == "existing_session":
-            session_id = target["session_id"]
+            session_id: str = target["session_id"]
             await start_turn(
                 self._services, tenant, session_id, target["instructions"], idempotency_key=invocation.run_key
             )

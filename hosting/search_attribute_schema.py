@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Any
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
@@ -33,7 +34,7 @@ class MissingSearchAttributes(RuntimeError):
     """The namespace lacks search attributes turns set; the message says which and how to create them."""
 
 
-async def missing_search_attributes(client: Client) -> list[SearchAttributeKey] | None:
+async def missing_search_attributes(client: Client) -> list[SearchAttributeKey[Any]] | None:
     """Ours that the client's namespace lacks; None when the client may not list them."""
     try:
         response = await client.operator_service.list_search_attributes(
@@ -47,7 +48,7 @@ async def missing_search_attributes(client: Client) -> list[SearchAttributeKey] 
     return [key for key in search_attributes.ALL if key.name not in present]
 
 
-def create_commands(namespace: str, keys: list[SearchAttributeKey]) -> list[str]:
+def create_commands(namespace: str, keys: list[SearchAttributeKey[Any]]) -> list[str]:
     """The `temporal` CLI commands that create `keys` in `namespace`."""
     return [
         f"temporal operator search-attribute create --namespace {namespace} --name {key.name} "

@@ -39,7 +39,8 @@ def _literal(vector: np.ndarray) -> str:
 
 
 def _exists(tx: Connection, table: str) -> bool:
-    return tx.execute(text("SELECT to_regclass(:name) IS NOT NULL"), {"name": table}).scalar_one()
+    exists: bool = tx.execute(text("SELECT to_regclass(:name) IS NOT NULL"), {"name": table}).scalar_one()
+    return exists
 
 
 class PgVectorIndex:

@@ -27,7 +27,7 @@ INPUT_SCHEMA: dict[str, Any] = {
 }
 DESCRIPTION = "Evaluate an arithmetic expression exactly: + - * / // % ** and parentheses."
 
-_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], int | float | complex]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -36,7 +36,7 @@ _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], int | float]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 
 
 class CalculatorError(ValueError):

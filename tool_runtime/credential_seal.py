@@ -47,7 +47,8 @@ class CredentialSeal:
 
     def open_labels(self, sealed: str) -> McpHeaders:
         """The headers by MCP server label."""
-        return self._document(sealed).get(BY_LABEL, {})
+        labels: McpHeaders = self._document(sealed).get(BY_LABEL, {})
+        return labels
 
     def _document(self, sealed: str) -> dict[str, Any]:
         try:

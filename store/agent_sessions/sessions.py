@@ -247,7 +247,7 @@ class AgentSessionStore:
             row = tx.execute(select(BetaSessionRow.turn_count).where(which & current)).first()
             if row is None:
                 return None
-            ordinal = row.turn_count
+            ordinal: int = row.turn_count
             changed = tx.execute(
                 update(BetaSessionRow)
                 .where(which & current & (BetaSessionRow.turn_count == ordinal))
