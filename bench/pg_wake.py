@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 import asyncpg
 from sqlalchemy import Connection
 
-import store.turns.events
+import store.pg_wake
 from api.streams.event_hub import EventHub
 from domain.agents import Agent, AgentConfig
 from domain.content import UserMessage
@@ -92,7 +92,7 @@ def _no_notification(tx: Connection) -> None:
 
 
 async def write_ms(url: str, notify: bool, writes: int, tag: str) -> list[float]:
-    store.turns.events.notify_events_written = notify_events_written if notify else _no_notification
+    store.pg_wake.notify_events_written = notify_events_written if notify else _no_notification
     database = open_database(url)
     writer = Store(database, vector_index(url))
     took = []
@@ -102,7 +102,7 @@ async def write_ms(url: str, notify: bool, writes: int, tag: str) -> list[float]
             await writer.turns.save_turn_progress(TURN, events=[KeyedEvent(key=f"{tag}-{n}", body={"delta": "word "})])
             took.append((time.perf_counter() - started) * 1000)
     finally:
-        store.turns.events.notify_events_written = notify_events_written
+        store.pg_wake.notify_events_written = notify_events_written
         await database.dispose()
     return took
 

@@ -12,8 +12,8 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, literal, sel
 from domain.content import CompletionMessage
 from domain.events import KeyedEvent
 from domain.turns import Step, Turn, TurnStatus
+from store import pg_wake
 from store.hand_over import HandOver
-from store.pg_wake import notify_events_written
 from store.turns.records import FINAL_STATUSES, BegunTurn, EventsWritten, StoredEvent
 from store.turns.rows import STEPS, StoreBase, load_turns
 from store.turns.tables import EventRow, PendingCallRow, SessionRow, StepRow, TurnCredentialsRow, TurnRow
@@ -182,7 +182,7 @@ class EventStore(StoreBase):
                     ids = tx.scalars(_INSERT_EVENTS, rows).all()
                     stored = [StoredEvent(event_id, row["body"]) for event_id, row in zip(ids, rows, strict=True)]
                     written = EventsWritten(turn_id, after, stored)
-                    notify_events_written(tx)
+                    pg_wake.notify_events_written(tx)
             deliveries = False
             if status is not None:  # the webhook events an end or a pause means, in this same transaction
                 deliveries = self._record_status(tx, turn_id, status, to_add[-1].key if to_add else status.value)
