@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 from llama_stack_client import Agent, LlamaStackClient
 from llama_stack_client.lib.agents.event_logger import EventLogger
+from llama_stack_client.types.shared_params.document import Document
 
 from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID, OFFLINE_MODEL_ID
+from tests.support.llama_agent import streamed, user_messages
 
 DRILLS = "Lifeboat drills happen every Tuesday at noon on deck four."
 GALLEY = "The galley serves herring on Sundays and rye bread on Fridays."
-DOCUMENTS = [
+DOCUMENTS: list[Document] = [
     {"document_id": "num-0", "content": DRILLS, "metadata": {}},
     {"document_id": "num-1", "content": GALLEY, "metadata": {}},
 ]
@@ -34,9 +36,17 @@ def _agent(llama: LlamaStackClient, tool: Any) -> Agent:
 
 
 def _turn(agent: Agent, session_id: str, text: str, **options: Any) -> tuple[Any, str]:
-    chunks = list(agent.create_turn(messages=[{"role": "user", "content": text}], session_id=session_id, **options))
+    chunks = list(streamed(agent.create_turn(messages=user_messages(text), session_id=session_id, **options)))
     printed = "".join(str(log) for log in EventLogger().log(iter(chunks)))
     return chunks[-1].event.payload.turn, printed
+
+
+def _document_ids(metadata: dict[str, object] | None) -> list[Any]:
+    """The document ids in a knowledge_search result's metadata, which the client types as any objects."""
+    assert metadata is not None
+    ids = metadata["document_ids"]
+    assert isinstance(ids, list)
+    return ids
 
 
 @pytest.mark.parametrize("group", ["builtin::rag/knowledge_search", "builtin::rag"])
@@ -61,14 +71,10 @@ def test_the_agent_searches_the_vector_db_and_answers_from_the_chunks(
     assert "Tuesday at noon" in turn.output_message.content
     # The event logger shows the call and its result as the 0.2.12 client prints them.
     assert "knowledge_search" in printed and "Tuesday at noon" in printed
-    assert (
-        agent.client.agents.steps.retrieve(
-            agent_id=agent.agent_id, session_id=session_id, turn_id=turn.turn_id, step_id=step.step_id
-        )
-        .step.tool_responses[0]
-        .metadata["document_ids"]
-        == response.metadata["document_ids"]
+    retrieved = agent.client.agents.steps.retrieve(
+        agent_id=agent.agent_id, session_id=session_id, turn_id=turn.turn_id, step_id=step.step_id
     )
+    assert _document_ids(retrieved.step.tool_responses[0].metadata) == response.metadata["document_ids"]
 
 
 def test_query_config_limits_the_chunks_and_fills_the_template(llama: LlamaStackClient, vector_db: str) -> None:
@@ -113,6 +119,6 @@ def test_knowledge_search_invoked_outside_a_turn_answers_like_the_rag_query(
     invoked = llama.tool_runtime.invoke_tool(
         tool_name="knowledge_search", kwargs={"query": "lifeboat drills", "vector_db_ids": [vector_db]}
     )
-    assert invoked.error_code == 0 and invoked.metadata["document_ids"][0] == "num-0"
+    assert invoked.error_code == 0 and _document_ids(invoked.metadata)[0] == "num-0"
     queried = llama.tool_runtime.rag_tool.query(content="lifeboat drills", vector_db_ids=[vector_db])
     assert [item.text for item in invoked.content] == [item.text for item in queried.content]

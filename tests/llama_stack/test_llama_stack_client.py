@@ -9,6 +9,7 @@ from llama_stack_client.lib.agents.client_tool import client_tool
 from llama_stack_client.lib.agents.event_logger import EventLogger
 
 from tests.support.clients import boiling_point
+from tests.support.llama_agent import streamed, user_messages
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL
 
@@ -21,16 +22,14 @@ def _agent(llama: LlamaStackClient, **kwargs: Any) -> Agent:
     return Agent(llama, model=SCRIPTED_MODEL, instructions="You are a helpful assistant", **kwargs)
 
 
-def _user(content: str) -> list[dict[str, str]]:
-    return [{"role": "user", "content": content}]
-
-
 def test_plain_streamed_turn_prints_the_models_words(llama: LlamaStackClient, model: ScriptedModel) -> None:
     model.script(text("Here is a sentence with hello in it."))
     agent = _agent(llama, tools=[])
     session_id = agent.create_session("plain")
 
-    chunks = list(agent.create_turn(messages=_user("Give me a sentence with hello"), session_id=session_id))
+    chunks = list(
+        streamed(agent.create_turn(messages=user_messages("Give me a sentence with hello"), session_id=session_id))
+    )
     printed = "".join(str(log) for log in EventLogger().log(iter(chunks)))
 
     assert "hello in it." in printed
@@ -52,7 +51,9 @@ def test_client_tool_turn_streamed_pauses_and_the_helper_resumes_it(
     agent = _agent(llama)
     session_id = agent.create_session("tool-stream")
 
-    chunks = list(agent.create_turn(messages=_user("Boiling point of polyjuice?"), session_id=session_id))
+    chunks = list(
+        streamed(agent.create_turn(messages=user_messages("Boiling point of polyjuice?"), session_id=session_id))
+    )
     printed = "".join(str(log) for log in EventLogger().log(iter(chunks)))
 
     assert calls == [{"liquid_name": "polyjuice", "celcius": True}]
@@ -74,7 +75,7 @@ def test_client_tool_turn_non_streamed_returns_the_finished_turn(llama: LlamaSta
     agent = _agent(llama)
     session_id = agent.create_session("tool-nonstream")
 
-    turn = agent.create_turn(messages=_user("Boiling point of water?"), session_id=session_id, stream=False)
+    turn = agent.create_turn(messages=user_messages("Boiling point of water?"), session_id=session_id, stream=False)
 
     assert [s.step_type for s in turn.steps] == ["inference", "tool_execution", "inference"]
     assert turn.output_message.content == "Water: -1. "
@@ -88,7 +89,7 @@ def test_raw_non_streaming_turn_create_answers_with_the_turn(llama: LlamaStackCl
     agent_id = llama.agents.create(agent_config={"model": SCRIPTED_MODEL, "instructions": "Be brief."}).agent_id
     session_id = llama.agents.session.create(agent_id, session_name="raw").session_id
 
-    turn = llama.agents.turn.create(session_id, agent_id=agent_id, messages=_user("Hi"), stream=False)
+    turn = llama.agents.turn.create(session_id, agent_id=agent_id, messages=user_messages("Hi"), stream=False)
 
     assert turn.output_message.content == "Plain answer. "
     assert turn.output_message.stop_reason == "end_of_turn"
@@ -103,8 +104,8 @@ def test_second_turn_sends_the_first_turns_messages_in_order(llama: LlamaStackCl
     agent = _agent(llama)
     session_id = agent.create_session("two-turns")
 
-    agent.create_turn(messages=_user("Boiling point of polyjuice?"), session_id=session_id, stream=False)
-    agent.create_turn(messages=_user("What did I ask?"), session_id=session_id, stream=False)
+    agent.create_turn(messages=user_messages("Boiling point of polyjuice?"), session_id=session_id, stream=False)
+    agent.create_turn(messages=user_messages("What did I ask?"), session_id=session_id, stream=False)
 
     second_turn_request = model.requests[2]["messages"]
     assert [m["role"] for m in second_turn_request] == ["system", "user", "assistant", "tool", "assistant", "user"]
@@ -131,8 +132,8 @@ def test_retrieve_turn_step_and_session(llama: LlamaStackClient, model: Scripted
     model.script(tool_call("get_boiling_point", {"liquid_name": "polyjuice"}), text("Done."), text("Second."))
     agent = _agent(llama)
     session_id = agent.create_session("retrieve")
-    first = agent.create_turn(messages=_user("one"), session_id=session_id, stream=False)
-    second = agent.create_turn(messages=_user("two"), session_id=session_id, stream=False)
+    first = agent.create_turn(messages=user_messages("one"), session_id=session_id, stream=False)
+    second = agent.create_turn(messages=user_messages("two"), session_id=session_id, stream=False)
 
     turn = llama.agents.turn.retrieve(first.turn_id, agent_id=agent.agent_id, session_id=session_id)
     assert turn.turn_id == first.turn_id

@@ -9,12 +9,13 @@ from llama_stack_client import LlamaStackClient
 from llama_stack_client.lib.agents.react.agent import ReActAgent
 
 from tests.llama_stack.test_llama_stack_client import calls, get_boiling_point
+from tests.support.llama_agent import user_messages
 from tests.support.rest import create_agent, create_session, final_turn
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
 
-def _react(thought: str, action: dict | None = None, answer: str | None = None) -> str:  # type: ignore[type-arg]
+def _react(thought: str, action: dict | None = None, answer: str | None = None) -> str:
     return json.dumps({"thought": thought, "action": action, "answer": answer})
 
 
@@ -26,12 +27,13 @@ def test_the_official_react_agent_resumes_a_completed_turn(stack: Stack, model: 
     agent = ReActAgent(client=llama, model=SCRIPTED_MODEL, tools=[get_boiling_point])
     session_id = agent.create_session("react")
 
-    turn = agent.create_turn(messages=[{"role": "user", "content": "Polyjuice?"}], session_id=session_id, stream=False)
+    turn = agent.create_turn(messages=user_messages("Polyjuice?"), session_id=session_id, stream=False)
 
     assert calls == [{"liquid_name": "polyjuice", "celcius": True}]
     assert [s.step_type for s in turn.steps] == ["inference", "tool_execution", "inference"]
     assert turn.steps[1].tool_calls == [] and turn.steps[1].tool_responses[0].content == "-100"
-    assert json.loads(turn.output_message.content)["answer"] == "-100 C"
+    answer = turn.output_message.content
+    assert isinstance(answer, str) and json.loads(answer)["answer"] == "-100 C"
     # The model read the parsed call's result as the user's message (no tool_call_id to answer).
     assert model.requests[1]["messages"][-1] == {"role": "user", "content": "Result of get_boiling_point: -100"}
 

@@ -6,9 +6,11 @@ import time
 
 import httpx
 from llama_stack_client import Agent, LlamaStackClient
+from llama_stack_client.types.agents.agent_turn_response_stream_chunk import AgentTurnResponseStreamChunk
 
 from tests.llama_stack.test_llama_stack_client import get_boiling_point
 from tests.support import mcp_server
+from tests.support.llama_agent import streamed, user_messages
 from tests.support.rest import create_agent, create_session, final_turn
 from tests.support.scripted_model import Reply, ScriptedModel, ThreadedServer, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
@@ -29,10 +31,8 @@ def test_agent_with_mcp_and_client_tool_in_one_streamed_turn(
     agent = Agent(llama, model=SCRIPTED_MODEL, instructions="Use tools.", tools=[toolgroup, get_boiling_point])
     session_id = agent.create_session("mixed")
 
-    arrivals: list[tuple[float, object]] = []
-    for chunk in agent.create_turn(
-        messages=[{"role": "user", "content": "2+3, and polyjuice?"}], session_id=session_id
-    ):
+    arrivals: list[tuple[float, AgentTurnResponseStreamChunk]] = []
+    for chunk in streamed(agent.create_turn(messages=user_messages("2+3, and polyjuice?"), session_id=session_id)):
         arrivals.append((time.monotonic(), chunk))
 
     payloads = [chunk.event.payload for _, chunk in arrivals]

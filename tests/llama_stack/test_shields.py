@@ -6,6 +6,7 @@ import httpx
 from llama_stack_client import Agent, LlamaStackClient
 from llama_stack_client.lib.agents.event_logger import EventLogger
 
+from tests.support.llama_agent import streamed, user_messages
 from tests.support.rest import create_agent, create_session, final_turn, sse_events
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
@@ -35,13 +36,11 @@ def test_an_input_violation_ends_the_turn_before_the_model_is_called(stack: Stac
     fine = "".join(
         str(log)
         for log in EventLogger().log(
-            agent.create_turn(
-                messages=[{"role": "user", "content": "Give me a sentence with hello"}], session_id=session_id
-            )
+            streamed(agent.create_turn(messages=user_messages("Give me a sentence with hello"), session_id=session_id))
         )
     )
     refused = list(
-        agent.create_turn(messages=[{"role": "user", "content": "Tell me how to make a bomb"}], session_id=session_id)
+        streamed(agent.create_turn(messages=user_messages("Tell me how to make a bomb"), session_id=session_id))
     )
 
     assert "shield_call> No Violation" in fine

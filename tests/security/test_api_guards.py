@@ -10,6 +10,7 @@ import pytest
 from llama_stack_client import Agent, LlamaStackClient
 
 from configuration.settings import OFFLINE_MODEL_ID
+from tests.support.llama_agent import user_messages
 from tests.support.stack import Stack
 
 KEYS = ("first-key-0123", "second-key-4567")
@@ -62,7 +63,7 @@ def test_the_official_client_authenticates_with_api_key(keyed_api: str) -> None:
     with LlamaStackClient(base_url=keyed_api, api_key=KEYS[1], max_retries=0, timeout=30) as llama:
         agent = Agent(llama, model=OFFLINE_MODEL_ID, instructions="Be brief.")
         session_id = agent.create_session("keyed")
-        turn = agent.create_turn(messages=[{"role": "user", "content": "hello"}], session_id=session_id, stream=False)
+        turn = agent.create_turn(messages=user_messages("hello"), session_id=session_id, stream=False)
         assert turn.output_message.content == "You said: hello"
 
     with LlamaStackClient(base_url=keyed_api, max_retries=0, timeout=30) as anonymous:

@@ -14,6 +14,7 @@ from store.database import open_database
 from store.tenancy.rate_buckets import StoreRateBuckets
 from tests.llama_stack.test_llama_stack_client import get_boiling_point
 from tests.support.databases import postgres_database
+from tests.support.llama_agent import user_messages
 from tests.support.scripted_model import text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
@@ -35,7 +36,7 @@ def test_client_tool_turn_and_session_on_postgresql(postgres_stack: Stack) -> No
     agent = Agent(llama, model=SCRIPTED_MODEL, instructions="Be brief.", tools=[get_boiling_point])
     session_id = agent.create_session("pg")
 
-    turn = agent.create_turn(messages=[{"role": "user", "content": "polyjuice?"}], session_id=session_id, stream=False)
+    turn = agent.create_turn(messages=user_messages("polyjuice?"), session_id=session_id, stream=False)
 
     assert [s.step_type for s in turn.steps] == ["inference", "tool_execution", "inference"]
     session = llama.agents.session.retrieve(session_id, agent_id=agent.agent_id)
