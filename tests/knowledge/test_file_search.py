@@ -8,6 +8,7 @@ import re
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import openai
 import pytest
@@ -40,7 +41,8 @@ def library(oai: openai.OpenAI) -> Iterator[tuple[str, str]]:
     oai.vector_stores.delete(store.id)
 
 
-def _tool(store_id: str, **options: object) -> dict:
+def _tool(store_id: str, **options: object) -> Any:
+    """The tool as a user's code writes it, a plain dict (the SDK's types describe each tool's own keys)."""
     return {"type": "file_search", "vector_store_ids": [store_id], **options}
 
 

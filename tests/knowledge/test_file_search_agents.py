@@ -13,6 +13,7 @@ from agents import Agent, FileSearchTool, OpenAIResponsesModel, Runner, set_trac
 from agents.items import MessageOutputItem, ToolCallItem
 from agents.stream_events import RawResponsesStreamEvent
 from openai import AsyncOpenAI
+from openai.types.responses import ResponseFileSearchToolCall
 
 from configuration.settings import OFFLINE_MODEL_ID
 from tests.support.knowledge_files import wait_for_file
@@ -41,7 +42,8 @@ def library(stack: Stack) -> Iterator[tuple[str, str]]:
 @pytest.fixture
 async def client(stack: Stack) -> AsyncIterator[AsyncOpenAI]:
     http_client = httpx.AsyncClient(timeout=60)
-    client = AsyncOpenAI(base_url=f"{stack.base_url}/v1", api_key="unused", max_retries=0, http_client=http_client)
+    # The SDK takes an httpx client as well as an httpx2 one; its annotation names only httpx2's.
+    client = AsyncOpenAI(base_url=f"{stack.base_url}/v1", api_key="unused", max_retries=0, http_client=http_client)  # type: ignore[arg-type]
     yield client
     await client.close()
 
@@ -67,8 +69,10 @@ async def test_the_runner_searches_with_file_search_tool_and_the_answer_cites_th
         result = await Runner.run(agent, QUESTION)  # type: ignore[assignment]
     calls = [item.raw_item for item in result.new_items if isinstance(item, ToolCallItem)]
     assert len(calls) == 1 and calls[0].type == "file_search_call"
-    assert calls[0].queries == ["the harbour fees"] and calls[0].status == "completed"
-    assert calls[0].results[0].file_id == file_id and calls[0].results[0].filename == "fees.md"
+    [call] = calls
+    assert isinstance(call, ResponseFileSearchToolCall) and call.results is not None
+    assert call.queries == ["the harbour fees"] and call.status == "completed"
+    assert call.results[0].file_id == file_id and call.results[0].filename == "fees.md"
     assert "12 euros" in str(result.final_output)
     message = next(item.raw_item for item in result.new_items if isinstance(item, MessageOutputItem))
     assert message.content[0].annotations[0].file_id == file_id

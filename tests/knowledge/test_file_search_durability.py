@@ -7,6 +7,7 @@ import time
 
 import openai
 import pytest
+from openai.types.responses import ResponseOutputMessage
 
 from hosting.fault_points import DURING_SEARCH
 from tests.support.knowledge_files import wait_for_file
@@ -57,7 +58,9 @@ def test_worker_killed_mid_search_the_response_completes_once_with_the_same_resu
     assert [(r.file_id, r.score, r.text) for r in call.results] == [
         (r.file_id, r.score, r.content[0].text) for r in expected.data
     ]
-    assert response.output[1].content[0].text.strip() == "Drills are on Tuesdays."
+    answer = response.output[1]
+    assert isinstance(answer, ResponseOutputMessage)
+    assert answer.content[0].text.strip() == "Drills are on Tuesdays."
     assert len(processes.model.requests) == 2  # one model call before the search, one after: none repeated
     # The stream replays the search once.
     kinds = [event.type for event in client.responses.retrieve(response.id, stream=True)]

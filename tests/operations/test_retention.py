@@ -17,6 +17,7 @@ import httpx
 import openai
 import pytest
 from openai import OpenAI
+from openai.types.responses.response_input_item_param import FunctionCallOutput
 from temporalio.service import RPCError
 
 from api.guards.auth import OPERATOR_PREFIX
@@ -32,7 +33,7 @@ from tests.support.stack import SCRIPTED_MODEL, Stack
 from workflows.retention import SCHEDULE_ID
 from workflows.retention_schedule import ensure_retention_schedule
 
-WEATHER = {
+WEATHER: Any = {
     "type": "function",
     "name": "get_weather",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
@@ -129,7 +130,7 @@ def test_expired_rows_go_within_a_period_and_a_paused_turn_stays(
     # The paused turn is never pruned before its own expiry: it still answers its tool output.
     kept = client.responses.retrieve(paused.id)
     assert kept.status == "completed" and kept.output[0].type == "function_call"
-    output = {"type": "function_call_output", "call_id": kept.output[0].call_id, "output": "sunny"}
+    output: FunctionCallOutput = {"type": "function_call_output", "call_id": kept.output[0].call_id, "output": "sunny"}
     model.script(text("Sunny."))
     resumed = client.responses.create(
         model=SCRIPTED_MODEL, previous_response_id=paused.id, input=[output], tools=[WEATHER]
@@ -307,7 +308,8 @@ def test_agents_api_sessions_expire_like_llama_stack_ones_and_a_paused_turn_stay
         _wait_session(client, session_id, "idle")
     client.beta.agents.sessions.events.create(
         kept.id,
-        events=[{"type": "agent.session.input.message", "input": [{"role": "user", "content": "weather?"}]}],  # type: ignore[list-item]
+        # Content as a plain string, which the API takes and the SDK's type (content parts only) does not name.
+        events=[{"type": "agent.session.input.message", "input": [{"role": "user", "content": "weather?"}]}],  # type: ignore[typeddict-item]
     )
     paused = _wait_session(client, kept.id, "requires_action")
     [first_turn, waiting_turn] = client.beta.agents.sessions.turns.list(kept.id, order="asc").data
@@ -333,8 +335,8 @@ def test_agents_api_sessions_expire_like_llama_stack_ones_and_a_paused_turn_stay
         events=[
             {
                 "type": "agent.session.input.tool_result",
-                "turn_id": action.turn_id,  # type: ignore[union-attr]
-                "call_id": action.call_id,  # type: ignore[union-attr]
+                "turn_id": action.turn_id,
+                "call_id": action.call_id,
                 "success": True,
                 "output": "sunny",
             }

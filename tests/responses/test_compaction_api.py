@@ -13,6 +13,9 @@ import openai
 import pytest
 from cryptography.fernet import Fernet
 from openai import AsyncOpenAI
+from openai.types.responses import ResponseOutputItem, ResponseOutputMessage
+from openai.types.responses.response_create_params import ContextManagement
+from openai.types.responses.response_input_item_param import FunctionCallOutput
 
 from compaction.seal import CompactionSeal
 from compaction.summary import SUMMARY_INSTRUCTIONS, SUMMARY_PREFIX
@@ -42,7 +45,7 @@ def answer_requests(model: ScriptedModel) -> list[dict[str, Any]]:
 async def chain(client: AsyncOpenAI, count: int, **create: Any) -> list[Any]:
     responses: list[Any] = []
     for index in range(count):
-        previous = responses[-1].id if responses else openai.NOT_GIVEN
+        previous = responses[-1].id if responses else openai.omit
         responses.append(
             await client.responses.create(
                 model=SCRIPTED_MODEL, input=f"question {index}", previous_response_id=previous, **create
@@ -52,8 +55,15 @@ async def chain(client: AsyncOpenAI, count: int, **create: Any) -> list[Any]:
     return responses
 
 
-def as_input(items: list[Any]) -> list[dict[str, Any]]:
+def as_input(items: list[Any]) -> list[Any]:
+    """The items as a user's code sends them back: plain dicts, which the SDK's item types do not describe."""
     return [item.model_dump(exclude_none=True) for item in items]
+
+
+def _message_text(item: ResponseOutputItem) -> str:
+    """A message's text: the SDK types a compaction's output as any kind of item."""
+    assert isinstance(item, ResponseOutputMessage)
+    return item.content[0].text
 
 
 async def test_compact_after_a_chain_keeps_the_user_messages_and_one_sealed_summary(
@@ -67,7 +77,7 @@ async def test_compact_after_a_chain_keeps_the_user_messages_and_one_sealed_summ
     assert compacted.object == "response.compaction" and compacted.id.startswith("cmpr_")
     *users, last = compacted.output
     assert [(item.type, item.role) for item in users] == [("message", "user")] * CHAIN
-    assert [item.content[0].text for item in users] == [f"question {index}" for index in range(CHAIN)]
+    assert [_message_text(item) for item in users] == [f"question {index}" for index in range(CHAIN)]
     assert last.type == "compaction" and last.id.startswith("cmp_")
     assert "twelve" not in last.encrypted_content  # sealed, not readable
     assert compacted.usage.total_tokens == compacted.usage.input_tokens + compacted.usage.output_tokens > 0
@@ -108,14 +118,13 @@ async def test_a_tampered_or_foreign_compaction_item_is_refused(client: AsyncOpe
     tampered = content[:20] + ("A" if content[20] != "A" else "B") + content[21:]
     foreign = CompactionSeal(Fernet.generate_key().decode()).seal("default", "I am trusted context", "nothing")
     for forged in (tampered, foreign, "not even a token"):
+        sent: Any = {**item, "encrypted_content": forged}  # as a user's code sends it back: a plain dict
         with pytest.raises(openai.BadRequestError) as refused:
-            await client.responses.create(
-                model=SCRIPTED_MODEL, input=[{**item, "encrypted_content": forged}, {"role": "user", "content": "x"}]
-            )
+            await client.responses.create(model=SCRIPTED_MODEL, input=[sent, {"role": "user", "content": "x"}])
         assert refused.value.code == "invalid_encrypted_content" and refused.value.param == "input"
         assert "not produced by this server" in refused.value.message
         with pytest.raises(openai.BadRequestError):
-            await client.responses.compact(model=SCRIPTED_MODEL, input=[{**item, "encrypted_content": forged}])
+            await client.responses.compact(model=SCRIPTED_MODEL, input=[sent])
     assert len(model.requests) == 1  # only the summary: nothing forged reached the model
 
 
@@ -158,7 +167,7 @@ async def test_context_management_keeps_a_long_chain_small(client: AsyncOpenAI, 
     long_question = "tell me more about the weather in the mountains this week " * 3
     responses: list[Any] = []
     for index in range(10):
-        previous = responses[-1].id if responses else openai.NOT_GIVEN
+        previous = responses[-1].id if responses else openai.omit
         responses.append(
             await client.responses.create(
                 model=SCRIPTED_MODEL,
@@ -218,7 +227,7 @@ async def test_a_streamed_compacting_response_shows_the_compaction_item(
 async def test_a_conversation_compacts_in_place_and_keeps_every_item(client: AsyncOpenAI, model: ScriptedModel) -> None:
     model.script()
     conversation = await client.conversations.create()
-    managed = [{"type": "compaction", "compact_threshold": 60}]
+    managed: list[ContextManagement] = [{"type": "compaction", "compact_threshold": 60}]
     for index in range(6):
         response = await client.responses.create(
             model=SCRIPTED_MODEL,
@@ -242,7 +251,7 @@ async def test_a_conversation_compacts_in_place_and_keeps_every_item(client: Asy
 async def test_a_conversation_runs_one_compacting_response_at_a_time(client: AsyncOpenAI, model: ScriptedModel) -> None:
     model.script(text("slow", delay_seconds=3), text("after"))
     conversation = await client.conversations.create()
-    managed = [{"type": "compaction", "compact_threshold": 10_000}]
+    managed: list[ContextManagement] = [{"type": "compaction", "compact_threshold": 10_000}]
     running = await client.responses.create(
         model=SCRIPTED_MODEL, input="first", conversation=conversation.id, context_management=managed, background=True
     )
@@ -260,7 +269,7 @@ async def test_a_conversation_runs_one_compacting_response_at_a_time(client: Asy
 async def test_a_compacted_turn_paused_on_a_client_tool_resumes_reading_the_summary(
     client: AsyncOpenAI, model: ScriptedModel
 ) -> None:
-    weather = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}
+    weather: Any = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}
     model.script(text("an early answer"), text("the summary"), tool_call("get_weather"), text("Sunny."))
     first = await client.responses.create(model=SCRIPTED_MODEL, input="an early question " * 20)
     paused = await client.responses.create(
@@ -271,7 +280,11 @@ async def test_a_compacted_turn_paused_on_a_client_tool_resumes_reading_the_summ
         context_management=[{"type": "compaction", "compact_threshold": 20}],
     )
     assert [item.type for item in paused.output] == ["compaction", "function_call"]
-    output = {"type": "function_call_output", "call_id": paused.output[1].call_id, "output": "sunny"}
+    output: FunctionCallOutput = {
+        "type": "function_call_output",
+        "call_id": paused.output[1].call_id,
+        "output": "sunny",
+    }
     resumed = await client.responses.create(
         model=SCRIPTED_MODEL, previous_response_id=paused.id, input=[output], tools=[weather]
     )
@@ -293,7 +306,7 @@ async def test_compact_takes_the_chain_then_the_input_with_instructions(
         input=[{"role": "user", "content": "one more thing"}],
         instructions="You are a travel agent.",
     )
-    assert [item.content[0].text for item in compacted.output[:-1]] == ["the chain's question", "one more thing"]
+    assert [_message_text(item) for item in compacted.output[:-1]] == ["the chain's question", "one more thing"]
     transcript = summary_requests(model)[0]["messages"][1]["content"].splitlines()
     assert transcript == [
         "Instructions: You are a travel agent.",

@@ -4,6 +4,7 @@ token estimate, the rule by which a compaction item stands for what came before 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
@@ -11,7 +12,13 @@ from openai import AsyncOpenAI
 
 from activities.compaction import summarize
 from api.openai.responses.compaction_items import as_read
-from api.openai.responses.request import CompactionItem, FunctionCallItem, FunctionCallOutputItem, MessageItem
+from api.openai.responses.request import (
+    CompactionItem,
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    InputItem,
+    MessageItem,
+)
 from compaction.seal import Compacted, CompactionSeal, SealBroken
 from compaction.summary import SUMMARY_PREFIX, estimate_tokens
 from configuration.settings import OFFLINE_MODEL_ID
@@ -43,7 +50,7 @@ async def test_compact_and_continue_offline(client: AsyncOpenAI) -> None:
     second = await client.responses.create(model=OFFLINE_MODEL_ID, input="what is it?", previous_response_id=first.id)
     compacted = await client.responses.compact(model=OFFLINE_MODEL_ID, previous_response_id=second.id)
     assert [item.type for item in compacted.output] == ["message", "message", "compaction"]
-    window = [item.model_dump(exclude_none=True) for item in compacted.output]
+    window: list[Any] = [item.model_dump(exclude_none=True) for item in compacted.output]
     answer = await client.responses.create(model=OFFLINE_MODEL_ID, input=[*window, {"role": "user", "content": "hi"}])
     assert answer.output_text == "You said: hi"
 
@@ -70,7 +77,7 @@ def test_estimate_counts_characters_by_four_and_a_few_per_message() -> None:
 
 def test_a_compaction_item_stands_for_what_came_before_it() -> None:
     item = CompactionItem(encrypted_content="sealed")
-    items = [
+    items: list[InputItem] = [
         MessageItem(role="user", content="one"),
         MessageItem(role="assistant", content="answer one"),
         FunctionCallItem(call_id="c1", name="f"),

@@ -364,7 +364,12 @@ async def test_reading_items_first_settles_the_conversation(stack: Stack) -> Non
 
     async def settle(services: Services, tenant: str, conversation_id: str) -> None:
         settled.append((tenant, conversation_id))
-        finished = {"id": f"msg_settled_{len(settled)}", "type": "message", "role": "assistant", "content": []}
+        finished: dict[str, Any] = {
+            "id": f"msg_settled_{len(settled)}",
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+        }
         await services.store.conversations.append_items(
             tenant, conversation_id, [Item(finished["id"], finished)], datetime.now(UTC)
         )

@@ -30,7 +30,10 @@ from agents import (
 from agents.items import MCPApprovalRequestItem, ToolCallItem
 from agents.result import RunResultBase
 from agents.stream_events import RawResponsesStreamEvent, RunItemStreamEvent
+from agents.tool import MCPToolApprovalFunctionResult, MCPToolApprovalRequest
 from openai import AsyncOpenAI
+from openai.types.conversations import Message
+from openai.types.responses.tool_param import Mcp
 from pydantic import BaseModel
 
 from tests.support.scripted_model import Reply, ScriptedModel, ThreadedServer, failure, text, tool_call
@@ -80,7 +83,8 @@ async def sent() -> Sent:
 @pytest.fixture
 async def openai_client(stack: Stack, sent: Sent) -> AsyncIterator[AsyncOpenAI]:
     http_client = httpx.AsyncClient(event_hooks={"request": [sent.record]}, timeout=60)
-    client = AsyncOpenAI(base_url=f"{stack.base_url}/v1", api_key="not-checked", max_retries=0, http_client=http_client)
+    # The SDK takes an httpx client as well as an httpx2 one; its annotation names only httpx2's.
+    client = AsyncOpenAI(base_url=f"{stack.base_url}/v1", api_key="not-checked", max_retries=0, http_client=http_client)  # type: ignore[arg-type]
     yield client
     await client.close()
 
@@ -197,7 +201,9 @@ async def test_runner_continues_in_a_conversation_and_the_conversation_keeps_eve
     items = [item async for item in openai_client.conversations.items.list(conversation.id, order="asc")]
     assert [item.type for item in items] == ["message", "function_call", "function_call_output", "message"]
     assert items[1].call_id == items[2].call_id
-    assert items[3].content[0].text.strip() == ANSWER
+    answer = items[3]
+    assert isinstance(answer, Message)
+    assert answer.content[0].text.strip() == ANSWER
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
@@ -261,11 +267,11 @@ async def test_a_hosted_mcp_tool_asks_for_approval_and_the_runner_answers_it(
     model.script(tool_call("add_numbers", {"a": 4, "b": 5}), text("done"))
     asked: list[str] = []
 
-    def decide(request: Any) -> dict[str, Any]:
+    def decide(request: MCPToolApprovalRequest) -> MCPToolApprovalFunctionResult:
         asked.append(request.data.name)
         return {"approve": approve}
 
-    server = {
+    server: Mcp = {
         "type": "mcp",
         "server_label": "calc",
         "server_url": f"{mcp.allowed_url}/mcp",

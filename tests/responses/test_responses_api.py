@@ -13,6 +13,7 @@ import httpx
 import openai
 import pytest
 from openai import AsyncOpenAI
+from openai.types.responses import ResponseInputMessageItem, ResponseItem
 
 from api.openai.responses.create import response_id_for
 from tests.support.processes import EVENT_SECONDS
@@ -147,17 +148,23 @@ def event_response_id(events: list[Any]) -> str:
     return next(event.response.id for event in events if hasattr(event, "response"))
 
 
+def _input_text(item: ResponseItem) -> str:
+    """The text of a user's input message, which the SDK types as any kind of item."""
+    assert isinstance(item, ResponseInputMessageItem)
+    return item.content[0].text
+
+
 async def test_delete_input_items_and_list(client: AsyncOpenAI, model: ScriptedModel, api: httpx.AsyncClient) -> None:
     model.script(text("noted"), text("later"))
     items = [{"role": "user", "content": f"message {n}"} for n in range(5)]
     response = await client.responses.create(model=SCRIPTED_MODEL, input=items)  # type: ignore[arg-type]
     page = await client.responses.input_items.list(response.id, limit=2, order="asc")
-    assert [item.content[0].text for item in page.data] == ["message 0", "message 1"] and page.has_more
+    assert [_input_text(item) for item in page.data] == ["message 0", "message 1"] and page.has_more
     every = [item async for item in client.responses.input_items.list(response.id, limit=2, order="asc")]
-    assert [item.content[0].text for item in every] == [f"message {n}" for n in range(5)]
+    assert [_input_text(item) for item in every] == [f"message {n}" for n in range(5)]
     assert all(item.id.startswith("msg_") for item in every)
     newest = await client.responses.input_items.list(response.id)
-    assert newest.data[0].content[0].text == "message 4"
+    assert _input_text(newest.data[0]) == "message 4"
 
     other = await client.responses.create(model=SCRIPTED_MODEL, input="x")
     listed = (await api.get("/v1/responses", params={"limit": 1})).json()
@@ -180,7 +187,8 @@ async def test_delete_input_items_and_list(client: AsyncOpenAI, model: ScriptedM
 async def test_store_false_leaves_nothing_to_read(client: AsyncOpenAI, model: ScriptedModel) -> None:
     model.script(text("ephemeral"))
     response = await client.responses.create(model=SCRIPTED_MODEL, input="x", store=False)
-    assert response.output_text.strip() == "ephemeral" and response.store is False
+    # The SDK's Response declares no `store`, which the API returns.
+    assert response.output_text.strip() == "ephemeral" and response.store is False  # type: ignore[attr-defined]
     with pytest.raises(openai.NotFoundError):
         await client.responses.retrieve(response.id)
     with pytest.raises(openai.BadRequestError) as refused:
@@ -258,14 +266,14 @@ async def test_the_request_settings_reach_the_model_and_are_echoed(client: Async
         "required": ["a"],
         "additionalProperties": False,
     }
-    weather = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}
+    weather: Any = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}
     response = await client.responses.create(
         model=SCRIPTED_MODEL,
         input="json please",
         temperature=0.2,
         top_p=0.5,
         max_output_tokens=64,
-        tools=[weather],  # type: ignore[list-item]
+        tools=[weather],
         tool_choice={"type": "function", "name": "get_weather"},
         parallel_tool_calls=False,
         text={"format": {"type": "json_schema", "name": "answer", "schema": schema, "strict": True}},
@@ -274,8 +282,8 @@ async def test_the_request_settings_reach_the_model_and_are_echoed(client: Async
     assert (sent["temperature"], sent["top_p"], sent["max_tokens"]) == (0.2, 0.5, 64)
     assert sent["response_format"]["json_schema"]["name"] == "answer"
     assert sent["tool_choice"]["function"]["name"] == "get_weather" and sent["parallel_tool_calls"] is False
-    assert response.text.format.type == "json_schema" and response.temperature == 0.2  # type: ignore[union-attr]
-    assert response.tool_choice.name == "get_weather" and response.max_output_tokens == 64  # type: ignore[union-attr]
+    assert response.text.format.type == "json_schema" and response.temperature == 0.2
+    assert response.tool_choice.name == "get_weather" and response.max_output_tokens == 64
 
 
 async def test_instructions_are_per_response(client: AsyncOpenAI, model: ScriptedModel) -> None:
@@ -375,7 +383,7 @@ async def test_a_response_cut_short_is_incomplete_and_a_failed_one_says_why(
 ) -> None:
     model.script(text("cut off mid", finish_reason="length"), failure(400))
     cut = await client.responses.create(model=SCRIPTED_MODEL, input="x", max_output_tokens=16)
-    assert cut.status == "incomplete" and cut.incomplete_details.reason == "max_output_tokens"  # type: ignore[union-attr]
+    assert cut.status == "incomplete" and cut.incomplete_details.reason == "max_output_tokens"
     failed = await client.responses.create(model=SCRIPTED_MODEL, input="x")
     assert failed.status == "failed" and failed.error is not None and failed.error.message
 

@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 from openai import AsyncOpenAI
+from openai.types.responses.response_input_item_param import FunctionCallOutput
 
 from store.turns.records import StoredEvent
 from store.turns.turn_store import TurnStore
 from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
-LOOKUP = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}
+LOOKUP: Any = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}
 CONTINUATIONS = 4
 
 
@@ -53,7 +54,11 @@ async def test_a_continuation_reads_its_turn_once_however_long_the_chain(
     reads_per_continuation = []
     for index in range(CONTINUATIONS + 1):
         assert [item.type for item in response.output] == ["function_call"], index
-        output = {"type": "function_call_output", "call_id": response.output[0].call_id, "output": str(index)}
+        output: FunctionCallOutput = {
+            "type": "function_call_output",
+            "call_id": response.output[0].call_id,
+            "output": str(index),
+        }
         whole_turn_reads.clear()
         response = await client.responses.create(
             model=SCRIPTED_MODEL, previous_response_id=response.id, input=[output], tools=[LOOKUP]

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from openai import AsyncOpenAI
+from openai.types.responses.response_input_item_param import FunctionCallOutput
 from sqlalchemy import Connection, func, select
 
 from api.openai.responses import view
@@ -31,14 +32,9 @@ async def client(stack: Stack) -> AsyncIterator[AsyncOpenAI]:
 
 def _runtime(stack: Stack) -> Services:
     gateway = TurnGateway(stack.client, stack.settings.task_queue)
+    unread: Any = None  # the sweep reads none of the tools, events and streams
     return Services(
-        stack.settings,
-        stack.store,
-        gateway,
-        None,
-        None,
-        None,
-        settle_conversation=view.settle_conversation,  # type: ignore[arg-type]
+        stack.settings, stack.store, gateway, unread, unread, unread, settle_conversation=view.settle_conversation
     )
 
 
@@ -84,7 +80,7 @@ async def test_a_paused_store_false_response_is_kept_until_its_replay_ends_the_t
         model=SCRIPTED_MODEL,
         input="Weather in Oslo?",
         tools=[WEATHER],
-        store=False,  # type: ignore[list-item]
+        store=False,
     )
     [call] = first.output
     assert call.type == "function_call"
@@ -95,7 +91,7 @@ async def test_a_paused_store_false_response_is_kept_until_its_replay_ends_the_t
         {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": call.arguments},
         {"type": "function_call_output", "call_id": call.call_id, "output": "snow"},
     ]
-    second = await client.responses.create(model=SCRIPTED_MODEL, input=replay, tools=[WEATHER], store=False)  # type: ignore[list-item]
+    second = await client.responses.create(model=SCRIPTED_MODEL, input=replay, tools=[WEATHER], store=False)
     assert second.output_text.strip() == "Snow."
     await assert_same_workflow(stack, first, second)
 
@@ -105,16 +101,16 @@ async def test_a_paused_store_false_response_is_kept_until_its_replay_ends_the_t
 
 async def test_stored_responses_are_untouched(client: AsyncOpenAI, model: ScriptedModel, stack: Stack) -> None:
     model.script(tool_call("get_weather", {"city": "Rome"}), text("Warm."))
-    first = await client.responses.create(model=SCRIPTED_MODEL, input="Rome?", tools=[WEATHER])  # type: ignore[list-item]
+    first = await client.responses.create(model=SCRIPTED_MODEL, input="Rome?", tools=[WEATHER])
     [call] = first.output
-    output = {"type": "function_call_output", "call_id": call.call_id, "output": "warm"}
+    output: FunctionCallOutput = {"type": "function_call_output", "call_id": call.call_id, "output": "warm"}
     # An unstored continuation of a stored response: its row goes, the turn stays for the stored one.
     second = await client.responses.create(
         model=SCRIPTED_MODEL,
         previous_response_id=first.id,
         input=[output],
         tools=[WEATHER],
-        store=False,  # type: ignore[list-item]
+        store=False,
     )
     assert second.output_text.strip() == "Warm."
     stored = (await client.responses.retrieve(first.id)).model_dump()

@@ -15,13 +15,15 @@ from typing import Any
 import openai
 import pytest
 from openai import AsyncOpenAI
+from openai.types.responses import ResponseFunctionToolCall
+from openai.types.responses.response_input_item_param import FunctionCallOutput
 
 from tests.support import mcp_server
 from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
-WEATHER = {
+WEATHER: Any = {
     "type": "function",
     "name": "get_weather",
     "description": "The weather in a city.",
@@ -58,6 +60,7 @@ async def paused_call(client: AsyncOpenAI, model: ScriptedModel, answer: str) ->
     )
     assert first.status == "completed" and [item.type for item in first.output] == ["function_call"]
     call = first.output[0]
+    assert isinstance(call, ResponseFunctionToolCall)
     assert call.name == "get_weather" and json.loads(call.arguments) == {"city": "Paris"}
     return first
 
@@ -75,7 +78,7 @@ async def test_previous_response_id_resumes_the_waiting_workflow(
     client: AsyncOpenAI, model: ScriptedModel, stack: Stack
 ) -> None:
     first = await paused_call(client, model, "Sunny in Paris.")
-    output = {"type": "function_call_output", "call_id": first.output[0].call_id, "output": "sunny"}
+    output: FunctionCallOutput = {"type": "function_call_output", "call_id": first.output[0].call_id, "output": "sunny"}
     second = await client.responses.create(
         model=SCRIPTED_MODEL, previous_response_id=first.id, input=[output], tools=[WEATHER]
     )
@@ -135,7 +138,7 @@ async def test_wrong_outputs_are_refused_and_the_turn_still_waits(client: AsyncO
     with pytest.raises(openai.BadRequestError) as unknown:
         await client.responses.create(model=SCRIPTED_MODEL, previous_response_id="resp_" + "1" * 48, input="x")
     assert unknown.value.code == "previous_response_not_found"
-    output = {"type": "function_call_output", "call_id": call_id, "output": "fine"}
+    output: FunctionCallOutput = {"type": "function_call_output", "call_id": call_id, "output": "fine"}
     second = await client.responses.create(model=SCRIPTED_MODEL, previous_response_id=first.id, input=[output])
     assert second.output_text.strip() == "Fine." and len(model.requests) == 2
 
@@ -174,8 +177,8 @@ async def test_mcp_tools_are_listed_and_called(
     kinds = [item.type for item in response.output]
     assert kinds == ["mcp_list_tools", "mcp_call", "message"], kinds
     listing, call = response.output[0], response.output[1]
-    assert [tool.name for tool in listing.tools] == ["add_numbers"]  # type: ignore[union-attr]
-    assert call.output == "5" and call.server_label == "calc"  # type: ignore[union-attr]
+    assert [tool.name for tool in listing.tools] == ["add_numbers"]
+    assert call.output == "5" and call.server_label == "calc"
     assert response.output_text.strip() == "2 + 3 = 5"
     assert HEADER_SECRET not in response.model_dump_json()
     assert HEADER_SECRET not in await history_json(stack, response.id)
@@ -199,7 +202,7 @@ async def test_a_streamed_mcp_call_is_shown_while_it_runs(
     assert shown is not None
     assert seen["response.mcp_call.completed"] - seen["response.mcp_call.in_progress"] > 1.0
     calls = [item for item in shown.output if item.type == "mcp_call"]
-    assert [(call.status, call.output) for call in calls] == [("in_progress", None)]  # type: ignore[union-attr]
+    assert [(call.status, call.output) for call in calls] == [("in_progress", None)]
 
 
 async def test_mcp_credentials_reach_the_server(client: AsyncOpenAI, model: ScriptedModel, mcp: ThreadedServer) -> None:
@@ -210,7 +213,7 @@ async def test_mcp_credentials_reach_the_server(client: AsyncOpenAI, model: Scri
         tools=[mcp_tool(mcp, "never", "open_vault")],  # type: ignore[list-item]
     )
     call = next(item for item in response.output if item.type == "mcp_call")
-    assert call.output == "the vault is open" and call.error is None  # type: ignore[union-attr]
+    assert call.output == "the vault is open" and call.error is None
     assert VAULT_TOKEN not in response.model_dump_json()
 
 
@@ -269,17 +272,17 @@ async def test_a_conversation_continuation_resumes_and_its_items_are_appended_on
         input=[{"role": "user", "content": "Weather?"}],
         conversation=conversation.id,
         tools=[WEATHER],
-        stream=True,  # type: ignore[list-item]
+        stream=True,
     )
     first = [event async for event in stream][-1].response
     call = first.output[0]
     assert first.conversation.id == conversation.id and call.type == "function_call"
-    output = {"type": "function_call_output", "call_id": call.call_id, "output": '"cloudy"'}
+    output: FunctionCallOutput = {"type": "function_call_output", "call_id": call.call_id, "output": '"cloudy"'}
     second = await client.responses.create(
         model=SCRIPTED_MODEL,
         conversation=conversation.id,
         input=[output],
-        tools=[WEATHER],  # type: ignore[list-item]
+        tools=[WEATHER],
     )
     assert second.output_text.strip() == "Cloudy." and tool_results_seen(model) == ['"cloudy"']
     await assert_same_workflow(stack, first, second)
@@ -301,7 +304,11 @@ async def test_an_expired_pause_is_continued_by_a_new_turn(stack: Stack, model: 
         async with AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=60) as client:
             first = await paused_call(client, model, "Late but sunny.")
             await asyncio.sleep(3)  # the turn expires waiting
-            output = {"type": "function_call_output", "call_id": first.output[0].call_id, "output": "sunny"}
+            output: FunctionCallOutput = {
+                "type": "function_call_output",
+                "call_id": first.output[0].call_id,
+                "output": "sunny",
+            }
             second = await client.responses.create(
                 model=SCRIPTED_MODEL, previous_response_id=first.id, input=[output], tools=[WEATHER]
             )
@@ -339,7 +346,7 @@ async def test_usage_sums_the_inferences_of_each_response(
 
     # A function-call pause and its continuation: each response counts its own segment's model call.
     first = await paused_call(client, model, "Sunny and warm.")
-    output = {"type": "function_call_output", "call_id": first.output[0].call_id, "output": "sunny"}
+    output: FunctionCallOutput = {"type": "function_call_output", "call_id": first.output[0].call_id, "output": "sunny"}
     second = await client.responses.create(
         model=SCRIPTED_MODEL, previous_response_id=first.id, input=[output], tools=[WEATHER]
     )
