@@ -1,14 +1,16 @@
 """Write the data directory of an earlier release, for the upgrade tests (tests/durability/test_release_upgrades.py).
 
-    .venv/bin/python -m tests.support.make_release_data 33a2132 fb3f566
+    .venv/bin/python -m tests.support.make_release_data 33a2132 fb3f566 f3b78a4
 
 For each commit: its tree is exported (`git archive`) into a scratch directory and installed into a
 virtual environment of its own; its `serve.py` (what `make run` ran then) starts on an empty data
 directory; through its API an agent with a client tool gets a session, a completed turn, and a turn
-paused on the client tool (its workflow waiting in the Temporal dev server's database); then it is
-stopped with Ctrl-C, as a user would, and the data directory is archived as
-`tests/durability/releases/<commit>.tar.xz`, with `manifest.json` naming what was made. The built-in offline model
-answers, so the release needs no network, and neither does the test.
+paused on the client tool (its workflow waiting in the Temporal dev server's database) — and, in each
+OpenAI dialect the release serves, a turn paused the same way: a response that called a function tool, an
+Agents API session waiting for the caller's tool result; then it is stopped with Ctrl-C, as a user would,
+and the data directory is archived as `tests/durability/releases/<commit>.tar.xz`, with `manifest.json`
+naming what was made. The built-in offline model answers, so the release needs no network, and neither
+does the test.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 import httpx
 
+from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.stack import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,6 +46,17 @@ WEATHER_TOOL = {
 }
 PAUSING_QUESTION = 'call tool get_weather {"city": "Paris"}'
 """The offline model calls the named client tool with these arguments (providers/offline.py)."""
+WEATHER_FUNCTION = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+"""The same tool as the OpenAI dialects spell it."""
+FORECAST_FUNCTION = {**WEATHER_FUNCTION, "name": "get_forecast", "description": "Forecast for a city"}
+"""The Agents API session's tool: its call gets an id of its own (the offline model's ids are made of the tool's
+name), as a real model's would; a response's continuation finds the paused turn it answers by that id."""
+AGENTS_BETA = {"OpenAI-Beta": "agents=v1"}
 
 
 def _run(command: list[str], cwd: Path) -> None:
@@ -92,6 +106,51 @@ def record_turns(url: str) -> dict[str, Any]:
     }
 
 
+def served_paths(url: str) -> set[str]:
+    """The paths of the release's OpenAPI document: which dialects it speaks."""
+    return set(httpx.get(f"{url}/openapi.json", timeout=60).raise_for_status().json()["paths"])
+
+
+def record_paused_response(url: str) -> dict[str, Any]:
+    """A Responses response that called a function tool: its turn's workflow waits for the output."""
+    asked = {"model": "offline/echo", "input": PAUSING_QUESTION, "tools": [WEATHER_FUNCTION]}
+    response = httpx.post(f"{url}/v1/responses", json=asked, timeout=60).raise_for_status().json()
+    [call] = response["output"]
+    assert response["status"] == "completed" and call["type"] == "function_call", response
+    return {"response_id": response["id"], "call_id": call["call_id"], "name": call["name"]}
+
+
+def record_paused_session(url: str) -> dict[str, Any]:
+    """An Agents API session whose first turn waits for the caller's result of a function call."""
+    agent = {"model": "offline/echo", "tools": [FORECAST_FUNCTION]}
+    asked = 'call tool get_forecast {"city": "Paris"}'
+    created = {"environment": {"type": "none"}, "agent": agent, "input": asked}
+    with httpx.Client(base_url=url, headers=AGENTS_BETA, timeout=60) as http:
+        session_id = http.post("/v1/agents/sessions", json=created).raise_for_status().json()["id"]
+
+        def requiring_action() -> dict[str, Any] | None:
+            session = http.get(f"/v1/agents/sessions/{session_id}").raise_for_status().json()
+            return session if session["status"] == "requires_action" else None
+
+        [action] = wait_until(requiring_action, "the session's pause", EVENT_SECONDS)["required_actions"]
+    return {
+        "session_id": session_id,
+        "turn_id": action["turn_id"],
+        "call_id": action["call_id"],
+        "name": action["name"],
+    }
+
+
+def record_dialect_pauses(url: str) -> dict[str, Any]:
+    """A paused turn of each OpenAI dialect the release serves (none before the Responses dialect)."""
+    paths, recorded = served_paths(url), {}
+    if "/v1/responses" in paths:
+        recorded["paused_response"] = record_paused_response(url)
+    if "/v1/agents/sessions" in paths:
+        recorded["paused_agents_session"] = record_paused_session(url)
+    return recorded
+
+
 def run_release(python: Path, tree: Path, data_dir: Path) -> dict[str, Any]:
     """Start the release's serve.py on `data_dir`, record the turns, stop it with Ctrl-C."""
     api_port = free_port()
@@ -114,7 +173,7 @@ def run_release(python: Path, tree: Path, data_dir: Path) -> dict[str, Any]:
                     break
             except httpx.HTTPError:
                 time.sleep(0.25)
-        return record_turns(url)
+        return {**record_turns(url), **record_dialect_pauses(url)}
     finally:
         serve.send_signal(signal.SIGINT)
         serve.wait(timeout=60)
