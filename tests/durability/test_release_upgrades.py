@@ -122,6 +122,7 @@ def test_an_earlier_releases_data_directory_comes_up_and_its_paused_turns_comple
     service.start()
     try:
         with httpx.Client(base_url=service.url, timeout=60) as http:
+            ready = http.get("/readyz")
             agent = http.get(f"/v1/agents/{agent_id}")
             session = http.get(f"/v1/agents/{agent_id}/session/{session_id}")
             turns = f"/v1/agents/{agent_id}/session/{session_id}/turn"
@@ -146,6 +147,7 @@ def test_an_earlier_releases_data_directory_comes_up_and_its_paused_turns_comple
         assert f"added the search attributes {added_attributes} to the Temporal namespace" in log
     with closing(sqlite3.connect(tmp_path / "store.db")) as store:
         assert store.execute("SELECT version_num FROM alembic_version").fetchall() == [(head_revision(),)]
+    assert ready.status_code == 200 and ready.json()["status"] == "ready", ready.text
 
     # The old rows read back.
     assert agent.status_code == 200, agent.text
