@@ -18,6 +18,7 @@ from store.tenancy.tables import SessionBudgetRow
 from tests.operations.test_retention import OPERATOR_KEY, OPERATOR_PREFIX
 from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.scripted_model import ScriptedModel, text
+from tests.support.spend_control import limit_body
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
 OWNER_KEY = "auto-owner-key-0123"
@@ -101,7 +102,7 @@ def test_an_erased_tenant_loses_its_automations_and_its_sessions_spend(stack: St
         carol = OpenAI(base_url=f"{url}/v1", api_key="key-carol-auto-0123", max_retries=0)
         agent: Any = {"model": SCRIPTED_MODEL}
         session = carol.beta.agents.sessions.create(
-            environment={"type": "none"}, agent=agent, input="Hi", spend_control={"limit": 100}
+            environment={"type": "none"}, agent=agent, input="Hi", extra_body=limit_body(100)
         )
         target: Any = {"type": "existing_session", "session_id": session.id, "instructions": "x"}
         automation = carol.beta.agents.automations.create(

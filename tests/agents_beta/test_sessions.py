@@ -15,6 +15,7 @@ from openai.lib.beta.agents import function_tool
 
 from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.spend_control import limit_body, spend_of
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
 NONE: Any = {"type": "none"}
@@ -253,9 +254,10 @@ def test_sessions_keep_metadata_and_spend_control_and_list_by_agent_and_metadata
     sessions = client.beta.agents.sessions
     agent = client.beta.agents.create(model=SCRIPTED_MODEL, instructions="Saved.")
     tagged = sessions.create(
-        environment=NONE, agent_id=agent.id, input="x", metadata={"team": "red"}, spend_control={"limit": 500}
+        environment=NONE, agent_id=agent.id, input="x", metadata={"team": "red"}, extra_body=limit_body(500)
     )
-    assert tagged.spend_control is not None and tagged.spend_control.limit == 500
+    shown = spend_of(tagged)
+    assert shown is not None and shown.limit == 500
     overridden = sessions.create(
         environment=NONE, agent_id=agent.id, agent={"model": SCRIPTED_MODEL, "instructions": "Inline."}, input="y"
     )
@@ -265,9 +267,10 @@ def test_sessions_keep_metadata_and_spend_control_and_list_by_agent_and_metadata
     red = sessions.list(metadata={"team": "red"}).data
     assert [s.id for s in red] == [tagged.id] and other.id not in [s.id for s in red]
 
-    updated = sessions.update(tagged.id, metadata={"team": "green"}, spend_control=None)
-    assert updated.metadata == {"team": "green"} and updated.spend_control is not None
-    assert updated.spend_control.limit is None  # removed; nothing spent is reset
+    updated = sessions.update(tagged.id, metadata={"team": "green"}, extra_body=limit_body(None))
+    shown = spend_of(updated)
+    assert updated.metadata == {"team": "green"} and shown is not None
+    assert shown.limit is None  # removed; nothing spent is reset
     assert sessions.delete(other.id).deleted is True
     with pytest.raises(openai.NotFoundError):
         sessions.retrieve(other.id)

@@ -11,6 +11,7 @@ from openai import OpenAI
 
 from tests.support.processes import EVENT_SECONDS
 from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.spend_control import limit_body, spend_of
 from tests.support.stack import PRICED_MODEL, SCRIPTED_MODEL
 
 NONE: Any = {"type": "none"}
@@ -29,6 +30,11 @@ def wait_status(client: OpenAI, session_id: str, wanted: str, seconds: float = E
         if session.status == wanted or time.monotonic() > deadline:
             return session
         time.sleep(0.05)
+
+
+def status_of(client: OpenAI, session_id: str) -> str:
+    """A session's status as a string: `budget_reached` is ours, gone from the SDK's literal of them."""
+    return client.beta.agents.sessions.retrieve(session_id).status
 
 
 def answer_pending_call(client: OpenAI, session: Any, output: str) -> None:
@@ -55,13 +61,15 @@ def paused_on_budget(client: OpenAI, model: ScriptedModel, limit_cents: int) -> 
         environment=NONE,
         agent={"model": PRICED_MODEL, "instructions": "Answer briefly.", "tools": [WEATHER]},
         input="What is the weather in Paris today?",
-        spend_control={"limit": limit_cents},
+        extra_body=limit_body(limit_cents),
     )
-    assert created.spend_control is not None and created.spend_control.limit == limit_cents
+    shown = spend_of(created)
+    assert shown is not None and shown.limit == limit_cents
     waiting = wait_status(client, created.id, "requires_action")
     assert waiting.status == "requires_action", waiting
-    assert waiting.spend_control is not None
-    consumed = waiting.spend_control.consumed
+    spent = spend_of(waiting)
+    assert spent is not None
+    consumed = spent.consumed
     assert consumed is not None and consumed >= limit_cents  # a cent a word: the first call crossed the limit
     answer_pending_call(client, waiting, "sunny, 21 C")
     held = wait_status(client, created.id, "budget_reached")
@@ -69,7 +77,7 @@ def paused_on_budget(client: OpenAI, model: ScriptedModel, limit_cents: int) -> 
     assert held.required_actions == []
     time.sleep(1.5)  # were the turn to go on regardless, its model call would come now
     assert len(model.requests) == 1, "a model call was made past the spending limit"
-    assert client.beta.agents.sessions.retrieve(created.id).status == "budget_reached"
+    assert status_of(client, created.id) == "budget_reached"
     return held, consumed
 
 
@@ -81,19 +89,22 @@ def test_a_session_at_its_limit_waits_and_the_same_turn_finishes_once_the_limit_
     kinds: list[str] = []
     with client.beta.agents.sessions.events.stream(held.id) as stream:  # the held turn's events from its start
         for event in stream:
-            kinds.append(event.type)
-            if event.type == "agent.session.budget_reached":
-                assert event.session.status == "budget_reached"
+            kind: str = event.type  # `agent.session.budget_reached` is ours: the SDK's union no longer has it
+            kinds.append(kind)
+            if kind == "agent.session.budget_reached":
+                sent: Any = event.to_dict()  # untyped by the SDK: read as sent
+                assert sent["session"]["status"] == "budget_reached"
                 assert "agent.session.turn.completed" not in kinds
-                raised = client.beta.agents.sessions.update(held.id, spend_control={"limit": 1_000_000})
-            if event.type == "agent.session.idle":
+                raised = client.beta.agents.sessions.update(held.id, extra_body=limit_body(1_000_000))
+            if kind == "agent.session.idle":
                 break
     reached = kinds.index("agent.session.budget_reached")
     assert kinds.index("agent.session.requires_action") < reached
     assert kinds.index("agent.session.in_progress", reached) < kinds.index("agent.session.turn.completed")
 
-    assert raised.spend_control is not None and raised.spend_control.limit == 1_000_000
-    assert raised.spend_control.consumed is not None and raised.spend_control.consumed >= consumed  # never reset
+    shown = spend_of(raised)
+    assert shown is not None and shown.limit == 1_000_000
+    assert shown.consumed is not None and shown.consumed >= consumed  # never reset
 
     done = wait_status(client, held.id, "idle")
     assert done.status == "idle", done
@@ -102,7 +113,8 @@ def test_a_session_at_its_limit_waits_and_the_same_turn_finishes_once_the_limit_
     assert [(t.id, t.status) for t in turns] == [(turn.id, "completed")]  # the same turn, finished
     items = client.beta.agents.sessions.items.list(held.id, order="asc").data
     assert items[-1].type == "message" and "sunny" in items[-1].content[0].text
-    assert done.spend_control is not None and (done.spend_control.consumed or 0) > consumed
+    shown = spend_of(done)
+    assert shown is not None and (shown.consumed or 0) > consumed
 
 
 def test_removing_the_limit_resumes_the_turn_and_a_limit_raised_too_little_holds_it_again(
@@ -110,14 +122,16 @@ def test_removing_the_limit_resumes_the_turn_and_a_limit_raised_too_little_holds
 ) -> None:
     held, consumed = paused_on_budget(client, model, limit_cents=2)
 
-    still = client.beta.agents.sessions.update(held.id, spend_control={"limit": consumed})
-    assert still.spend_control is not None and still.spend_control.limit == consumed
+    still = client.beta.agents.sessions.update(held.id, extra_body=limit_body(consumed))
+    shown = spend_of(still)
+    assert shown is not None and shown.limit == consumed
     time.sleep(1.5)
-    assert client.beta.agents.sessions.retrieve(held.id).status == "budget_reached"
+    assert status_of(client, held.id) == "budget_reached"
     assert len(model.requests) == 1
 
-    lifted = client.beta.agents.sessions.update(held.id, spend_control=None)
-    assert lifted.spend_control is not None and lifted.spend_control.limit is None
+    lifted = client.beta.agents.sessions.update(held.id, extra_body=limit_body(None))
+    shown = spend_of(lifted)
+    assert shown is not None and shown.limit is None
     assert wait_status(client, held.id, "idle").status == "idle"
     assert len(model.requests) == 2
     assert [t.status for t in client.beta.agents.sessions.turns.list(held.id).data] == ["completed"]
@@ -128,13 +142,14 @@ def test_an_idle_session_at_its_limit_shows_budget_reached_and_a_free_model_neve
 ) -> None:
     model.script(text("Hello."))
     priced = client.beta.agents.sessions.create(
-        environment=NONE, agent={"model": PRICED_MODEL}, input="Say hello to me", spend_control={"limit": 1}
+        environment=NONE, agent={"model": PRICED_MODEL}, input="Say hello to me", extra_body=limit_body(1)
     )
     assert wait_status(client, priced.id, "budget_reached").status == "budget_reached"
 
     model.script(text("Hello."))
     free = client.beta.agents.sessions.create(
-        environment=NONE, agent={"model": SCRIPTED_MODEL}, input="Say hello to me", spend_control={"limit": 1}
+        environment=NONE, agent={"model": SCRIPTED_MODEL}, input="Say hello to me", extra_body=limit_body(1)
     )
     shown = wait_status(client, free.id, "idle")
-    assert shown.status == "idle" and shown.spend_control is not None and shown.spend_control.consumed == 0
+    spent = spend_of(shown)
+    assert shown.status == "idle" and spent is not None and spent.consumed == 0

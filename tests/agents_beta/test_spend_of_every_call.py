@@ -21,6 +21,7 @@ from domain.turns import TurnStatus
 from store.tenancy.spend import MICROCENTS_PER_CENT
 from store.tenancy.tables import SpendEntryRow
 from tests.support.scripted_model import GUARD_MODEL, Reply, ScriptedModel, text
+from tests.support.spend_control import limit_body, spend_of
 from tests.support.stack import PRICED_MODEL, Stack
 from turn_client.starter import TurnStarter
 from workflows.contracts import TurnPlan, TurnStart
@@ -79,7 +80,7 @@ def test_a_sessions_ledger_counts_its_turns_compaction_summary_and_shield_calls_
         environment={"type": "none"},
         agent={"model": PRICED_MODEL, "instructions": "Answer briefly."},
         input="Hello there.",
-        spend_control={"limit": 1_000_000},
+        extra_body=limit_body(1_000_000),
     )
     deadline = time.monotonic() + 30
     while client.beta.agents.sessions.retrieve(session.id).status != "idle" and time.monotonic() < deadline:
@@ -113,5 +114,5 @@ def test_a_sessions_ledger_counts_its_turns_compaction_summary_and_shield_calls_
     assert inference == (PRICED_MODEL, words(answer_request), 2, (words(answer_request) + 2) * MICROCENTS_PER_CENT)
 
     consumed = sum(entry[3] for entry in entries.values()) // MICROCENTS_PER_CENT
-    shown = client.beta.agents.sessions.retrieve(session.id).spend_control
+    shown = spend_of(client.beta.agents.sessions.retrieve(session.id))
     assert shown is not None and shown.consumed == consumed

@@ -15,6 +15,7 @@ from openai import OpenAI
 
 from tests.agents_beta.test_spend_control import paused_on_budget
 from tests.support.scripted_model import ScriptedModel, failure, text, tool_call
+from tests.support.spend_control import limit_body, spend_of
 from tests.support.stack import SCRIPTED_MODEL
 from tests.support.webhook_receiver import Receiver
 
@@ -105,12 +106,13 @@ def test_a_turn_held_by_its_spend_limit_is_in_progress_again_when_the_limit_is_l
             "agent.session.in_progress",
         ]
     )
-    consumed = client.beta.agents.sessions.retrieve(held.id).spend_control.consumed
-    client.beta.agents.sessions.update(held.id, spend_control={"limit": consumed})  # too little: still held
+    spent = spend_of(client.beta.agents.sessions.retrieve(held.id))
+    assert spent is not None
+    client.beta.agents.sessions.update(held.id, extra_body=limit_body(spent.consumed))  # too little: still held
     time.sleep(1.5)
     assert len(receiver.deliveries) == 4
 
-    client.beta.agents.sessions.update(held.id, spend_control=None)
+    client.beta.agents.sessions.update(held.id, extra_body=limit_body(None))
     after = [delivery.event(endpoint.signing_secret) for delivery in receiver.wait_for(6)[4:]]
     assert sorted(event.type for event in after) == ["agent.session.idle", "agent.session.in_progress"]
     assert all(event.data.id == held.id for event in after)
