@@ -157,6 +157,8 @@ def build_worker(
         ],
         # Cancellation reaches a model call through its heartbeat: send one at least every second.
         max_heartbeat_throttle_interval=timedelta(seconds=1),
+        # Bounded memory however many turns wait (docs/scaling.md).
+        max_cached_workflows=settings.max_cached_workflows,
         # After a worker dies, its turns' next workflow task moves to another worker after this long.
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
         workflow_runner=runner or workflow_runner(),

@@ -74,6 +74,25 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], seconds: float) -
     raise RuntimeError(f"nothing opened port {port} within {seconds:.0f}s")
 
 
+def start_dev_server(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """The Temporal dev server as `make run` configures it, headless, on a free port, its files in `workdir`;
+    returns it and its port once it listens."""
+    import serve
+    from configuration.loading import load_settings
+
+    port, ui_port = free_port(), free_port()
+    settings = load_settings(
+        {"DA_DATA_DIR": str(workdir), "DA_TEMPORAL_PORT": str(port), "DA_TEMPORAL_UI_PORT": str(ui_port)}
+    )
+    temporal = spawn([*serve.dev_server_command(settings), "--headless"], workdir / "temporal.log", {})
+    try:
+        wait_for_port(port, temporal, 60)
+    except RuntimeError:
+        stop_process(temporal)
+        raise
+    return temporal, port
+
+
 def wait_for_http(url: str, processes: Sequence[subprocess.Popen[bytes]], seconds: float) -> None:
     """Until `url` answers 200; fails early if one of the processes that should serve it died."""
     deadline = time.monotonic() + seconds

@@ -29,10 +29,8 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-import serve
 from bench.benchmark.temporal_floor import eager_start_to_activity, floor_worker
-from bench.common import free_port, spawn, stop_process, wait_for_port
-from configuration.loading import load_settings
+from bench.common import start_dev_server, stop_process
 
 GAPS_MS = (0, 10, 100, 300)
 
@@ -58,14 +56,8 @@ async def median_after_gaps(measure: Callable[[], Awaitable[float]], samples: in
 
 
 async def main(samples: int) -> dict[str, object]:
-    workdir = Path(tempfile.mkdtemp(prefix="idle-penalty-"))
-    port, ui_port = free_port(), free_port()
-    settings = load_settings(
-        {"DA_DATA_DIR": str(workdir), "DA_TEMPORAL_PORT": str(port), "DA_TEMPORAL_UI_PORT": str(ui_port)}
-    )
-    temporal = spawn([*serve.dev_server_command(settings), "--headless"], workdir / "temporal.log", {})
+    temporal, port = start_dev_server(Path(tempfile.mkdtemp(prefix="idle-penalty-")))
     try:
-        wait_for_port(port, temporal, 60)
         client = await Client.connect(f"127.0.0.1:{port}", data_converter=pydantic_data_converter)
         queue = f"idle-{uuid.uuid4().hex[:8]}"
 

@@ -365,6 +365,10 @@ class Settings(BaseSettings):
     worker_in_api: Flag = False
     """The API process also runs a worker and starts turns on it eagerly: the first workflow task
     comes back in the start call's reply. `serve.py` (`make run`) turns it on unless it is set."""
+    max_cached_workflows: int = Field(default=1000, ge=0)
+    """Workflows (turns, mostly) a worker keeps in memory between their workflow tasks, the least recently run
+    evicted first: it bounds a worker's memory however many turns wait. A turn not kept replays its history when
+    it next runs (a resume after a long pause), which costs a few milliseconds; 0: none kept."""
     early_model_calls: Flag = True
     """With the worker in the API: a foreground response's first model call begins as soon as the response is
     recorded, while its workflow starts, and its inference activity adopts the call in flight; false: the

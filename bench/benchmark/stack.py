@@ -106,20 +106,26 @@ class EmbeddedStack:
                 stop_process(server.process, signal.SIGTERM, 10)
 
     def pids(self) -> dict[str, int]:
-        """Our processes by role: serve.py's children (found by parent pid), the fast model, us."""
-        roles = {"api": "uvicorn", "worker": "worker.py", "temporal": "temporal"}
+        """Our processes by role: serve.py's children, the fast model, us."""
         found = {"bench_client": os.getpid()}
         if self.fast is not None:
             found["model"] = self.fast.process.pid
-        for proc in Path("/proc").glob("[0-9]*"):
-            try:
-                if _parent_pid(int(proc.name)) != self.serve.pid:
-                    continue
-                command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except (OSError, ValueError):
+        return found | serve_children(self.serve.pid)
+
+
+def serve_children(serve_pid: int) -> dict[str, int]:
+    """serve.py's children by role (found by parent pid): the API, a separate worker if any, the dev server."""
+    roles = {"api": "uvicorn", "worker": "worker.py", "temporal": "temporal"}
+    found = {}
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if _parent_pid(int(proc.name)) != serve_pid:
                 continue
-            found.update({role: int(proc.name) for role, word in roles.items() if word in command})
-        return found
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError):
+            continue
+        found.update({role: int(proc.name) for role, word in roles.items() if word in command})
+    return found
 
 
 def _stat_fields(pid: int) -> list[str]:

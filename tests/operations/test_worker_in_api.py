@@ -84,3 +84,53 @@ def _temporal_metrics_once_counted(http: httpx.Client, workflows: int, activitie
         if counted or time.monotonic() > deadline:
             return sums
         time.sleep(0.1)
+
+
+def test_a_worker_keeps_at_most_its_configured_workflows_and_the_evicted_turns_resume(
+    stack: Stack, model: ScriptedModel
+) -> None:
+    """DA_MAX_CACHED_WORKFLOWS bounds what a worker holds however many turns wait; a paused turn it let go
+    replays its history when resumed, and completes as one it kept would."""
+    waiting = 3
+    model.script(
+        *[tool_call("get_boiling_point", {"liquid_name": "water"}) for _ in range(waiting)],
+        *[text("Water boils at 100 degrees.") for _ in range(waiting)],
+    )
+    bounded = stack.settings.model_copy(
+        update={
+            "worker_in_api": True,
+            "task_queue": f"{stack.settings.task_queue}-cache",
+            "max_cached_workflows": 1,
+        }
+    )
+    with stack.other_api(bounded) as url, httpx.Client(base_url=url, timeout=30) as http:
+        agent_id = create_agent(http)
+        ask = {"messages": [{"role": "user", "content": "How hot?"}], "stream": True}
+        paused = []
+        for _ in range(waiting):
+            turns = f"/v1/agents/{agent_id}/session/{create_session(http, agent_id)}/turn"
+            paused.append((turns, final_turn(http.post(turns, json=ask))))
+        cached = _temporal_gauge(http, "temporal_sticky_cache_size")
+        resumed = []
+        for turns, turn in paused:
+            call = turn["output_message"]["tool_calls"][0]
+            answer = {"call_id": call["call_id"], "tool_name": call["tool_name"], "content": "100 C"}
+            body = {"tool_responses": [answer], "stream": True}
+            resumed.append(final_turn(http.post(f"{turns}/{turn['turn_id']}/resume", json=body)))
+
+    assert [turn["status"] for _, turn in paused] == ["awaiting_input"] * waiting
+    assert cached <= 1
+    assert [turn["status"] for turn in resumed] == ["completed"] * waiting
+    assert {turn["output_message"]["content"] for turn in resumed} == {"Water boils at 100 degrees. "}
+
+
+def _temporal_gauge(http: httpx.Client, name: str) -> float:
+    """A temporal_* gauge of the API's /metrics once it is reported (the SDK reports it with its next metrics)."""
+    deadline = time.monotonic() + EVENT_SECONDS
+    while True:
+        for family in text_string_to_metric_families(http.get("/metrics").text):
+            values = [sample.value for sample in family.samples if sample.name == name]
+            if values:
+                return sum(values)
+        assert time.monotonic() < deadline, f"{name} not reported"
+        time.sleep(0.1)
