@@ -65,7 +65,8 @@ def find_sandbox(python_env: Path = DEFAULT_PYTHON_ENV, search_path: str | None 
 
 def _probe(sandbox: Sandbox) -> None:
     with tempfile.TemporaryDirectory(prefix="da-sandbox-probe-") as workspace:
-        command = bwrap_command(sandbox, Path(workspace), [SANDBOX_PYTHON, "-I", "-c", "print('ok')"], tmp_bytes=1 << 20)
+        probe = [SANDBOX_PYTHON, "-I", "-c", "print('ok')"]
+        command = bwrap_command(sandbox, Path(workspace), probe, tmp_bytes=1 << 20)
         try:
             run = subprocess.run(command, capture_output=True, text=True, timeout=30)
         except subprocess.TimeoutExpired:
@@ -74,7 +75,6 @@ def _probe(sandbox: Sandbox) -> None:
         detail = run.stderr.strip().splitlines()[-1:] or [f"exit code {run.returncode}"]
         raise SandboxUnavailable(
             f"bwrap could not start a sandbox ({detail[0]}); user namespaces may be disabled: enable them "
-            "(sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 23.10+ kernel.apparmor_restrict_unprivileged_userns=0 "
-            "or an AppArmor profile for bwrap)"
+            "(sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 23.10+ "
+            "kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap)"
         )
-

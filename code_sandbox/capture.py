@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 
 class CappedOutput:
@@ -50,12 +51,10 @@ class MarkedStream:
         self._ended = asyncio.Event()
         return self._output
 
-    async def end(self, timeout: float) -> None:
-        """Waits (at most `timeout`) for the marker or the stream's end; the call's output is then complete."""
-        try:
-            await asyncio.wait_for(self._ended.wait(), timeout)
-        except TimeoutError:
-            pass
+    async def end(self, wait_seconds: float) -> None:
+        """Waits (at most `wait_seconds`) for the marker or the stream's end; the call's output is then complete."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._ended.wait(), wait_seconds)
         if self._output is not None and self._tail:
             self._output.add(self._tail)
         self._output = None

@@ -108,8 +108,9 @@ def detect_cgroups() -> CgroupSupport:
                         found[name] = base
         if found:
             support = CgroupSupport(1, found.get("memory"), found.get("pids"), found.get("cpu"))
-    for base in {support.memory, support.pids, support.cpu} - {None}:
-        _remove_stale(base)  # type: ignore[arg-type]
+    for parent in {support.memory, support.pids, support.cpu}:
+        if parent is not None:
+            _remove_stale(parent)
     return support
 
 

@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from code_sandbox.bubblewrap import Sandbox
 from code_sandbox.capture import CappedOutput, read_all
@@ -36,9 +37,7 @@ class CommandResult:
     seconds: float
 
 
-async def run_command(
-    sandbox: Sandbox, workspace: Path, argv: Sequence[str], limits: SandboxLimits
-) -> CommandResult:
+async def run_command(sandbox: Sandbox, workspace: Path, argv: Sequence[str], limits: SandboxLimits) -> CommandResult:
     """Runs `argv` (e.g. `["/bin/sh", "-c", "ls"]`) in the sandbox with `workspace` at /workspace."""
     started = time.monotonic()
     before = await asyncio.to_thread(scan_workspace, workspace)
@@ -47,11 +46,10 @@ async def run_command(
     try:
         watchdog = Watchdog(process, workspace, limits, before.disk_bytes)
         assert process.process.stdout is not None and process.process.stderr is not None
-        finished = asyncio.ensure_future(
-            asyncio.gather(read_all(process.process.stdout, stdout), read_all(process.process.stderr, stderr))
-        )
+        finished = asyncio.gather(read_all(process.process.stdout, stdout), read_all(process.process.stderr, stderr))
         watch = asyncio.ensure_future(watchdog.watch())
-        await asyncio.wait({finished, watch}, return_when=asyncio.FIRST_COMPLETED)
+        either: list[asyncio.Future[Any]] = [finished, watch]
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         fired = watch.result() if watch.done() else None
         watch.cancel()
         await finished  # after a kill every process is gone, so every pipe ends

@@ -58,7 +58,8 @@ def workspace_path(data_dir: Path, container_id: str) -> Path:
     """The workspace directory of a container; refuses an id that is not a plain name."""
     if not CONTAINER_ID.fullmatch(container_id):
         raise InvalidContainerId(
-            f"container id {container_id!r} must be 1 to 128 letters, digits, '_' or '-', starting with a letter or digit"
+            f"container id {container_id!r} must be 1 to 128 letters, digits, '_' or '-', "
+            "starting with a letter or digit"
         )
     return containers_dir(data_dir) / container_id / "workspace"
 
