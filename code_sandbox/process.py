@@ -27,8 +27,8 @@ from code_sandbox.cgroups import SandboxCgroup
 from code_sandbox.limits import SandboxLimits
 
 TMP_BYTES_CEILING = 256 * 1024 * 1024
-_GATE = 'read -r go <&"$0" && exec "$@"'
-"""Run by /bin/sh with the gate's pipe number as $0 and bwrap's command as "$@"."""
+_GATE = 'read -r go && exec "$@" </dev/null'
+"""Run by /bin/sh with the gate's pipe as stdin and bwrap's command as "$@"; the sandbox's stdin is empty."""
 
 
 class SandboxProcess:
@@ -65,12 +65,12 @@ class SandboxProcess:
                 "/bin/sh",
                 "-c",
                 _GATE,
-                str(gate_read),
+                "sandbox-gate",
                 *command,
-                stdin=subprocess.DEVNULL,
+                stdin=gate_read,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                pass_fds=(gate_read, *pass_fds),
+                pass_fds=pass_fds,
                 start_new_session=True,
                 limit=1 << 20,
             )

@@ -14,14 +14,28 @@ from code_sandbox.workspaces import scan_workspace
 POLL_SECONDS = 0.05
 POLL_SECONDS_WITHOUT_CGROUP = 0.25
 """Without a cgroup, CPU time is summed over /proc, which costs more per look."""
+IDLE_POLL_SECONDS = 1.0
+"""Between a kernel's calls nobody waits on the answer: a looser look costs little and bounds the same."""
 WORKSPACE_EVERY_SECONDS = 0.5
 """Walking the workspace costs more than reading a counter; a burst of writes between two walks is bounded by
 the file-size limit per file."""
 
 
 class Watchdog:
-    def __init__(self, process: SandboxProcess, workspace: Path, limits: SandboxLimits, workspace_bytes: int) -> None:
+    """Watches one sandbox from now on. `wall=False` watches a kernel between calls: whatever the code left
+    running is held to the CPU and workspace limits of a call, with no end in time."""
+
+    def __init__(
+        self,
+        process: SandboxProcess,
+        workspace: Path,
+        limits: SandboxLimits,
+        workspace_bytes: int,
+        *,
+        wall: bool = True,
+    ) -> None:
         self.process = process
+        self.wall = wall
         self.workspace = workspace
         self.limits = limits
         self.workspace_bytes_at_start = workspace_bytes
@@ -31,12 +45,14 @@ class Watchdog:
     async def watch(self) -> Limit:
         """Returns, with the sandbox killed, the first limit passed; runs until then or until cancelled."""
         poll = POLL_SECONDS if self.process.cgroup is not None else POLL_SECONDS_WITHOUT_CGROUP
+        if not self.wall:
+            poll = IDLE_POLL_SECONDS
         next_walk = self.started + WORKSPACE_EVERY_SECONDS
         while True:
             await asyncio.sleep(poll)
             now = time.monotonic()
             fired = None
-            if now - self.started > self.limits.wall_seconds:
+            if self.wall and now - self.started > self.limits.wall_seconds:
                 fired = Limit.WALL
             elif self.process.cpu_seconds() - self.cpu_at_start > self.limits.cpu_seconds:
                 fired = Limit.CPU
