@@ -74,7 +74,7 @@ def _probe(sandbox: Sandbox) -> None:
     if run.stdout.strip() != "ok":
         detail = run.stderr.strip().splitlines()[-1:] or [f"exit code {run.returncode}"]
         raise SandboxUnavailable(
-            f"bwrap could not start a sandbox ({detail[0]}); user namespaces may be disabled: enable them "
+            f"bwrap could not start a sandbox ({detail[0]}); where user namespaces are disabled, enable them "
             "(sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 23.10+ "
             "kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap)"
         )

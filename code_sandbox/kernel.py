@@ -25,7 +25,7 @@ from code_sandbox.bubblewrap import SANDBOX_PYTHON, Sandbox
 from code_sandbox.capture import CappedOutput, MarkedStream
 from code_sandbox.limits import Limit, SandboxLimits, describe
 from code_sandbox.process import SandboxProcess
-from code_sandbox.watchdog import Watchdog
+from code_sandbox.watchdog import Watchdog, limit_seen_after
 from code_sandbox.workspaces import WorkspaceFile, WorkspaceScan, scan_workspace
 
 HELPER = Path(__file__).with_name("kernel_helper.py")
@@ -248,12 +248,15 @@ class PythonKernel:
                 limit = Limit.MEMORY  # the address-space limit, where no memory cgroup could be had
             elif raised.get("errno") == errno.EFBIG:
                 limit = Limit.FILE_SIZE
-        if limit is None and forks_refused:
-            limit = Limit.PROCESSES
-        if limit is None and watchdog.grew_past_workspace_limit(after.disk_bytes):
-            limit = Limit.WORKSPACE
-        if limit is None and (stdout.truncated or stderr.truncated):
-            limit = Limit.OUTPUT
+        written = after.written_since(before)
+        limit = limit or limit_seen_after(
+            self.limits,
+            memory=False,
+            forks_refused=forks_refused,
+            written=written,
+            grew_past_workspace=watchdog.grew_past_workspace_limit(after.disk_bytes),
+            truncated=stdout.truncated or stderr.truncated,
+        )
         stopped, self._stopped_between_calls = self._stopped_between_calls, None
         if stopped is not None:
             notice = f"[the kernel was restarted before this call: {describe(stopped, self.limits)} between calls]\n"
@@ -268,7 +271,7 @@ class PythonKernel:
             result=result if isinstance(result, str) else None,
             error=error,
             images=[image for image in images if isinstance(image, str)] if isinstance(images, list) else [],
-            files=after.written_since(before),
+            files=written,
             limit=limit,
             kernel_restarted=lost or reply is None,
             seconds=time.monotonic() - started,

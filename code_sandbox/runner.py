@@ -15,7 +15,7 @@ from code_sandbox.bubblewrap import Sandbox
 from code_sandbox.capture import CappedOutput, read_all
 from code_sandbox.limits import Limit, SandboxLimits
 from code_sandbox.process import SandboxProcess
-from code_sandbox.watchdog import Watchdog
+from code_sandbox.watchdog import Watchdog, limit_seen_after
 from code_sandbox.workspaces import WorkspaceFile, scan_workspace
 
 SIGNALLED = 128
@@ -60,9 +60,16 @@ async def run_command(sandbox: Sandbox, workspace: Path, argv: Sequence[str], li
     finally:
         await process.close()
     after = await asyncio.to_thread(scan_workspace, workspace)
-    limit = fired or _limit_after(exit_code, oom_kills, forks_refused, stdout, stderr)
-    if limit is None and watchdog.grew_past_workspace_limit(after.disk_bytes):
-        limit = Limit.WORKSPACE
+    written = after.written_since(before)
+    limit = fired or _signalled_limit(exit_code)
+    limit = limit or limit_seen_after(
+        limits,
+        memory=oom_kills > 0,
+        forks_refused=forks_refused > 0,
+        written=written,
+        grew_past_workspace=watchdog.grew_past_workspace_limit(after.disk_bytes),
+        truncated=stdout.truncated or stderr.truncated,
+    )
     return CommandResult(
         exit_code=exit_code,
         stdout=stdout.text(),
@@ -70,22 +77,15 @@ async def run_command(sandbox: Sandbox, workspace: Path, argv: Sequence[str], li
         stdout_truncated=stdout.truncated,
         stderr_truncated=stderr.truncated,
         limit=limit,
-        files=after.written_since(before),
+        files=written,
         seconds=time.monotonic() - started,
     )
 
 
-def _limit_after(
-    exit_code: int, oom_kills: int, forks_refused: int, stdout: CappedOutput, stderr: CappedOutput
-) -> Limit | None:
-    if oom_kills:
-        return Limit.MEMORY
+def _signalled_limit(exit_code: int) -> Limit | None:
+    """The limit whose signal killed the command: a write past the file size, or the CPU rlimit's backstop."""
     if exit_code == SIGNALLED + signal.SIGXFSZ:
         return Limit.FILE_SIZE
     if exit_code == SIGNALLED + signal.SIGXCPU:
         return Limit.CPU
-    if forks_refused:
-        return Limit.PROCESSES
-    if stdout.truncated or stderr.truncated:
-        return Limit.OUTPUT
     return None

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from code_sandbox.limits import Limit, SandboxLimits
 from code_sandbox.process import SandboxProcess
-from code_sandbox.workspaces import scan_workspace
+from code_sandbox.workspaces import WorkspaceFile, scan_workspace
 
 POLL_SECONDS = 0.05
 POLL_SECONDS_WITHOUT_CGROUP = 0.25
@@ -70,3 +70,27 @@ class Watchdog:
     def grew_past_workspace_limit(self, disk_bytes: int) -> bool:
         """Over the limit and larger than at the call's start: a call that only cleans up is never stopped."""
         return disk_bytes > self.limits.workspace_bytes and disk_bytes > self.workspace_bytes_at_start
+
+
+def limit_seen_after(
+    limits: SandboxLimits,
+    *,
+    memory: bool,
+    forks_refused: bool,
+    written: list[WorkspaceFile],
+    grew_past_workspace: bool,
+    truncated: bool,
+) -> Limit | None:
+    """The limit a finished call ran into, from what the host sees afterwards, most telling first: a kill for
+    memory, a file cut at the size limit (the code may have gone on), refused forks, the workspace, the output."""
+    if memory:
+        return Limit.MEMORY
+    if any(file.size >= limits.file_size_bytes for file in written):
+        return Limit.FILE_SIZE
+    if forks_refused:
+        return Limit.PROCESSES
+    if grew_past_workspace:
+        return Limit.WORKSPACE
+    if truncated:
+        return Limit.OUTPUT
+    return None
