@@ -82,7 +82,7 @@ class PythonKernel:
         self._stdout: MarkedStream | None = None
         self._stderr: MarkedStream | None = None
         self._idle: asyncio.Task[Limit] | None = None
-        self._stopped_between_calls: Limit | None = None
+        self._lost_between_calls: str | None = None
 
     async def start(self) -> None:
         """Starts the kernel now rather than at the first call (a call starts it when it is not running)."""
@@ -127,9 +127,13 @@ class PythonKernel:
         (it died, or the watchdog stopped what it ran between calls), which that call could not report."""
         lost = False
         if self._idle is not None and self._idle.done() and not self._idle.cancelled():
-            self._stopped_between_calls = self._idle.result()
+            self._lost_between_calls = f"{describe(self._idle.result(), self.limits)} between calls"
             lost = True
         elif self._process is not None and self._process.process.returncode is not None:
+            memory = _counters(self._process)[0] > 0
+            self._lost_between_calls = (
+                f"{describe(Limit.MEMORY, self.limits)} between calls" if memory else "it exited between calls"
+            )
             lost = True
         if lost:
             await self._stop()
@@ -257,10 +261,9 @@ class PythonKernel:
             grew_past_workspace=watchdog.grew_past_workspace_limit(after.disk_bytes),
             truncated=stdout.truncated or stderr.truncated,
         )
-        stopped, self._stopped_between_calls = self._stopped_between_calls, None
-        if stopped is not None:
-            notice = f"[the kernel was restarted before this call: {describe(stopped, self.limits)} between calls]\n"
-            stderr.kept[:0] = notice.encode()
+        lost_between_calls, self._lost_between_calls = self._lost_between_calls, None
+        if lost_between_calls is not None:
+            stderr.kept[:0] = f"[the kernel was restarted before this call: {lost_between_calls}]\n".encode()
         result = reply.get("result") if reply is not None else None
         images = reply.get("images") if reply is not None else []
         return CellResult(
