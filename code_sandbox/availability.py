@@ -16,6 +16,7 @@ from pathlib import Path
 
 from code_sandbox.bubblewrap import SANDBOX_PYTHON, Sandbox, bwrap_command
 from code_sandbox.cgroups import detect_cgroups
+from configuration.settings import Settings
 
 DEFAULT_PYTHON_ENV = Path(__file__).resolve().parent.parent / ".venv-sandbox"
 INSTALL_BWRAP = (
@@ -61,6 +62,12 @@ def find_sandbox(python_env: Path = DEFAULT_PYTHON_ENV, search_path: str | None 
     sandbox = Sandbox(bwrap, python_env, _python_home(python_env), _features(bwrap), detect_cgroups())
     _probe(sandbox)
     return sandbox
+
+
+def configured_sandbox(settings: Settings) -> Sandbox:
+    """The sandbox with the configured Python environment (`DA_SANDBOX_PYTHON_ENV`). It starts a process the
+    first time: from async code, call it in a thread."""
+    return find_sandbox(settings.sandbox_python_env or DEFAULT_PYTHON_ENV)
 
 
 def _probe(sandbox: Sandbox) -> None:

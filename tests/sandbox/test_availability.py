@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from code_sandbox.availability import DEFAULT_PYTHON_ENV, SandboxUnavailable, find_sandbox
+from code_sandbox.availability import DEFAULT_PYTHON_ENV, SandboxUnavailable, configured_sandbox, find_sandbox
 from code_sandbox.workspaces import InvalidContainerId, create_workspace, delete_workspace, workspace_path
+from configuration.loading import load_settings
 
 
 def test_without_bwrap_the_error_names_what_to_install(tmp_path: Path) -> None:
@@ -27,9 +28,10 @@ def test_a_bwrap_that_cannot_make_namespaces_is_refused(tmp_path: Path) -> None:
 
 
 def test_without_the_python_environment_the_error_names_the_make_target(tmp_path: Path) -> None:
+    settings = load_settings({"DA_SANDBOX_PYTHON_ENV": str(tmp_path / "missing-env")})
     with pytest.raises(SandboxUnavailable) as refused:
-        find_sandbox(tmp_path / "missing-env")
-    assert "make sandbox-env" in str(refused.value)
+        configured_sandbox(settings)
+    assert "missing-env is missing" in str(refused.value) and "make sandbox-env" in str(refused.value)
 
 
 @pytest.mark.parametrize("container_id", ["../etc", "a/b", "", ".hidden", "x" * 129, "cntr_1\n"])
