@@ -184,12 +184,16 @@ class PythonKernel:
         gone: killed by the watchdog, or dead on its own."""
         assert self._replies is not None
         request = json.dumps({"code": code, "marker": marker, "max_chars": self.limits.output_bytes}) + "\n"
-        try:
+        replies = self._replies
+
+        async def send_and_read() -> bytes:
+            # In a thread: a kernel that does not read (it is stuck) must not hold the worker's loop, and the
+            # watchdog, already running, ends it.
             await asyncio.to_thread(self._requests.write, request.encode())
-        except OSError:
-            return None, None
-        replied = asyncio.ensure_future(self._replies.readline())
+            return await replies.readline()
+
         watch = asyncio.ensure_future(watchdog.watch())
+        replied = asyncio.ensure_future(send_and_read())
         either: list[asyncio.Future[Any]] = [replied, watch]
         await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         if watch.done():
@@ -198,7 +202,7 @@ class PythonKernel:
         watch.cancel()
         try:
             reply = _parse(replied.result())
-        except ValueError:  # a line over REPLY_BYTES: not the helper's
+        except (OSError, ValueError):  # the kernel is gone (a broken pipe), or a line over REPLY_BYTES
             reply = {}
         return (reply if "images" in reply else None), None
 
