@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # and stack); TEST_WORKERS=0 runs those tests in one process.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: run test lint revision docs
+.PHONY: run test lint revision docs sandbox-env
 
 # Packages are installed by uv (from PyPI, into the venv first): it resolves and installs the same packages
 # several times faster than pip. Where uv cannot be had or fails, pip installs them instead.
@@ -33,7 +33,37 @@ $(VENV)/.test-deps: pyproject.toml | $(BIN)/python
 	$(call INSTALL,-e ".[test]")
 	touch $@
 
-run: $(VENV)/.run-deps
+# The code sandbox (docs/code-sandbox.md). bubblewrap comes from apt where it is missing and we are root;
+# otherwise one line says what to install (code_interpreter and shell answer an error until then). The
+# sandbox's own Python environment, .venv-sandbox, holds the pinned packages of code_sandbox/requirements.txt;
+# it is made from the system's Python where that is 3.11+ (under /usr, which the sandbox mounts anyway),
+# else from $(PYTHON). Both steps do nothing when already done; builders (make, the tests) take turns on
+# .venv-sandbox.lock, so a test waits for a build that `make test` started in the background (about 10 s
+# with uv's cache warm).
+SANDBOX_VENV := .venv-sandbox
+SANDBOX_BASE_PYTHON ?= $(shell for p in /usr/bin/python3 $(PYTHON); do \
+	$$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; done)
+
+sandbox-env: | $(BIN)/python
+	@exec 9>$(SANDBOX_VENV).lock; flock 9; \
+	command -v bwrap >/dev/null || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing bubblewrap (the code sandbox) with apt-get"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+		else \
+			echo "the code sandbox needs bubblewrap: install it (apt-get install bubblewrap, dnf install bubblewrap); until then code_interpreter and shell answer an error"; \
+		fi; }; \
+	[ $(SANDBOX_VENV)/.deps -nt code_sandbox/requirements.txt ] && exit 0; \
+	echo "building $(SANDBOX_VENV) (the code sandbox's Python: numpy, pandas, matplotlib)"; \
+	rm -rf $(SANDBOX_VENV); \
+	{ [ -x $(BIN)/uv ] && $(BIN)/uv venv --quiet --python $(SANDBOX_BASE_PYTHON) $(SANDBOX_VENV) \
+		&& $(BIN)/uv pip install --quiet --compile-bytecode --python $(SANDBOX_VENV)/bin/python -r code_sandbox/requirements.txt; } \
+	|| { rm -rf $(SANDBOX_VENV) && $(SANDBOX_BASE_PYTHON) -m venv $(SANDBOX_VENV) \
+		&& $(SANDBOX_VENV)/bin/pip install --quiet -r code_sandbox/requirements.txt; } \
+	|| { echo "$(SANDBOX_VENV) could not be built"; exit 1; }; \
+	touch $(SANDBOX_VENV)/.deps
+
+run: $(VENV)/.run-deps sandbox-env
 	@$(BYTECODE)
 	$(BIN)/python serve.py
 
@@ -44,9 +74,10 @@ LINT = $(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/lint-import
 lint: $(VENV)/.test-deps
 	$(LINT)
 
-# docs/testing.md says how the suite runs and why so. Three things run side by side from the start: the lint;
+# docs/testing.md says how the suite runs and why so. Four things run side by side from the start: the lint;
 # .venv-lsc (the current llama-stack-client, which needs Python >= 3.12: tests/support/client_venvs.py; its
-# tests wait for it on a lock); and the tests marked `processes` (services of their own, killed on a
+# tests wait for it on a lock); the code sandbox's set-up (`sandbox-env`; tests/sandbox waits for it on its
+# lock); and the tests marked `processes` (services of their own, killed on a
 # timetable: mostly waiting, little computing) on PROCESS_WORKERS workers, in their own slices of ports
 # (DA_TEST_PORT_SLICE_OFFSET, tests/support/stack.py). In the foreground, the rest of the suite on
 # TEST_WORKERS workers, a file per worker at a time. Every part always runs; any failing fails `make test`;
@@ -60,10 +91,12 @@ test: $(VENV)/.test-deps
 	@status=0; \
 	( $(LINT) ) > $(LINT_LOG) 2>&1 & lint=$$!; \
 	$(BIN)/python -m tests.support.client_venvs & venv_lsc=$$!; \
+	$(MAKE) --no-print-directory sandbox-env & sandbox_env=$$!; \
 	DA_TEST_PORT_SLICE_OFFSET=4 $(BIN)/pytest -m processes -n $(PROCESS_WORKERS) --dist loadfile \
 		> $(PROCESSES_LOG) 2>&1 & processes=$$!; \
 	$(BIN)/pytest -m "not processes" -n $(TEST_WORKERS) --dist loadfile || status=$$?; \
 	wait $$venv_lsc || status=$$?; \
+	wait $$sandbox_env || status=$$?; \
 	wait $$processes || { status=1; echo "the processes tests failed:"; }; \
 	cat $(PROCESSES_LOG); \
 	wait $$lint || { status=1; echo "make lint failed:"; }; \

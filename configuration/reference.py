@@ -79,6 +79,16 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "credentials_key",
     ),
     "Observability": ("log_format", "worker_metrics_host", "worker_metrics_port"),
+    "Code sandbox": (
+        "sandbox_cpu_seconds",
+        "sandbox_wall_seconds",
+        "sandbox_memory_mb",
+        "sandbox_workspace_mb",
+        "sandbox_file_size_mb",
+        "sandbox_max_processes",
+        "sandbox_output_bytes",
+        "sandbox_python_env",
+    ),
 }
 OTHER = "Other settings"
 

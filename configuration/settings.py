@@ -498,6 +498,26 @@ class Settings(BaseSettings):
     """How often each API process (and once at its start) starts the ingestion of files a crash left attached
     `in_progress` with no workflow (files at least this old); 0: never."""
 
+    # The code sandbox (docs/code-sandbox.md): every limit applies to one call (a cell, a command).
+    sandbox_cpu_seconds: PositiveSeconds = 60.0
+    """CPU seconds one sandboxed call may use, all its processes and threads together; then it is killed."""
+    sandbox_wall_seconds: PositiveSeconds = 120.0
+    """Seconds one sandboxed call may take; then its processes are killed (a kernel is restarted)."""
+    sandbox_memory_mb: PositiveInt = 1024
+    """Memory one container's processes may hold (a cgroup where one is writable, else each process's address
+    space); past it the kernel kills them (a kernel is restarted)."""
+    sandbox_workspace_mb: PositiveInt = 1024
+    """Bytes of disk a container's `/workspace` may hold; a call that grows it past this is killed."""
+    sandbox_file_size_mb: PositiveInt = 256
+    """The largest file a sandboxed process may write (a longer write fails with 'File too large')."""
+    sandbox_max_processes: PositiveInt = 64
+    """Processes and threads one container may run at once (a pids cgroup where one is writable)."""
+    sandbox_output_bytes: PositiveInt = 64 * 1024
+    """Bytes of stdout and of stderr kept per call; the rest is dropped and the output marked truncated."""
+    sandbox_python_env: Path | None = None
+    """The sandbox's own Python environment (numpy, pandas, matplotlib), mounted read-only inside it; unset:
+    `.venv-sandbox` beside the code, which `make run` and `make test` build."""
+
     @classmethod
     def settings_customise_sources(
         cls,
