@@ -22,7 +22,7 @@ from store.schema import Base, EventId
 
 
 class ResponseRow(Base):
-    """A Responses-API response: one segment of a turn (api/responses/). What it says (status, output) is
+    """A Responses-API response: one segment of a turn (api/openai/responses/). What it says (status, output) is
     rendered from its turn's stored events; this row holds what the request asked for, without MCP
     credentials, and how it links to its chain and conversation."""
 
