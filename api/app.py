@@ -180,7 +180,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The OpenAI family first: its Agents API routes share `/v1/agents` paths with llama-stack's (api/openai/routes.py).
     for router in (openai_family.router, llama_stack.router, model_routes.router, operations.router):
         app.include_router(router, prefix="/v1")
-    install_openapi(app, (llama_stack.router,), prefix="/v1")
+    install_openapi(app, llama_stack.RESOURCE_ROUTERS, prefix="/v1")
     app.include_router(operations.root_router)
     instrument_api(app, lambda turn_id: app.state.services.turns.trace_carrier(turn_id))
     return app

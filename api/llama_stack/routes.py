@@ -17,16 +17,22 @@ from api.llama_stack import (
     vector_io_routes,
 )
 
+RESOURCE_ROUTERS = tuple(
+    module.router
+    for module in (
+        agent_routes,
+        session_routes,
+        turn_routes,
+        tool_routes,
+        shield_routes,
+        embedding_routes,
+        vector_db_routes,
+        vector_io_routes,
+        rag_tool_routes,
+    )
+)
+"""A router per resource: the OpenAPI document reads their routes (api/http/openapi.py)."""
+
 router = APIRouter()
-for dialect_route in (
-    agent_routes,
-    session_routes,
-    turn_routes,
-    tool_routes,
-    shield_routes,
-    embedding_routes,
-    vector_db_routes,
-    vector_io_routes,
-    rag_tool_routes,
-):
-    router.include_router(dialect_route.router)
+for resource_router in RESOURCE_ROUTERS:
+    router.include_router(resource_router)

@@ -641,13 +641,14 @@ def test_a_shield_refusal_is_the_answer() -> None:
 
 
 class _Recorder:
-    """Where the inference activity's delta writer puts its batches (the store's save_turn_progress)."""
+    """Where the inference activity's delta writer puts its batches: the store's turns (save_turn_progress)."""
 
-    database = None
+    spend = None
     """What the activity's spend ledger would write through; these attempts price nothing."""
 
     def __init__(self) -> None:
         self.events: list[KeyedEvent] = []
+        self.turns = self
 
     async def save_turn_progress(self, turn_id: str, events: list[KeyedEvent]) -> None:
         self.events += events

@@ -48,7 +48,7 @@ class CreateBatch(BaseModel):
     chunking_strategy: dict[str, Any] | None = None
 
 
-class FileDeleted(BaseModel):
+class VectorStoreFileDeleted(BaseModel):
     id: str
     object: Literal["vector_store.file.deleted"] = "vector_store.file.deleted"
     deleted: bool = True
@@ -118,12 +118,14 @@ async def update_file(
     return file_object(file)
 
 
-@router.delete("/vector_stores/{vector_store_id}/files/{file_id}", response_model=FileDeleted)
-async def detach_file(vector_store_id: str, file_id: str, tenant: TenantDep, knowledge: KnowledgeDep) -> FileDeleted:
+@router.delete("/vector_stores/{vector_store_id}/files/{file_id}", response_model=VectorStoreFileDeleted)
+async def detach_file(
+    vector_store_id: str, file_id: str, tenant: TenantDep, knowledge: KnowledgeDep
+) -> VectorStoreFileDeleted:
     """The file leaves the store with its chunks and vectors; the file itself stays (Files API)."""
     if not await knowledge.stores.detach(tenant, vector_store_id, file_id):
         raise not_found("Vector store file", file_id)
-    return FileDeleted(id=file_id)
+    return VectorStoreFileDeleted(id=file_id)
 
 
 @router.get("/vector_stores/{vector_store_id}/files/{file_id}/content", response_model=ContentPage)
