@@ -123,6 +123,8 @@ def test_another_tenants_knowledge_is_not_found_on_every_route(stack: Stack) -> 
             assert other.get("/v1/files").json()["data"] == []
             assert other.get("/v1/vector_stores").json()["data"] == []
             assert other.get("/v1/vector-dbs").json()["data"] == []
+        # The batch attached the file anew: the owner's search finds it once that ingestion has completed too.
+        assert wait_for_file(owner, store.id, file.id).status == "completed"
         assert owner.vector_stores.search(store.id, query="vault code").data[0].file_id == file.id
         assert owner.files.retrieve(file.id).id == file.id
 
