@@ -5,7 +5,7 @@ response's call must neither resume the session's turn nor be taken by it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -40,7 +40,7 @@ def paused_session(client: OpenAI, model: ScriptedModel) -> tuple[str, str]:
     model.script(tool_call("get_weather", {"city": "Oslo"}))
     none: Any = {"type": "none"}
     session = client.beta.agents.sessions.create(
-        environment=none, agent={"model": SCRIPTED_MODEL, "tools": [WEATHER]}, input="Oslo?"
+        environment=none, agent={"model": SCRIPTED_MODEL, "tools": [cast(Any, WEATHER)]}, input="Oslo?"
     )
     wait_until(
         lambda: client.beta.agents.sessions.retrieve(session.id).status == "requires_action",
