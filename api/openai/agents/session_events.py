@@ -66,13 +66,14 @@ def usage_object(input_tokens: int, output_tokens: int) -> dict[str, Any]:
 
 
 def tool_output_of(response: ToolResponse) -> dict[str, Any]:
-    """A function_call_output item's `output` or `error`, from the result the caller posted."""
+    """A function_call_output item's `status` and its `output` or `error`, from the result the caller posted: a
+    tool that failed (its handler raised) is `failed` beside its error."""
     if (response.metadata or {}).get("is_error"):
-        return {"error": content_as_text(response.content), "output": None}
+        return {"status": "failed", "error": content_as_text(response.content), "output": None}
     content = response.content
     if isinstance(content, str):
-        return {"output": content}
-    return {"output": [{"type": "input_text", "text": content_as_text(content)}]}
+        return {"status": "completed", "output": content}
+    return {"status": "completed", "output": [{"type": "input_text", "text": content_as_text(content)}]}
 
 
 @dataclass
@@ -303,7 +304,6 @@ class TurnEvents:
                 "id": f"fco_{call['id']}",
                 "type": "function_call_output",
                 "call_id": response.call_id,
-                "status": "completed",
                 "turn_id": self.turn_id,
                 **tool_output_of(response),
             }
