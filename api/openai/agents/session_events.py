@@ -93,6 +93,9 @@ class TurnEvents:
     finished: bool = False
     budget_held: bool = False
     """The turn waits at its next model call for the session's spending limit to be raised (spend_control)."""
+    ends_over_budget: bool = False
+    """Set by the stream before the turn's final event when the session's spend is at its limit then: the stream
+    ends with `agent.session.budget_reached` (our event; the SDK's stream helpers end on it) instead of idle."""
     items: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
     """Every item of the turn as it stands, by id: (output index, item)."""
     _fold: SegmentFold | None = None
@@ -156,8 +159,8 @@ class TurnEvents:
         runtime = (body.get("runtime") or {}).get("kind")
         if runtime in ("budget_reached", "budget_resumed"):  # the turn waits at its next model call, or goes on
             self.budget_held = runtime == "budget_reached"
-            status = "budget_reached" if self.budget_held else "in_progress"
-            self._session_event(f"agent.session.{status}", status)
+            kind = "budget_reached" if self.budget_held else "in_progress"
+            self._session_event(f"agent.session.{kind}", "in_progress")  # held, the turn is still the active one
             return self._flush()
         payload = (body.get("event") or {}).get("payload") or {}
         resuming = payload.get("event_type") == "step_complete" or runtime == "mcp_call_started"
@@ -307,8 +310,9 @@ class TurnEvents:
                 "turn_id": self.turn_id,
                 **tool_output_of(response),
             }
-            self._item("agent.session.turn.item.added", self._base, output)
-            self._item("agent.session.turn.item.done", self._base, output)
+            # An item of the session (its items list shows it) but not the turn's output: the caller supplied it,
+            # and the stream's item events carry only what the agent produced (the SDK types them so).
+            self.items[output["id"]] = (self._base, output)
             self._base += 1
         if not self._pending:
             self.status = "in_progress"
@@ -324,7 +328,8 @@ class TurnEvents:
         if fold.status in ("completed", "incomplete"):
             self.status = "completed"
             self._turn_event("agent.session.turn.completed", usage=self.usage())
-            self._session_event("agent.session.idle", "idle")
+            ending = "agent.session.budget_reached" if self.ends_over_budget else "agent.session.idle"
+            self._session_event(ending, "idle")
         elif fold.status == "cancelled":
             self.status = "cancelled"
             self._turn_event("agent.session.turn.cancelled", usage=self.usage())
