@@ -76,6 +76,10 @@ def tool_output_of(response: ToolResponse) -> dict[str, Any]:
     return {"status": "completed", "output": [{"type": "input_text", "text": content_as_text(content)}]}
 
 
+_BUDGET_EVENTS = {"budget_reached": "agent.session.budget_reached", "budget_resumed": "agent.session.in_progress"}
+"""The spend-control runtime events of a turn (workflows/turn_steps/spend.py) and the session events they make."""
+
+
 @dataclass
 class TurnEvents:
     """The session events of one turn: `open()` first, then `feed()` each stored event in order."""
@@ -91,8 +95,6 @@ class TurnEvents:
     error: dict[str, str] | None = None
     completed_at: int | None = None
     finished: bool = False
-    budget_held: bool = False
-    """The turn waits at its next model call for the session's spending limit to be raised (spend_control)."""
     ends_over_budget: bool = False
     """Set by the stream before the turn's final event when the session's spend is at its limit then: the stream
     ends with `agent.session.budget_reached` (our event; the SDK's stream helpers end on it) instead of idle."""
@@ -157,10 +159,10 @@ class TurnEvents:
         if self._fold is None:
             self._fold = SegmentFold(response_id=self.turn_id, turn_id=self.turn_id)
         runtime = (body.get("runtime") or {}).get("kind")
-        if runtime in ("budget_reached", "budget_resumed"):  # the turn waits at its next model call, or goes on
-            self.budget_held = runtime == "budget_reached"
-            kind = "budget_reached" if self.budget_held else "in_progress"
-            self._session_event(f"agent.session.{kind}", "in_progress")  # held, the turn is still the active one
+        if runtime in _BUDGET_EVENTS:
+            # Held at its next model call for the limit to be raised (spend_control), or going on: either way the
+            # turn is still the session's active one.
+            self._session_event(_BUDGET_EVENTS[runtime], "in_progress")
             return self._flush()
         payload = (body.get("event") or {}).get("payload") or {}
         resuming = payload.get("event_type") == "step_complete" or runtime == "mcp_call_started"
