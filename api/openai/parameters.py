@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from api.openai.errors import invalid
 
@@ -40,7 +40,10 @@ def field_names(model: type[BaseModel]) -> frozenset[str]:
 
 
 class KnownParametersOnly(BaseModel):
-    """A request body model (parsed by FastAPI) that refuses any top-level key it does not declare."""
+    """A request body model (parsed by FastAPI) that refuses any top-level key it does not declare: with OpenAI's
+    error, before pydantic's own; its schema says so (`additionalProperties: false`)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     @model_validator(mode="before")
     @classmethod
