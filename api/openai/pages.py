@@ -1,5 +1,6 @@
 """A list page as every list of the OpenAI family answers it: `object: "list"`, the page's items, the ids of
-its first and last item (the cursors a caller pages on with `after` / `before`) and whether more follow."""
+its first and last item (`""` on an empty page; the cursors a caller pages on with `after` / `before`) and
+whether more follow."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ def _id(item: Any) -> str:
     return str(item["id"] if isinstance(item, Mapping) else item.id)
 
 
-def cursors(data: Sequence[Any]) -> dict[str, str | None]:
-    """`first_id` and `last_id` of a page of items (dicts or models with an `id`); None on an empty page."""
-    return {"first_id": _id(data[0]) if data else None, "last_id": _id(data[-1]) if data else None}
+def cursors(data: Sequence[Any]) -> dict[str, str]:
+    """`first_id` and `last_id` of a page of items (dicts or models with an `id`); `""` on an empty page, as the
+    OpenAI schema types them strings and clients generated from it (OGX's) fail to parse a null."""
+    return {"first_id": _id(data[0]) if data else "", "last_id": _id(data[-1]) if data else ""}
 
 
 def list_page(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:

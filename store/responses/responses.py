@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -14,7 +15,7 @@ from store.database import Database
 from store.responses.tables import ResponseRow
 from store.turns.records import FINAL_STATUSES, Page
 from store.turns.rows import delete_turns
-from store.turns.tables import TurnRow
+from store.turns.tables import PendingCallRow, TurnRow
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,30 @@ class ResponseStore:
         query = select(_COLUMNS).where(ResponseRow.turn_id == turn_id).order_by(ResponseRow.segment_index)
         rows = await self.database.read(lambda tx: tx.execute(query).all())
         return [_record(row) for row in rows]
+
+    async def waiting_for(
+        self, tenant: str, call_ids: Sequence[str], turn_ids: Collection[str] | None = None
+    ) -> dict[str, str]:
+        """Which of these client call ids (or approval request ids) a paused turn of the tenant's responses waits
+        for: call id -> turn id; only among `turn_ids` when given. The pending calls of other turns (an Agents API
+        session's) are not a response's to answer, even when their ids coincide; of two responses' turns waiting
+        on one id, the latest created wins."""
+        if not call_ids or (turn_ids is not None and not turn_ids):
+            return {}
+        query = (
+            select(PendingCallRow.call_id, PendingCallRow.turn_id)
+            .join(ResponseRow, ResponseRow.turn_id == PendingCallRow.turn_id)
+            .where(
+                PendingCallRow.tenant_id == tenant,
+                ResponseRow.tenant_id == tenant,
+                PendingCallRow.call_id.in_(list(call_ids)),
+            )
+            .order_by(ResponseRow.created_at)
+        )
+        if turn_ids is not None:
+            query = query.where(PendingCallRow.turn_id.in_(list(turn_ids)))
+        rows = await self.database.read(lambda tx: tx.execute(query).all())
+        return {call_id: turn_id for call_id, turn_id in rows}
 
     async def chain(self, tenant: str, response_id: str, most: int = 10_000) -> list[ResponseRecord]:
         """The response and its predecessors by previous_response_id, oldest first, in one statement."""

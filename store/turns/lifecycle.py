@@ -154,14 +154,19 @@ class TurnLifecycle(EventStore):
             body = await self.database.read(lambda tx: tx.scalar(query))
         return TurnSettings.model_validate(body) if body is not None else None
 
-    async def pending_calls(self, tenant: str, call_ids: Sequence[str]) -> dict[str, str]:
+    async def pending_calls(
+        self, tenant: str, call_ids: Sequence[str], turn_ids: Sequence[str] | None = None
+    ) -> dict[str, str]:
         """Which of these client call ids (or approval request ids) a paused detached turn of the tenant
-        waits for: call id → turn id."""
+        waits for: call id → turn id; only among `turn_ids` when given (call ids of different turns may
+        coincide: whoever answers names its own turns)."""
         if not call_ids:
             return {}
         query = select(PendingCallRow.call_id, PendingCallRow.turn_id).where(
             PendingCallRow.tenant_id == tenant, PendingCallRow.call_id.in_(list(call_ids))
         )
+        if turn_ids is not None:
+            query = query.where(PendingCallRow.turn_id.in_(list(turn_ids)))
         rows = await self.database.read(lambda tx: tx.execute(query).all())
         return {call_id: turn_id for call_id, turn_id in rows}
 

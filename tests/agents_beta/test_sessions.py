@@ -126,7 +126,10 @@ def test_tool_handlers_run_function_tools_and_a_raising_handler_reports_failure(
         for i in client.beta.agents.sessions.items.list(session.id, limit=100).data
         if i.type == "function_call_output"
     ]
-    assert [(o.output, o.error) for o in outputs] == [("sunny in Paris", None), (None, "Tool handler failed.")]
+    assert [(o.output, o.error, o.status) for o in outputs] == [
+        ("sunny in Paris", None, "completed"),
+        (None, "Tool handler failed.", "failed"),
+    ]
 
 
 def test_a_pending_call_waits_with_no_connection_and_resumes_by_an_input_event(

@@ -1,6 +1,7 @@
 """spend_control with the unmodified `openai` SDK: a priced model (tests/support/stack.py PRICED_MODEL, a cent a
 token) reports usage, the session's spend reaches its limit, and its running turn waits at its next model call
-(`budget_reached`) with no call made; raising or removing the limit resumes that same turn, spend kept."""
+(its stream says `agent.session.budget_reached`) with no call made; raising or removing the limit resumes that same
+turn, spend kept. A session's status stays one the SDK 3.57 types know: `spend_control` tells the limit reached."""
 
 from __future__ import annotations
 
@@ -33,8 +34,25 @@ def wait_status(client: OpenAI, session_id: str, wanted: str, seconds: float = E
 
 
 def status_of(client: OpenAI, session_id: str) -> str:
-    """A session's status as a string: `budget_reached` is ours, gone from the SDK's literal of them."""
     return client.beta.agents.sessions.retrieve(session_id).status
+
+
+def at_limit(client: OpenAI, session_id: str) -> bool:
+    """The session's spend is at or over its limit, as its `spend_control` shows."""
+    spent = spend_of(client.beta.agents.sessions.retrieve(session_id))
+    return spent is not None and spent.limit is not None and (spent.consumed or 0) >= spent.limit
+
+
+def stream_kinds(client: OpenAI, session_id: str, last: str) -> list[str]:
+    """The event types of the session's stream (its current turn's, from its start) up to the first `last`."""
+    kinds: list[str] = []
+    with client.beta.agents.sessions.events.stream(session_id) as stream:
+        for event in stream:
+            kind: str = event.type  # `agent.session.budget_reached` is ours: the SDK's union no longer has it
+            kinds.append(kind)
+            if kind == last:
+                break
+    return kinds
 
 
 def answer_pending_call(client: OpenAI, session: Any, output: str) -> None:
@@ -72,12 +90,12 @@ def paused_on_budget(client: OpenAI, model: ScriptedModel, limit_cents: int) -> 
     consumed = spent.consumed
     assert consumed is not None and consumed >= limit_cents  # a cent a word: the first call crossed the limit
     answer_pending_call(client, waiting, "sunny, 21 C")
-    held = wait_status(client, created.id, "budget_reached")
-    assert held.status == "budget_reached", held
-    assert held.required_actions == []
+    assert stream_kinds(client, created.id, "agent.session.budget_reached")[-1] == "agent.session.budget_reached"
+    held = client.beta.agents.sessions.retrieve(created.id)
+    assert held.status == "in_progress" and held.required_actions == [] and at_limit(client, created.id), held
     time.sleep(1.5)  # were the turn to go on regardless, its model call would come now
     assert len(model.requests) == 1, "a model call was made past the spending limit"
-    assert status_of(client, created.id) == "budget_reached"
+    assert status_of(client, created.id) == "in_progress"
     return held, consumed
 
 
@@ -93,7 +111,7 @@ def test_a_session_at_its_limit_waits_and_the_same_turn_finishes_once_the_limit_
             kinds.append(kind)
             if kind == "agent.session.budget_reached":
                 sent: Any = event.to_dict()  # untyped by the SDK: read as sent
-                assert sent["session"]["status"] == "budget_reached"
+                assert sent["session"]["status"] == "in_progress"  # held: its turn is still the active one
                 assert "agent.session.turn.completed" not in kinds
                 raised = client.beta.agents.sessions.update(held.id, extra_body=limit_body(1_000_000))
             if kind == "agent.session.idle":
@@ -126,7 +144,7 @@ def test_removing_the_limit_resumes_the_turn_and_a_limit_raised_too_little_holds
     shown = spend_of(still)
     assert shown is not None and shown.limit == consumed
     time.sleep(1.5)
-    assert status_of(client, held.id) == "budget_reached"
+    assert status_of(client, held.id) == "in_progress" and at_limit(client, held.id)
     assert len(model.requests) == 1
 
     lifted = client.beta.agents.sessions.update(held.id, extra_body=limit_body(None))
@@ -137,14 +155,18 @@ def test_removing_the_limit_resumes_the_turn_and_a_limit_raised_too_little_holds
     assert [t.status for t in client.beta.agents.sessions.turns.list(held.id).data] == ["completed"]
 
 
-def test_an_idle_session_at_its_limit_shows_budget_reached_and_a_free_model_never_counts(
+def test_a_stream_whose_session_ends_over_its_limit_ends_budget_reached_and_a_free_model_never_counts(
     client: OpenAI, model: ScriptedModel
 ) -> None:
     model.script(text("Hello."))
     priced = client.beta.agents.sessions.create(
         environment=NONE, agent={"model": PRICED_MODEL}, input="Say hello to me", extra_body=limit_body(1)
     )
-    assert wait_status(client, priced.id, "budget_reached").status == "budget_reached"
+    kinds = stream_kinds(client, priced.id, "agent.session.budget_reached")
+    assert kinds[-2:] == ["agent.session.turn.completed", "agent.session.budget_reached"], kinds
+    assert "agent.session.idle" not in kinds
+    shown = wait_status(client, priced.id, "idle")
+    assert shown.status == "idle" and at_limit(client, priced.id), shown
 
     model.script(text("Hello."))
     free = client.beta.agents.sessions.create(

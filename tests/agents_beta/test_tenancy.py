@@ -98,8 +98,8 @@ def test_another_tenant_gets_404_everywhere_and_the_owner_loses_nothing(keyed_ap
         assert other.get("/v1/agents").json() == {
             "object": "list",
             "data": [],
-            "first_id": None,
-            "last_id": None,
+            "first_id": "",
+            "last_id": "",
             "has_more": False,
         }
 

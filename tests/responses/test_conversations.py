@@ -125,7 +125,7 @@ async def test_empty_conversations_are_made_from_an_empty_body_or_no_items(
     for conversation in [*made, openai.types.conversations.Conversation(**bare.json())]:
         assert conversation.metadata == {}
         page = await client.conversations.items.list(conversation.id)
-        assert (page.data, page.has_more, page.first_id, page.last_id) == ([], False, None, None)
+        assert (page.data, page.has_more, page.first_id, page.last_id) == ([], False, "", "")
 
 
 async def test_items_are_stored_with_ids_status_and_content_parts(client: openai.AsyncOpenAI) -> None:

@@ -16,7 +16,7 @@ from api.openai.responses.context import (
     split_input,
     to_messages,
 )
-from api.openai.responses.request import CreateResponse, parse_create
+from api.openai.responses.request import parse_create
 from domain.content import CompletionMessage, ToolResponseMessage, UserMessage
 from domain.turn_settings import SystemMessage
 
@@ -40,7 +40,7 @@ def test_the_forms_clients_send_are_accepted() -> None:
                 {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
                 {"id": "msg_9"},  # an item_reference without its type
             ],
-            "extra_body_key": 1,
+            "prompt": None,  # a parameter this server does not implement, sent as null: asks for nothing
         }
     )
     assert [item.type for item in agents.items()] == [
@@ -182,5 +182,16 @@ def test_other_error_bodies_get_the_openai_envelope() -> None:
     assert envelope(503, None)["error"]["type"] == "server_error"
 
 
-def test_the_request_model_ignores_unknown_fields() -> None:
-    assert CreateResponse.model_validate({"model": "m", "prompt_cache_retention": "24h"}).model == "m"
+@pytest.mark.parametrize(
+    ("key", "value", "code"),
+    [
+        ("extra_body_key", 1, "unknown_parameter"),  # what the SDK's extra_body merges into the body
+        ("temperture", 0.5, "unknown_parameter"),
+        ("prompt", {"id": "pmpt_x"}, "unsupported_parameter"),
+        ("prompt_cache_retention", "24h", "unsupported_parameter"),
+        ("top_logprobs", 2, "unsupported_parameter"),
+    ],
+)
+def test_a_parameter_the_server_does_not_know_or_implement_is_refused_by_name(key: str, value: Any, code: str) -> None:
+    detail = refusal({"model": "m", "input": "x", key: value})
+    assert (detail["param"], detail["code"]) == (key, code) and f"'{key}'" in detail["message"], detail

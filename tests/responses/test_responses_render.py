@@ -771,8 +771,10 @@ def test_a_full_response_object_has_every_field_the_clients_require() -> None:
         "tools",
     ):
         assert key in body
-    for key in ("error", "incomplete_details", "usage", "previous_response_id", "conversation", "user", "top_p"):
+    for key in ("error", "incomplete_details", "usage", "previous_response_id", "conversation", "user"):
         assert body[key] is None
+    sampling = [body[key] for key in ("temperature", "top_p", "presence_penalty", "frequency_penalty")]
+    assert sampling == [1.0, 1.0, 0.0, 0.0]
     SdkResponse.model_validate(body)
 
 

@@ -18,6 +18,7 @@ from domain.turns import InferenceStep, TurnStatus
 from knowledge.engines import vector_index
 from store.database import open_database
 from store.repository import Store
+from store.responses.responses import ResponseRecord
 from store.turns.records import StoredEvent, TurnConflict, TurnTools
 from store.turns.rows import delete_turns
 from store.turns.tables import TurnRow, TurnSettingsRow
@@ -327,6 +328,38 @@ async def test_detached_turns_keep_their_tenant_context_settings_and_pending_cal
     await store.turns.save_turn_progress("d1", status=TurnStatus.AWAITING_INPUT, output_message=paused, awaiting=["c1"])
     await store.turns.save_turn_progress("d1", status=TurnStatus.EXPIRED, completed_at=T0)
     assert await store.turns.pending_calls(TENANT, ["c1"]) == {}
+
+
+async def test_turns_waiting_on_the_same_call_id_are_told_apart_by_whose_they_are(store: Store) -> None:
+    """A response's turn and another detached turn (an Agents API session's) both wait on call `c1`: each
+    answerer finds only its own."""
+    paused = CompletionMessage(content="", tool_calls=[ToolCall(call_id="c1", tool_name="f")])
+    for turn_id in ("session-turn", "response-turn"):
+        await store.turns.begin_detached_turn(TENANT, turn_id, [], [], f"set-{turn_id}", TurnSettings(model="m"), T0)
+        await store.turns.save_turn_progress(
+            turn_id, status=TurnStatus.AWAITING_INPUT, output_message=paused, awaiting=["c1"]
+        )
+    await store.responses.add(
+        ResponseRecord(
+            response_id="resp-1",
+            tenant_id=TENANT,
+            turn_id="response-turn",
+            segment_index=0,
+            conversation_id=None,
+            previous_response_id=None,
+            model="m",
+            request={"input": []},
+            background=False,
+            store=True,
+            created_at=T0,
+        )
+    )
+    assert await store.turns.pending_calls(TENANT, ["c1"], ["session-turn"]) == {"c1": "session-turn"}
+    assert await store.responses.waiting_for(TENANT, ["c1"]) == {"c1": "response-turn"}
+    assert await store.responses.waiting_for(TENANT, ["c1"], ["response-turn"]) == {"c1": "response-turn"}
+    assert await store.responses.waiting_for(TENANT, ["c1"], ["session-turn"]) == {}
+    assert await store.responses.waiting_for(TENANT, ["c1"], []) == {}
+    assert await store.responses.waiting_for("tenant-b", ["c1"]) == {}
 
 
 async def test_a_new_turns_settings_are_handed_to_this_process_once_and_stay_in_the_store(store: Store) -> None:

@@ -66,13 +66,18 @@ def usage_object(input_tokens: int, output_tokens: int) -> dict[str, Any]:
 
 
 def tool_output_of(response: ToolResponse) -> dict[str, Any]:
-    """A function_call_output item's `output` or `error`, from the result the caller posted."""
+    """A function_call_output item's `status` and its `output` or `error`, from the result the caller posted: a
+    tool that failed (its handler raised) is `failed` beside its error."""
     if (response.metadata or {}).get("is_error"):
-        return {"error": content_as_text(response.content), "output": None}
+        return {"status": "failed", "error": content_as_text(response.content), "output": None}
     content = response.content
     if isinstance(content, str):
-        return {"output": content}
-    return {"output": [{"type": "input_text", "text": content_as_text(content)}]}
+        return {"status": "completed", "output": content}
+    return {"status": "completed", "output": [{"type": "input_text", "text": content_as_text(content)}]}
+
+
+_BUDGET_EVENTS = {"budget_reached": "agent.session.budget_reached", "budget_resumed": "agent.session.in_progress"}
+"""The spend-control runtime events of a turn (workflows/turn_steps/spend.py) and the session events they make."""
 
 
 @dataclass
@@ -90,8 +95,9 @@ class TurnEvents:
     error: dict[str, str] | None = None
     completed_at: int | None = None
     finished: bool = False
-    budget_held: bool = False
-    """The turn waits at its next model call for the session's spending limit to be raised (spend_control)."""
+    ends_over_budget: bool = False
+    """Set by the stream before the turn's final event when the session's spend is at its limit then: the stream
+    ends with `agent.session.budget_reached` (our event; the SDK's stream helpers end on it) instead of idle."""
     items: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
     """Every item of the turn as it stands, by id: (output index, item)."""
     _fold: SegmentFold | None = None
@@ -153,10 +159,10 @@ class TurnEvents:
         if self._fold is None:
             self._fold = SegmentFold(response_id=self.turn_id, turn_id=self.turn_id)
         runtime = (body.get("runtime") or {}).get("kind")
-        if runtime in ("budget_reached", "budget_resumed"):  # the turn waits at its next model call, or goes on
-            self.budget_held = runtime == "budget_reached"
-            status = "budget_reached" if self.budget_held else "in_progress"
-            self._session_event(f"agent.session.{status}", status)
+        if runtime in _BUDGET_EVENTS:
+            # Held at its next model call for the limit to be raised (spend_control), or going on: either way the
+            # turn is still the session's active one.
+            self._session_event(_BUDGET_EVENTS[runtime], "in_progress")
             return self._flush()
         payload = (body.get("event") or {}).get("payload") or {}
         resuming = payload.get("event_type") == "step_complete" or runtime == "mcp_call_started"
@@ -303,12 +309,12 @@ class TurnEvents:
                 "id": f"fco_{call['id']}",
                 "type": "function_call_output",
                 "call_id": response.call_id,
-                "status": "completed",
                 "turn_id": self.turn_id,
                 **tool_output_of(response),
             }
-            self._item("agent.session.turn.item.added", self._base, output)
-            self._item("agent.session.turn.item.done", self._base, output)
+            # An item of the session (its items list shows it) but not the turn's output: the caller supplied it,
+            # and the stream's item events carry only what the agent produced (the SDK types them so).
+            self.items[output["id"]] = (self._base, output)
             self._base += 1
         if not self._pending:
             self.status = "in_progress"
@@ -324,7 +330,8 @@ class TurnEvents:
         if fold.status in ("completed", "incomplete"):
             self.status = "completed"
             self._turn_event("agent.session.turn.completed", usage=self.usage())
-            self._session_event("agent.session.idle", "idle")
+            ending = "agent.session.budget_reached" if self.ends_over_budget else "agent.session.idle"
+            self._session_event(ending, "idle")
         elif fold.status == "cancelled":
             self.status = "cancelled"
             self._turn_event("agent.session.turn.cancelled", usage=self.usage())

@@ -143,9 +143,10 @@ async def _approval_result(services: Services, record: BetaSessionRecord, event:
             f"events[{index}].response must be {{'type': 'mcp_tool_call', 'decision': 'approve' | 'deny' | 'cancel'}}.",
             "events",
         )
-    turn_id = (await services.store.turns.pending_calls(record.tenant_id, [request_id])).get(request_id)
-    turn = await services.store.agent_sessions.session_turn(turn_id) if turn_id else None
-    if turn_id is None or turn is None or turn.session_id != record.session_id:
+    fresh = await services.store.agent_sessions.session(record.tenant_id, record.session_id)
+    current = [fresh.current_turn_id] if fresh is not None and fresh.current_turn_id is not None else []
+    turn_id = (await services.store.turns.pending_calls(record.tenant_id, [request_id], current)).get(request_id)
+    if turn_id is None:
         raise invalid(
             f"No MCP approval request {request_id!r} is pending on session {record.session_id}: answer the "
             "request_id of one of the session's required_actions.",

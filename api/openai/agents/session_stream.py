@@ -133,6 +133,8 @@ async def _turn_events(
                 continue
             after = stored.event_id
             status = await services.store.turns.turn_status(turn.turn_id) if "error" in stored.body else None
+            if is_final(stored.body):
+                renderer.ends_over_budget = (await services.store.spend.state(renderer.session_id)).reached
             for event in renderer.feed(stored.body, status):
                 yield event
             ended = is_final(stored.body)

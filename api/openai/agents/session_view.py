@@ -92,7 +92,8 @@ async def replayed(services: Services, record: BetaSessionRecord, turn: SessionT
 
 
 async def session_view(services: Services, record: BetaSessionRecord) -> dict[str, Any]:
-    """The session as a GET shows it, with its spend: `budget_reached` while its spend is at its limit."""
+    """The session as a GET shows it, with its spend (a held turn's session is `in_progress`: its status is one
+    the SDK's types know; `spend_control` says the limit is reached)."""
     shown = await _session_of_turns(services, record)
     return with_spend(shown, await services.store.spend.state(record.session_id))
 
@@ -111,8 +112,7 @@ async def _session_of_turns(services: Services, record: BetaSessionRecord) -> di
         posted = await services.store.agent_sessions.tool_results(turn.turn_id)
         actions = [action for action in actions if action.get("call_id", action.get("request_id")) not in posted]
     error = renderer.error["message"] if renderer.error else None
-    status = "budget_reached" if renderer.budget_held else _SESSION_STATUS[renderer.status]
-    return session_object(record, status, actions, error)
+    return session_object(record, _SESSION_STATUS[renderer.status], actions, error)
 
 
 async def turn_items(

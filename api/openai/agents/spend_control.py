@@ -22,10 +22,8 @@ def spend_control_view(spend: SessionSpend) -> dict[str, Any]:
 
 
 def with_spend(session: dict[str, Any], spend: SessionSpend) -> dict[str, Any]:
-    """The session object with its spend as the ledger has it; an idle session whose spend is at its limit is
-    `budget_reached` (its next turn would wait at its first model call)."""
-    status = "budget_reached" if session["status"] == "idle" and spend.reached else session["status"]
-    return session | {"status": status, "spend_control": spend_control_view(spend)}
+    """The session object with its spend as the ledger has it."""
+    return session | {"spend_control": spend_control_view(spend)}
 
 
 async def change_spend_limit(

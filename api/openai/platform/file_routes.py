@@ -39,8 +39,8 @@ class FileObject(BaseModel):
 class FileList(BaseModel):
     object: Literal["list"] = "list"
     data: list[FileObject]
-    first_id: str | None
-    last_id: str | None
+    first_id: str
+    last_id: str
     has_more: bool
 
 

@@ -81,8 +81,8 @@ class FileBatchObject(BaseModel):
 class CursorList(BaseModel):
     object: Literal["list"] = "list"
     data: list[Any]
-    first_id: str | None
-    last_id: str | None
+    first_id: str
+    last_id: str
     has_more: bool
 
 

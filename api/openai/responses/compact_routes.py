@@ -22,6 +22,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from api.guards.tenancy import PrincipalDep
 from api.openai.errors import ERROR_RESPONSES, OpenAIError, invalid
+from api.openai.parameters import field_names, refuse_unknown
 from api.openai.responses import ids
 from api.openai.responses.compaction_items import NO_KEY, as_read, compaction_seal, open_compactions, user_messages
 from api.openai.responses.context import resolve_references, to_messages
@@ -62,6 +63,7 @@ async def compact_response(
 ) -> Any:
     """Compact a context: the answer's output is its user messages followed by one compaction item, to send
     as (the start of) a later request's input."""
+    refuse_unknown(raw, field_names(CompactRequest))
     body = parse_body(CompactRequest, raw)
     settings = services.settings
     if settings.model(body.model) is None:

@@ -13,11 +13,12 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, Field, StringConstraints
 
 from api.guards.tenancy import TenantDep
 from api.openai.errors import ERROR_RESPONSES, OpenAIError, not_found
 from api.openai.pages import cursors
+from api.openai.parameters import KnownParametersOnly
 from api.openai.responses.conversation_items import InputItem, stored_item
 from api.openai.responses.ids import new_conversation_id
 from api.services import ServicesDep
@@ -35,22 +36,16 @@ Items = Annotated[list[InputItem], Field(max_length=MAX_ITEMS_PER_REQUEST)]
 router = APIRouter(tags=["conversations"], responses=ERROR_RESPONSES)
 
 
-class CreateConversationRequest(BaseModel):
-    model_config = ConfigDict(extra="allow")  # unknown fields are ignored, as OpenAI ignores them
-
+class CreateConversationRequest(KnownParametersOnly):
     items: Items | None = Field(default=None, description=f"The first items, at most {MAX_ITEMS_PER_REQUEST}")
     metadata: Metadata | None = None
 
 
-class UpdateConversationRequest(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
+class UpdateConversationRequest(KnownParametersOnly):
     metadata: Metadata | None = Field(description="Replaces the metadata as a whole; null clears it")
 
 
-class AddItemsRequest(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
+class AddItemsRequest(KnownParametersOnly):
     items: Items = Field(description=f"Appended in this order, at most {MAX_ITEMS_PER_REQUEST}")
 
 
@@ -70,8 +65,8 @@ class ConversationDeleted(BaseModel):
 class ConversationItemList(BaseModel):
     object: Literal["list"] = "list"
     data: list[dict[str, Any]] = Field(description="Responses items, each with its `id`")
-    first_id: str | None
-    last_id: str | None
+    first_id: str
+    last_id: str
     has_more: bool
 
 

@@ -127,20 +127,30 @@ class Context:
     items: list[InputItem]
     chained: bool
     """True when named by previous_response_id or conversation: wrong outputs are then the caller's error."""
+    turns: tuple[str, ...] = ()
+    """A chained request's own turns (its previous response's, its conversation's responses'): the only paused
+    turns its outputs may resume."""
 
 
 async def prior_context(services: Services, responses: ResponseStore, tenant: str, body: CreateResponse) -> Context:
     if body.previous_response_id is not None:
-        return Context(await chain_items(services, responses, tenant, body.previous_response_id), chained=True)
+        chain = await _stored_chain(responses, tenant, body.previous_response_id)
+        return Context(await _chain_items(services, chain), chained=True, turns=(chain[-1].turn_id,))
     if body.conversation_id is not None:
         items = await view.conversation_items(services, tenant, body.conversation_id)
         if items is None:
             raise OpenAIError(404, f"Conversation with id '{body.conversation_id}' not found.", "conversation")
-        return Context(parse_items(items), chained=True)
+        turns = tuple(dict.fromkeys(record.turn_id for record in await responses.of_conversation(body.conversation_id)))
+        return Context(parse_items(items), chained=True, turns=turns)
     return Context([], chained=False)
 
 
 async def chain_items(services: Services, responses: ResponseStore, tenant: str, previous_id: str) -> list[InputItem]:
+    return await _chain_items(services, await _stored_chain(responses, tenant, previous_id))
+
+
+async def _stored_chain(responses: ResponseStore, tenant: str, previous_id: str) -> list[ResponseRecord]:
+    """The previous response and its predecessors, oldest first; a 400 when it is not a stored response."""
     chain = await responses.chain(tenant, previous_id)
     if not chain or chain[-1].response_id != previous_id or not chain[-1].store:
         raise invalid(
@@ -148,11 +158,15 @@ async def chain_items(services: Services, responses: ResponseStore, tenant: str,
             "previous_response_id",
             "previous_response_not_found",
         )
+    return chain
+
+
+async def _chain_items(services: Services, chain: list[ResponseRecord]) -> list[InputItem]:
     outputs = await view.chain_outputs(services, chain)
     status = None if outputs[-1] is not None else (await view.response_object(services, chain[-1]))["status"]
     if status in ("queued", "in_progress"):
         raise invalid(
-            f"Previous response '{previous_id}' is still {status}; continue from it once it has finished.",
+            f"Previous response '{chain[-1].response_id}' is still {status}; continue from it once it has finished.",
             "previous_response_id",
         )
     items: list[InputItem] = []
@@ -359,7 +373,9 @@ async def _resume_waiting(creation: _Creation, context: Context, items: list[Inp
     responses = services.store.responses
     ids = [item.call_id for item in items if isinstance(item, FunctionCallOutputItem)]
     ids += [item.approval_request_id for item in items if isinstance(item, McpApprovalResponseItem)]
-    waiting = await services.store.turns.pending_calls(tenant, ids)
+    # Only a Responses turn, and for a chained request only its chain's own: an Agents API session's turn (or
+    # another chain's) may wait on the same call id, deterministic as some models' call ids are.
+    waiting = await responses.waiting_for(tenant, ids, context.turns if context.chained else None)
     if not waiting:
         return None
     turn_ids = list(dict.fromkeys(waiting[i] for i in ids if i in waiting))

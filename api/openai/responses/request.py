@@ -1,9 +1,10 @@
 """`POST /v1/responses` request, written from the wire spec §2: accepted liberally, refused clearly.
 
 Liberal where clients differ: a message without `type` (openai-agents), content as a string or parts,
-`conversation` as a string or `{"id"}`, `include` empty or absent, unknown fields ignored (agents inject
-`extra_body` keys). Clear where the runtime cannot do what was asked: tool types other than function, mcp
-and file_search, unknown `include` values and out-of-range numbers are a 400 naming the field (`parse_create`).
+`conversation` as a string or `{"id"}`, `include` empty or absent, unknown fields inside items ignored. Clear
+where the runtime cannot do what was asked: unknown top-level parameters (`extra_body` keys included) and the
+OpenAI parameters this server does not implement (`prompt`, …), tool types other than function, mcp and
+file_search, unknown `include` values and out-of-range numbers are a 400 naming the field (`parse_create`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from api.openai.errors import OpenAIError, invalid
+from api.openai.parameters import field_names, refuse_unknown
 from api.openai.responses.file_search import FileSearchTool
 from knowledge import filters as attribute_filters
 
@@ -532,8 +534,24 @@ def _where(loc: tuple[int | str, ...]) -> str:
     return path or "body"
 
 
+UNSUPPORTED_CREATE_PARAMETERS = {
+    "prompt": "reusable prompt templates are not stored on this server; send the instructions and input themselves.",
+    "top_logprobs": "this server does not return log probabilities.",
+    "stream_options": "this server has no stream options.",
+    "prompt_cache_retention": "prompt caching is the model provider's; this server does not control it.",
+    "prompt_cache_options": "prompt caching is the model provider's; this server does not control it.",
+    "background_options": "background responses run as soon as they can; there are no completion windows.",
+    "moderation": "this server does not moderate; use a guard model (shields) instead.",
+    "image": "this server does not generate images.",
+    "access_programs": "this server has no access programs.",
+    "multi_agent": "multi-agent responses are not supported.",
+}
+"""Parameters of the OpenAI create request this server does not implement: refused by name unless null."""
+
+
 def parse_create(body: Any) -> CreateResponse:
     """The request, or the 400 that names the first field to fix (`param` is its top-level name)."""
+    refuse_unknown(body, field_names(CreateResponse), UNSUPPORTED_CREATE_PARAMETERS)
     request = parse_body(CreateResponse, body)
     _check_combinations(request)
     return request

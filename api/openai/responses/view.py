@@ -46,15 +46,31 @@ def base_response(record: ResponseRecord) -> Response:
         prompt_cache_key=asked.get("prompt_cache_key"),
         safety_identifier=asked.get("safety_identifier"),
         store=record.store,
-        temperature=asked.get("temperature"),
+        temperature=_sampling(asked, "temperature"),
         text=asked.get("text") or {},
         tool_choice=asked.get("tool_choice", "auto"),
-        tools=asked.get("tools", []),
-        top_p=asked.get("top_p"),
+        tools=[_with_strict(tool) for tool in asked.get("tools", [])],
+        top_p=_sampling(asked, "top_p"),
         truncation=asked.get("truncation", "disabled"),
         user=asked.get("user"),
         metadata=asked.get("metadata") or {},
     )
+
+
+SAMPLING_DEFAULTS = {"temperature": 1.0, "top_p": 1.0}
+"""What a response echoes for a sampling parameter its request left unset: the OpenAI API's defaults (the
+values the schema's clients expect as numbers). presence_penalty and frequency_penalty are not create
+parameters; they echo the default 0."""
+
+
+def _sampling(asked: dict[str, Any], name: str) -> float:
+    value = asked.get(name)
+    return float(value) if value is not None else SAMPLING_DEFAULTS[name]
+
+
+def _with_strict(tool: dict[str, Any]) -> dict[str, Any]:
+    """A function tool as echoed: with `strict` always (null when the request did not say)."""
+    return {**tool, "strict": tool.get("strict")} if tool.get("type") == "function" else tool
 
 
 @dataclass(frozen=True)

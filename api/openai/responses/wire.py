@@ -288,12 +288,14 @@ class Response(BaseModel):
     safety_identifier: str | None = None
     service_tier: str = "default"
     store: bool = True
-    temperature: float | None = None
+    temperature: float = 1.0
     text: TextConfig = Field(default_factory=TextConfig)
     tool_choice: str | dict[str, Any] = "auto"
     tools: list[dict[str, Any]] = Field(default_factory=list)
     top_logprobs: int = 0
-    top_p: float | None = None
+    top_p: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
     truncation: Literal["auto", "disabled"] = "disabled"
     usage: Usage | None = None
     user: str | None = None
