@@ -1,8 +1,12 @@
-"""Listing and calling the tools of an MCP server over streamable HTTP (the `mcp` SDK).
+"""Listing and calling the tools of an MCP server (the `mcp` SDK), over streamable HTTP or the older
+HTTP+SSE transport.
 
-Every connection goes through the outbound policy (outbound/), every reply is limited in size while
-it streams in, and every operation has a deadline. Whatever goes wrong comes out as one
-`McpUnavailable` whose message says what, never as the SDK's exception groups.
+The transport is chosen as MCP clients do for backwards compatibility: an endpoint whose path ends in
+`/sse` is an HTTP+SSE server's event stream; any other is tried as streamable HTTP first, and when the
+server answers but not as a streamable HTTP MCP server, as an HTTP+SSE one. Every connection goes
+through the outbound policy (outbound/), every reply is limited in size while it streams in, and every
+operation has a deadline. Whatever goes wrong comes out as one `McpUnavailable` whose message says what,
+never as the SDK's exception groups.
 """
 
 from __future__ import annotations
@@ -108,20 +112,24 @@ class McpConnector:
     ) -> T:
         """`limit`: when this attempt must end, if sooner than `deadline`."""
         # The SDK on first use, not at import: it costs every API and worker process half a second of CPU
-        # at start, and most never reach an MCP server. Outside the `try`, so a broken install fails loudly.
-        from mcp import Client
-        from mcp.client.streamable_http import streamable_http_client
+        # at start, and most never reach an MCP server. Outside the `try`, so a broken install fails loudly
+        # (the transports below import from the modules loaded here).
+        import mcp.client.sse
+        import mcp.client.streamable_http  # noqa: F401
 
         incidents: list[Exception] = []
         where = shown_uri(uri)
         try:
             with anyio.fail_after(deadline if limit is None else limit):
-                async with self.outbound.client(self.max_reply_bytes, headers, incidents) as http:
-                    transport = streamable_http_client(
-                        uri, http_client=http, terminate_on_close=False, max_sse_event_size=self.max_reply_bytes
-                    )
-                    async with Client(transport, read_timeout_seconds=deadline) as client:
-                        return await operation(client)
+                if _is_sse_endpoint(uri):
+                    return await self._over_sse(uri, headers, deadline, incidents, operation)
+                try:
+                    return await self._over_streamable_http(uri, headers, deadline, incidents, operation)
+                except Exception as error:
+                    if incidents or not _answered_otherwise(error):
+                        raise
+                    log.info("MCP server at %s is not streamable HTTP; trying HTTP+SSE", where)
+                    return await self._over_sse(uri, headers, deadline, incidents, operation)
         except Exception as error:
             if incidents:
                 raise McpUnavailable(f"The MCP server at {where} could not {purpose}: {incidents[0]}", False) from None
@@ -138,3 +146,59 @@ class McpConnector:
             raise McpUnavailable(
                 f"The MCP server at {where} could not {purpose}: {what}", retryable=unreachable
             ) from None
+
+    async def _over_streamable_http(
+        self,
+        uri: str,
+        headers: dict[str, str] | None,
+        deadline: float,
+        incidents: list[Exception],
+        operation: Callable[[Client], Awaitable[T]],
+    ) -> T:
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with self.outbound.client(self.max_reply_bytes, headers, incidents) as http:
+            transport = streamable_http_client(
+                uri, http_client=http, terminate_on_close=False, max_sse_event_size=self.max_reply_bytes
+            )
+            async with Client(transport, read_timeout_seconds=deadline) as client:
+                return await operation(client)
+
+    async def _over_sse(
+        self,
+        uri: str,
+        headers: dict[str, str] | None,
+        deadline: float,
+        incidents: list[Exception],
+        operation: Callable[[Client], Awaitable[T]],
+    ) -> T:
+        """The HTTP+SSE transport: an event stream (GET) that names where to POST the messages. Both go
+        through an outbound client of ours; the stream's bytes, all messages together, are limited like a reply."""
+        from mcp import Client
+        from mcp.client.sse import sse_client
+
+        def guarded_client(
+            headers: dict[str, str] | None = None,
+            timeout: httpx2.Timeout | None = None,
+            auth: httpx2.Auth | None = None,
+        ) -> httpx2.AsyncClient:
+            return self.outbound.client(self.max_reply_bytes, headers, incidents)
+
+        transport = sse_client(uri, headers=headers, sse_read_timeout=deadline, httpx_client_factory=guarded_client)
+        async with Client(transport, read_timeout_seconds=deadline) as client:
+            return await operation(client)
+
+
+def _is_sse_endpoint(uri: str) -> bool:
+    return urlsplit(uri).path.rstrip("/").endswith("/sse")
+
+
+def _answered_otherwise(error: BaseException) -> bool:
+    """Whether a streamable HTTP attempt failed because the server answered with something else (a 4xx
+    status such as 404 or 405, or a reply that is no MCP message), as an HTTP+SSE server does: then
+    HTTP+SSE is worth a try. Unreachable servers and missed deadlines are not."""
+    cause = _innermost(error)
+    if isinstance(cause, httpx2.HTTPStatusError):
+        return 400 <= cause.response.status_code < 500
+    return not isinstance(cause, httpx2.TransportError | OSError | TimeoutError)
