@@ -56,7 +56,7 @@ def test_a_turn_searches_the_web_and_the_model_reads_the_results(
 
     turn = chunks[-1].event.payload.turn
     assert [step.step_type for step in turn.steps] == ["inference", "tool_execution", "inference"]
-    answer = json.loads(turn.steps[1].tool_responses[0].content)
+    answer = json.loads(str(turn.steps[1].tool_responses[0].content))
     assert answer["query"] == "polyjuice boils"
     assert [hit["url"] for hit in answer["top_k"]][:1] == ["https://potions.example.org/polyjuice"]
     assert "minus one hundred" in answer["top_k"][0]["content"]
