@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -122,14 +123,17 @@ class McpConnector:
         try:
             with anyio.fail_after(deadline if limit is None else limit):
                 if _is_sse_endpoint(uri):
-                    return await self._over_sse(uri, headers, deadline, incidents, operation)
+                    return await self._attempt(uri, headers, deadline, incidents, operation, True)
+                connected: list[bool] = []
                 try:
-                    return await self._over_streamable_http(uri, headers, deadline, incidents, operation)
+                    return await self._attempt(uri, headers, deadline, incidents, operation, False, connected)
                 except Exception as error:
-                    if incidents or not _answered_otherwise(error):
+                    # Only a server that never became a session is tried again: an operation that failed
+                    # once connected (a call) is never sent twice.
+                    if incidents or connected or not _answered_otherwise(error):
                         raise
                     log.info("MCP server at %s is not streamable HTTP; trying HTTP+SSE", where)
-                    return await self._over_sse(uri, headers, deadline, incidents, operation)
+                    return await self._attempt(uri, headers, deadline, incidents, operation, True)
         except Exception as error:
             if incidents:
                 raise McpUnavailable(f"The MCP server at {where} could not {purpose}: {incidents[0]}", False) from None
@@ -147,36 +151,22 @@ class McpConnector:
                 f"The MCP server at {where} could not {purpose}: {what}", retryable=unreachable
             ) from None
 
-    async def _over_streamable_http(
+    async def _attempt(
         self,
         uri: str,
         headers: dict[str, str] | None,
         deadline: float,
         incidents: list[Exception],
         operation: Callable[[Client], Awaitable[T]],
+        over_sse: bool,
+        connected: list[bool] | None = None,
     ) -> T:
-        from mcp import Client
-        from mcp.client.streamable_http import streamable_http_client
-
-        async with self.outbound.client(self.max_reply_bytes, headers, incidents) as http:
-            transport = streamable_http_client(
-                uri, http_client=http, terminate_on_close=False, max_sse_event_size=self.max_reply_bytes
-            )
-            async with Client(transport, read_timeout_seconds=deadline) as client:
-                return await operation(client)
-
-    async def _over_sse(
-        self,
-        uri: str,
-        headers: dict[str, str] | None,
-        deadline: float,
-        incidents: list[Exception],
-        operation: Callable[[Client], Awaitable[T]],
-    ) -> T:
-        """The HTTP+SSE transport: an event stream (GET) that names where to POST the messages. Both go
-        through an outbound client of ours; the stream's bytes, all messages together, are limited like a reply."""
+        """One session over one transport. Over HTTP+SSE, an event stream (GET) names where to POST the
+        messages; both go through an outbound client of ours, and the stream's bytes, all messages together,
+        are limited like one reply. `connected` gets a True once the session is initialized."""
         from mcp import Client
         from mcp.client.sse import sse_client
+        from mcp.client.streamable_http import streamable_http_client
 
         def guarded_client(
             headers: dict[str, str] | None = None,
@@ -185,8 +175,19 @@ class McpConnector:
         ) -> httpx2.AsyncClient:
             return self.outbound.client(self.max_reply_bytes, headers, incidents)
 
-        transport = sse_client(uri, headers=headers, sse_read_timeout=deadline, httpx_client_factory=guarded_client)
-        async with Client(transport, read_timeout_seconds=deadline) as client:
+        async with AsyncExitStack() as stack:
+            if over_sse:
+                transport = sse_client(
+                    uri, headers=headers, sse_read_timeout=deadline, httpx_client_factory=guarded_client
+                )
+            else:
+                http = await stack.enter_async_context(guarded_client(headers))
+                transport = streamable_http_client(
+                    uri, http_client=http, terminate_on_close=False, max_sse_event_size=self.max_reply_bytes
+                )
+            client = await stack.enter_async_context(Client(transport, read_timeout_seconds=deadline))
+            if connected is not None:
+                connected.append(True)
             return await operation(client)
 
 
