@@ -99,3 +99,13 @@ def test_each_engine_answers_an_invocation(stack: Stack, engine: ThreadedServer,
     assert urls == ["https://chemistry.example.com/boiling"]
     assert (engine_name, "boiling water") in search_server.QUERIES
     assert search_server.BRAVE_TOKEN not in stack.store_text() and search_server.TAVILY_KEY not in stack.store_text()
+
+
+def test_results_are_capped_in_count_snippet_and_reply_size(searching: LlamaStackClient) -> None:
+    many = searching.tool_runtime.invoke_tool(tool_name="web_search", kwargs={"query": "many pages"})
+    hits = json.loads(str(many.content))["top_k"]
+    assert len(hits) == 5 < search_server.MANY  # DA_WEB_SEARCH_MAX_RESULTS's default
+    assert {len(hit["content"]) for hit in hits} == {1000}
+
+    huge = searching.tool_runtime.invoke_tool(tool_name="web_search", kwargs={"query": "huge page"})
+    assert huge.error_code and "larger than 1,048,576 bytes" in str(huge.content)

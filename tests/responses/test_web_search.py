@@ -12,6 +12,8 @@ from typing import Any
 
 import openai
 import pytest
+from agents import Agent, OpenAIResponsesModel, Runner, WebSearchTool, set_tracing_disabled
+from agents.items import ToolCallItem
 from openai import AsyncOpenAI
 from openai.types.responses import ResponseFunctionWebSearch, ResponseOutputMessage
 
@@ -125,9 +127,27 @@ async def test_a_failing_engine_answers_the_model_a_tool_error(client: AsyncOpen
     [
         ({"type": "web_search", "user_location": {"type": "approximate", "city": "Oslo"}}, "user_location"),
         ({"type": "web_search", "external_web_access": False}, "external_web_access"),
+        ({"type": "web_search", "search_content_types": ["text", "image"]}, "search_content_types"),
     ],
 )
 async def test_what_the_search_cannot_honour_is_refused_by_name(client: AsyncOpenAI, tool: Any, named: str) -> None:
     with pytest.raises(openai.BadRequestError) as refused:
         await client.responses.create(model=SCRIPTED_MODEL, input="x", tools=[tool])
     assert named in refused.value.message
+
+
+async def test_openai_agents_web_search_tool_runs_and_its_call_is_an_item(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
+    set_tracing_disabled(True)  # otherwise the SDK uploads traces to OpenAI
+    model.script(tool_call("web_search", {"query": "polyjuice"}), text(f"It boils at -100 ({POTIONS})."))
+    tool = WebSearchTool(search_context_size="low")
+    agent = Agent(name="searcher", tools=[tool], model=OpenAIResponsesModel(model=SCRIPTED_MODEL, openai_client=client))
+    result = await Runner.run(agent, "Polyjuice?")
+
+    assert POTIONS in str(result.final_output)
+    [call] = [item.raw_item for item in result.new_items if isinstance(item, ToolCallItem)]
+    assert isinstance(call, ResponseFunctionWebSearch) and call.action.type == "search"
+    assert call.action.query == "polyjuice" and call.status == "completed"
+    sent = model.requests[0]["tools"][0]["function"]
+    assert sent["name"] == "web_search"

@@ -1,6 +1,7 @@
 """A web search engine for the tests: the SearxNG JSON endpoint, Brave's and Tavily's search APIs, each at its
 documented path and shape, answering from a fixed index. A query containing `fail` answers HTTP 500, as an
-engine that is down does. And `searching_api`: an API with its own worker, configured to search on it."""
+engine that is down does; `many` finds more pages than a search keeps, `huge` a reply larger than it reads.
+And `searching_api`: an API with its own worker, configured to search on it."""
 
 from __future__ import annotations
 
@@ -43,7 +44,17 @@ QUERIES: list[tuple[str, str]] = []
 """(engine, query) of every search received."""
 
 
+MANY = 30
+"""Hits for a query containing `many`, more than any search gives the model."""
+HUGE_BYTES = 2 * 1024 * 1024
+"""The size of the answer to a query containing `huge`, over the engine reply limit."""
+
+
 def _found(query: str) -> list[dict[str, str]]:
+    if "many" in query:
+        return [{"title": f"Page {n}", "url": f"https://many.example.org/{n}", "text": "x" * 5000} for n in range(MANY)]
+    if "huge" in query:
+        return [{"title": "Huge", "url": "https://huge.example.org/", "text": "x" * HUGE_BYTES}]
     words = [word for word in query.lower().split() if not word.startswith(("(", "site:"))]
     return [hit for hit in INDEX if any(word in (hit["title"] + hit["text"]).lower() for word in words)]
 

@@ -54,9 +54,13 @@ class WebSearchTool(_Lenient):
     search_context_size: Literal["low", "medium", "high"] | None = None
     user_location: UserLocation | None = None
     external_web_access: bool | None = None
+    search_content_types: list[str] | None = None
+    image_settings: dict[str, Any] | None = None
 
     def unsupported(self) -> str | None:
         """The field this server cannot honour, with why; None when it can run the tool as asked."""
+        if set(self.search_content_types or []) - {"text"} or self.image_settings:
+            return "search_content_types / image_settings: the search returns text results only"
         if self.user_location is not None and self.user_location.located():
             return "user_location: this server's search engines are not localised; omit the location fields"
         if self.external_web_access is False:
