@@ -20,7 +20,6 @@ from tool_runtime.catalog import ToolCatalog, ToolNameClash, UnknownToolGroup
 from tool_runtime.credential_seal import CredentialSeal, CredentialsUnreadable, turn_headers, turn_label_headers
 from tool_runtime.mcp import McpUnavailable
 from tool_runtime.output_limit import MAX_TOOL_OUTPUT_CHARS, truncate_text
-from tool_runtime.web_search import is_web_search
 from workflows.contracts import (
     LIST_MCP_SERVER_ACTIVITY,
     RESOLVE_TOOLS_ACTIVITY,
@@ -37,6 +36,7 @@ from workflows.contracts import (
 )
 from workflows.knowledge_tools import FILE_SEARCH, is_knowledge_tool
 from workflows.steps import mcp_metadata
+from workflows.web_search_tool import is_web_search
 
 log = logging.getLogger(__name__)
 

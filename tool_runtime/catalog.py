@@ -16,9 +16,10 @@ from store.repository import Store
 from tool_runtime import calculator
 from tool_runtime.mcp import McpConnector, McpUnavailable
 from tool_runtime.search_engines import web_search_from
-from tool_runtime.web_search import NOT_CONFIGURED, WEB_SEARCH_TOOL, WEB_SEARCH_TOOLGROUP, WebSearch, is_web_search
+from tool_runtime.web_search import NOT_CONFIGURED, WebSearch
 from workflows.contracts import ServerTool
 from workflows.knowledge_tools import KNOWLEDGE_SEARCH_TOOL, RAG_TOOLGROUP
+from workflows.web_search_tool import WEB_SEARCH_TOOL, WEB_SEARCH_TOOLGROUP, is_web_search
 
 BUILTIN_TOOLS: dict[str, list[ServerTool]] = {
     calculator.TOOLGROUP_ID: [

@@ -1,5 +1,6 @@
-"""The web search tool: llama-stack's `builtin::websearch` (tool `web_search`) and the Responses `web_search`
-tool, both run by `ToolCatalog.call` on the search engine the operator configured (search_engines.py).
+"""Running the web search tool (workflows/web_search_tool.py: what the model is offered), for llama-stack's
+`builtin::websearch` and the Responses `web_search` tool alike: `ToolCatalog.call` runs it on the search engine
+the operator configured (search_engines.py).
 
 A search answers the model with the hits as JSON (llama-stack's shape: `{"query", "top_k": [{title, url,
 content}]}`), capped in count and in the length of each snippet, and records, in the tool response's
@@ -10,19 +11,10 @@ engine that fails answers the model a tool error: the turn goes on.
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from domain.tools import BUILTIN_PROVIDER
-from workflows.contracts import ServerTool
-
-log = logging.getLogger(__name__)
-
-WEB_SEARCH_TOOLGROUP = "builtin::websearch"
-WEB_SEARCH = "web_search"
-"""The tool's name as the model sees it, in both dialects."""
 ENGINE_SETTING = "DA_WEB_SEARCH_ENGINE"
 NOT_CONFIGURED = (
     f"Web search is not configured on this server: an operator sets {ENGINE_SETTING} "
@@ -30,24 +22,6 @@ NOT_CONFIGURED = (
 )
 SNIPPET_CHARS = 1000
 """The most characters of one hit's text the model reads."""
-
-WEB_SEARCH_TOOL = ServerTool(
-    toolgroup_id=WEB_SEARCH_TOOLGROUP,
-    provider_id=BUILTIN_PROVIDER,
-    name=WEB_SEARCH,
-    description=(
-        "Search the web for current information. Cite what you use by writing the URL of the result it came from."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {"query": {"type": "string", "description": "What to search the web for."}},
-        "required": ["query"],
-    },
-)
-
-
-def is_web_search(tool: ServerTool) -> bool:
-    return tool.provider_id == BUILTIN_PROVIDER and tool.toolgroup_id == WEB_SEARCH_TOOLGROUP
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ from fastapi import HTTPException
 from api.services import Services
 from domain.agents import AgentToolGroup
 from tool_runtime.catalog import split_toolgroup
-from tool_runtime.web_search import NOT_CONFIGURED, WEB_SEARCH_TOOLGROUP
+from tool_runtime.web_search import NOT_CONFIGURED
+from workflows.web_search_tool import WEB_SEARCH_TOOLGROUP
 
 
 async def require_toolgroups(services: Services, tenant: str, toolgroups: list[AgentToolGroup]) -> None:

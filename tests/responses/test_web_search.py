@@ -151,3 +151,27 @@ async def test_openai_agents_web_search_tool_runs_and_its_call_is_an_item(
     assert call.action.query == "polyjuice" and call.status == "completed"
     sent = model.requests[0]["tools"][0]["function"]
     assert sent["name"] == "web_search"
+
+
+async def test_the_tool_is_offered_while_the_response_that_names_it_runs(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
+    weather: Any = {
+        "type": "function",
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }
+    model.script(
+        tool_call("get_weather", {"city": "Paris"}), tool_call("web_search", {"query": "lacewing"}), text("ok")
+    )
+    first = await client.responses.create(model=SCRIPTED_MODEL, input="weather, then news", tools=[weather])
+    [call] = first.output
+    assert call.type == "function_call"
+    output: Any = {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}
+    second = await client.responses.create(
+        model=SCRIPTED_MODEL, previous_response_id=first.id, input=[output], tools=[weather, {"type": "web_search"}]
+    )
+
+    offered = [sorted(tool["function"]["name"] for tool in request.get("tools") or []) for request in model.requests]
+    assert offered == [["get_weather"], ["get_weather", "web_search"], ["get_weather", "web_search"]]
+    assert [item.type for item in second.output] == ["web_search_call", "message"]

@@ -26,9 +26,10 @@ from api.openai.responses.request import (
 )
 from domain.turn_settings import ApprovalPolicy, FunctionTool, McpServer, TurnSettings
 from outbound.policy import OutboundPolicy, OutboundRefused
-from tool_runtime.web_search import NOT_CONFIGURED, WEB_SEARCH
+from tool_runtime.web_search import NOT_CONFIGURED
 from workflows.contracts import FileSearchConfig, TurnPlan
 from workflows.knowledge_tools import FILE_SEARCH
+from workflows.web_search_tool import WEB_SEARCH
 
 
 def _tool_choice(request: CreateResponse) -> str:
@@ -128,7 +129,7 @@ def turn_plan(
         settings_id=settings_id,
         compact_threshold=compact_threshold,
         file_search=file_search_config(request),
-        toolgroups=[web.toolgroup()] if (web := request.web_search_tool()) is not None else None,
+        web_search=web.config() if (web := request.web_search_tool()) is not None else None,
     )
 
 

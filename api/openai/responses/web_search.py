@@ -1,6 +1,6 @@
-"""The Responses `web_search` tool as this dialect shows it: the tool in a request (run as the
-`builtin::websearch` toolgroup: tool_runtime/web_search.py), the `web_search_call` item of a search the turn
-ran, and the `url_citation` annotations of the result URLs the model's answer names."""
+"""The Responses `web_search` tool as this dialect shows it: the tool in a request (offered to the model while
+its segment runs: workflows/web_search_tool.py; run by tool_runtime/web_search.py), the `web_search_call` item
+of a search the turn ran, and the `url_citation` annotations of the result URLs the model's answer names."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.openai.responses import ids
 from api.openai.responses.wire import WebSearchAction, WebSearchCallItem, WebSearchSource
-from domain.agents import AgentToolGroup, ToolGroupWithArgs
 from domain.content import ToolCall, ToolResponse
-from tool_runtime.web_search import WEB_SEARCH_TOOLGROUP
+from workflows.contracts import WebSearchConfig
 
 CONTEXT_RESULTS = {"low": 3, "medium": None, "high": None}
 """`search_context_size` → the most results a search gives the model (None: the operator's maximum)."""
@@ -67,15 +66,11 @@ class WebSearchTool(_Lenient):
             return "external_web_access: false (a cache-only search) is not available; every search is live"
         return None
 
-    def toolgroup(self) -> AgentToolGroup:
-        """The toolgroup the turn resolves: its args reach every call and the model cannot override them."""
-        args: dict[str, Any] = {}
-        if self.filters is not None and self.filters.allowed_domains:
-            args["allowed_domains"] = self.filters.allowed_domains
+    def config(self) -> WebSearchConfig:
+        """The tool as the turn runs it: what it narrows reaches every call, and the model cannot override it."""
+        domains = self.filters.allowed_domains if self.filters is not None else None
         most = CONTEXT_RESULTS.get(self.search_context_size or "medium")
-        if most is not None:
-            args["max_results"] = most
-        return ToolGroupWithArgs(name=WEB_SEARCH_TOOLGROUP, args=args) if args else WEB_SEARCH_TOOLGROUP
+        return WebSearchConfig(allowed_domains=domains or None, max_results=most)
 
 
 def _query(call: ToolCall) -> str:
