@@ -36,6 +36,7 @@ from workflows.contracts import (
 )
 from workflows.knowledge_tools import FILE_SEARCH, is_knowledge_tool
 from workflows.steps import mcp_metadata
+from workflows.web_search_tool import is_web_search
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,8 @@ TOOL_UNAVAILABLE = "ToolUnavailable"
 def tool_run_started(request: ToolRunRequest) -> list[KeyedEvent]:
     """What a call's activity writes before it runs the tool: the step's start and its call, and for a
     call to a request-named MCP server the server's label too, from which a Responses stream shows the
-    `mcp_call` in progress while it runs (the llama-stack stream skips runtime events)."""
+    `mcp_call` (or, for a web search, the `web_search_call`) in progress while it runs (the llama-stack
+    stream skips runtime events)."""
     step_id = request.step_id
     start = StepStart(step_type="tool_execution", step_id=step_id)
     progress = StepProgress(
@@ -63,6 +65,9 @@ def tool_run_started(request: ToolRunRequest) -> list[KeyedEvent]:
         events.append(
             runtime_event(f"{step_id}:file_search_started", "file_search_started", step_id=step_id, call=call)
         )
+    if is_web_search(request.tool):
+        call = request.call.model_dump(mode="json")
+        events.append(runtime_event(f"{step_id}:web_search_started", "web_search_started", step_id=step_id, call=call))
     if request.tool.server_label is not None:
         events.append(
             runtime_event(
@@ -173,6 +178,8 @@ class ToolActivities:
         if outcome.is_error:
             metrics.tool_answered_with_error(request.call.tool_name)
         metadata = {"is_error": True} if outcome.is_error else None
+        if outcome.metadata:
+            metadata = {**(metadata or {}), **outcome.metadata}
         if request.tool.server_label is not None:
             metadata = mcp_metadata(request.tool.server_label, request.approval_request_id, error=outcome.is_error)
         return ToolResponse(

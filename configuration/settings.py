@@ -20,6 +20,7 @@ import math
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from cryptography.fernet import Fernet
 from pydantic import (
@@ -402,6 +403,19 @@ class Settings(BaseSettings):
     """Fernet key that encrypts the MCP headers a turn's request brings while the turn runs; every API and worker
     needs the same one. Unset: requests with such headers are refused (`make run` generates one into the data
     dir)."""
+    # Web search (docs/tools-and-shields.md#web-search): none by default; every request through the outbound policy.
+    web_search_engine: Literal["searxng", "brave", "tavily"] | None = None
+    """The backend of the web search tool (llama-stack `builtin::websearch`, Responses `web_search`); unset: the
+    tool is refused with a 400 naming this setting."""
+    web_search_url: str | None = None
+    """The engine's search endpoint: a SearxNG instance's `/search` URL (required for searxng, whose JSON format
+    must be enabled); for brave and tavily, a different endpoint than their public API's (a proxy)."""
+    web_search_api_key: str | None = Field(default=None, repr=False)
+    """The Brave Search subscription token or the Tavily API key (required for those); never stored or shown."""
+    web_search_max_results: int = Field(default=5, ge=1, le=20)
+    """The most results one search gives the model."""
+    web_search_max_reply_bytes: PositiveInt = 1024 * 1024
+    """Largest reply read from the search engine; a larger one fails the search while it streams in."""
     # Tenancy and limits (docs/security.md, docs/limits.md). Open-stream counters are per API process;
     # rate buckets are shared by every API process on PostgreSQL.
     api_keys_file: Path | None = None
@@ -587,6 +601,17 @@ class Settings(BaseSettings):
                 f"default_embedding_model {self.default_embedding_model!r} is neither the built-in "
                 f"{BUILTIN_EMBEDDING_MODEL_ID} nor a configured model with model_type 'embedding'"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _web_search_complete(self) -> Settings:
+        engine = self.web_search_engine
+        if engine == "searxng" and not self.web_search_url:
+            raise ValueError("DA_WEB_SEARCH_ENGINE=searxng needs DA_WEB_SEARCH_URL, the instance's /search URL")
+        if engine in ("brave", "tavily") and not self.web_search_api_key:
+            raise ValueError(f"DA_WEB_SEARCH_ENGINE={engine} needs DA_WEB_SEARCH_API_KEY")
+        if self.web_search_url is not None and urlsplit(self.web_search_url).scheme not in ("http", "https"):
+            raise ValueError(f"DA_WEB_SEARCH_URL must be an http(s) URL, got {self.web_search_url!r}")
         return self
 
     @model_validator(mode="after")

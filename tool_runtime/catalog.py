@@ -15,8 +15,11 @@ from outbound.policy import OutboundPolicy
 from store.repository import Store
 from tool_runtime import calculator
 from tool_runtime.mcp import McpConnector, McpUnavailable
+from tool_runtime.search_engines import web_search_from
+from tool_runtime.web_search import NOT_CONFIGURED, WebSearch
 from workflows.contracts import ServerTool
 from workflows.knowledge_tools import KNOWLEDGE_SEARCH_TOOL, RAG_TOOLGROUP
+from workflows.web_search_tool import WEB_SEARCH_TOOL, WEB_SEARCH_TOOLGROUP, is_web_search
 
 BUILTIN_TOOLS: dict[str, list[ServerTool]] = {
     calculator.TOOLGROUP_ID: [
@@ -29,9 +32,10 @@ BUILTIN_TOOLS: dict[str, list[ServerTool]] = {
         )
     ],
     RAG_TOOLGROUP: [KNOWLEDGE_SEARCH_TOOL],
+    WEB_SEARCH_TOOLGROUP: [WEB_SEARCH_TOOL],
 }
 """Built-in toolgroups. The RAG group's tool is run by the knowledge search (activities/knowledge_search.py),
-not by `call`."""
+not by `call`. The web search group exists only where an engine is configured (`ToolCatalog.web_search`)."""
 
 
 class UnknownToolGroup(LookupError):
@@ -40,6 +44,13 @@ class UnknownToolGroup(LookupError):
 
 class ToolNameClash(ValueError):
     pass
+
+
+class WebSearchNotConfigured(UnknownToolGroup):
+    """The web search toolgroup was named where no engine is configured; the message names the setting."""
+
+    def __init__(self) -> None:
+        super().__init__(NOT_CONFIGURED)
 
 
 McpHeaders = dict[str, dict[str, str]]
@@ -59,6 +70,8 @@ class Listing:
 class ToolOutcome:
     content: str
     is_error: bool
+    metadata: dict[str, Any] | None = None
+    """What the tool's response records besides its content (a web search's sources)."""
 
 
 def split_toolgroup(group: AgentToolGroup) -> tuple[str, str | None, dict[str, Any]]:
@@ -96,11 +109,19 @@ def as_wire_tool(tool: ServerTool) -> Tool:
 class ToolCatalog:
     """The toolgroups one tenant may use: the built-in ones, shared and read-only, and its own."""
 
-    def __init__(self, store: Store, mcp: McpConnector, mcp_headers: McpHeaders | None = None) -> None:
-        """`mcp_headers`: the operator's headers per MCP endpoint; a request's own add to them."""
+    def __init__(
+        self,
+        store: Store,
+        mcp: McpConnector,
+        mcp_headers: McpHeaders | None = None,
+        web_search: WebSearch | None = None,
+    ) -> None:
+        """`mcp_headers`: the operator's headers per MCP endpoint; a request's own add to them.
+        `web_search`: the configured search engine; None: the web search toolgroup does not exist."""
         self._store = store
         self._mcp = mcp
         self._headers = mcp_headers or {}
+        self.web_search = web_search
 
     @classmethod
     def from_settings(cls, store: Store, settings: Settings) -> ToolCatalog:
@@ -110,7 +131,8 @@ class ToolCatalog:
             call_deadline=settings.tool_call_deadline,
             listing_deadline=settings.tools_listing_deadline,
         )
-        return cls(store, connector, settings.mcp_headers)
+        outbound = connector.outbound
+        return cls(store, connector, settings.mcp_headers, web_search_from(settings, outbound))
 
     @property
     def outbound_policy(self) -> OutboundPolicy:
@@ -120,17 +142,24 @@ class ToolCatalog:
         merged = {**self._headers.get(uri, {}), **(request_headers or {}).get(uri, {})}
         return merged or None
 
+    def _builtin(self, toolgroup_id: str) -> bool:
+        return toolgroup_id in BUILTIN_TOOLS and (toolgroup_id != WEB_SEARCH_TOOLGROUP or self.web_search is not None)
+
     async def groups(self, tenant: str) -> list[ToolGroup]:
-        builtin = [ToolGroup(identifier=gid, provider_id=BUILTIN_PROVIDER) for gid in BUILTIN_TOOLS]
+        builtin = [
+            ToolGroup(identifier=gid, provider_id=BUILTIN_PROVIDER) for gid in BUILTIN_TOOLS if self._builtin(gid)
+        ]
         return builtin + await self._store.turns.toolgroups(tenant)
 
     async def group(self, tenant: str, toolgroup_id: str) -> ToolGroup | None:
-        if toolgroup_id in BUILTIN_TOOLS:
+        if self._builtin(toolgroup_id):
             return ToolGroup(identifier=toolgroup_id, provider_id=BUILTIN_PROVIDER)
         return await self._store.turns.toolgroup(tenant, toolgroup_id)
 
     async def tools(self, tenant: str, toolgroup_id: str, headers: McpHeaders | None = None) -> list[ServerTool]:
         """The group's tools; for an MCP group, as its server lists them now (raises McpUnavailable)."""
+        if toolgroup_id == WEB_SEARCH_TOOLGROUP and self.web_search is None:
+            raise WebSearchNotConfigured()
         if toolgroup_id in BUILTIN_TOOLS:
             return BUILTIN_TOOLS[toolgroup_id]
         group = await self._store.turns.toolgroup(tenant, toolgroup_id)
@@ -249,6 +278,11 @@ class ToolCatalog:
         """Run one call. The tool's own failures come back as an error outcome; an MCP server that
         cannot be used raises McpUnavailable. `within`: the seconds left of the call's deadline."""
         merged = {**arguments, **tool.args}
+        if is_web_search(tool):
+            if self.web_search is None:
+                return ToolOutcome(f"Error: {NOT_CONFIGURED}", is_error=True)
+            searched = await self.web_search.run(merged)
+            return ToolOutcome(searched.content, searched.is_error, {"web_search": searched.record})
         if tool.provider_id == BUILTIN_PROVIDER:
             try:
                 return ToolOutcome(calculator.calculate(**merged), is_error=False)

@@ -1,14 +1,19 @@
-"""Listing and calling the tools of an MCP server over streamable HTTP (the `mcp` SDK).
+"""Listing and calling the tools of an MCP server (the `mcp` SDK), over streamable HTTP or the older
+HTTP+SSE transport.
 
-Every connection goes through the outbound policy (outbound/), every reply is limited in size while
-it streams in, and every operation has a deadline. Whatever goes wrong comes out as one
-`McpUnavailable` whose message says what, never as the SDK's exception groups.
+The transport is chosen as MCP clients do for backwards compatibility: an endpoint whose path ends in
+`/sse` is an HTTP+SSE server's event stream; any other is tried as streamable HTTP first, and when the
+server answers but not as a streamable HTTP MCP server, as an HTTP+SSE one. Every connection goes
+through the outbound policy (outbound/), every reply is limited in size while it streams in, and every
+operation has a deadline. Whatever goes wrong comes out as one `McpUnavailable` whose message says what,
+never as the SDK's exception groups.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -108,20 +113,27 @@ class McpConnector:
     ) -> T:
         """`limit`: when this attempt must end, if sooner than `deadline`."""
         # The SDK on first use, not at import: it costs every API and worker process half a second of CPU
-        # at start, and most never reach an MCP server. Outside the `try`, so a broken install fails loudly.
-        from mcp import Client
-        from mcp.client.streamable_http import streamable_http_client
+        # at start, and most never reach an MCP server. Outside the `try`, so a broken install fails loudly
+        # (the transports below import from the modules loaded here).
+        import mcp.client.sse
+        import mcp.client.streamable_http  # noqa: F401
 
         incidents: list[Exception] = []
         where = shown_uri(uri)
         try:
             with anyio.fail_after(deadline if limit is None else limit):
-                async with self.outbound.client(self.max_reply_bytes, headers, incidents) as http:
-                    transport = streamable_http_client(
-                        uri, http_client=http, terminate_on_close=False, max_sse_event_size=self.max_reply_bytes
-                    )
-                    async with Client(transport, read_timeout_seconds=deadline) as client:
-                        return await operation(client)
+                if _is_sse_endpoint(uri):
+                    return await self._attempt(uri, headers, deadline, incidents, operation, True)
+                connected: list[bool] = []
+                try:
+                    return await self._attempt(uri, headers, deadline, incidents, operation, False, connected)
+                except Exception as error:
+                    # Only a server that never became a session is tried again: an operation that failed
+                    # once connected (a call) is never sent twice.
+                    if incidents or connected or not _answered_otherwise(error):
+                        raise
+                    log.info("MCP server at %s is not streamable HTTP; trying HTTP+SSE", where)
+                    return await self._attempt(uri, headers, deadline, incidents, operation, True)
         except Exception as error:
             if incidents:
                 raise McpUnavailable(f"The MCP server at {where} could not {purpose}: {incidents[0]}", False) from None
@@ -138,3 +150,56 @@ class McpConnector:
             raise McpUnavailable(
                 f"The MCP server at {where} could not {purpose}: {what}", retryable=unreachable
             ) from None
+
+    async def _attempt(
+        self,
+        uri: str,
+        headers: dict[str, str] | None,
+        deadline: float,
+        incidents: list[Exception],
+        operation: Callable[[Client], Awaitable[T]],
+        over_sse: bool,
+        connected: list[bool] | None = None,
+    ) -> T:
+        """One session over one transport. Over HTTP+SSE, an event stream (GET) names where to POST the
+        messages; both go through an outbound client of ours, and the stream's bytes, all messages together,
+        are limited like one reply. `connected` gets a True once the session is initialized."""
+        from mcp import Client
+        from mcp.client.sse import sse_client
+        from mcp.client.streamable_http import streamable_http_client
+
+        def guarded_client(
+            headers: dict[str, str] | None = None,
+            timeout: httpx2.Timeout | None = None,
+            auth: httpx2.Auth | None = None,
+        ) -> httpx2.AsyncClient:
+            return self.outbound.client(self.max_reply_bytes, headers, incidents)
+
+        async with AsyncExitStack() as stack:
+            if over_sse:
+                transport = sse_client(
+                    uri, headers=headers, sse_read_timeout=deadline, httpx_client_factory=guarded_client
+                )
+            else:
+                http = await stack.enter_async_context(guarded_client(headers))
+                transport = streamable_http_client(
+                    uri, http_client=http, terminate_on_close=False, max_sse_event_size=self.max_reply_bytes
+                )
+            client = await stack.enter_async_context(Client(transport, read_timeout_seconds=deadline))
+            if connected is not None:
+                connected.append(True)
+            return await operation(client)
+
+
+def _is_sse_endpoint(uri: str) -> bool:
+    return urlsplit(uri).path.rstrip("/").endswith("/sse")
+
+
+def _answered_otherwise(error: BaseException) -> bool:
+    """Whether a streamable HTTP attempt failed because the server answered with something else (a 4xx
+    status such as 404 or 405, or a reply that is no MCP message), as an HTTP+SSE server does: then
+    HTTP+SSE is worth a try. Unreachable servers and missed deadlines are not."""
+    cause = _innermost(error)
+    if isinstance(cause, httpx2.HTTPStatusError):
+        return 400 <= cause.response.status_code < 500
+    return not isinstance(cause, httpx2.TransportError | OSError | TimeoutError)

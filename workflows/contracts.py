@@ -129,6 +129,14 @@ class FileSearchConfig(BaseModel):
     """The request asked `include: ["file_search_call.results"]`: the call's item shows its results."""
 
 
+class WebSearchConfig(BaseModel):
+    """A Responses `web_search` tool as the turn runs it: what the request narrowed (tool_runtime/web_search.py)."""
+
+    allowed_domains: list[str] | None = None
+    max_results: int | None = None
+    """None: the operator's DA_WEB_SEARCH_MAX_RESULTS."""
+
+
 class Continuation(BaseModel):
     """What a turn carries into its next run after continue-as-new; its steps are in the store."""
 
@@ -191,6 +199,8 @@ class TurnPlan(BaseModel):
     (workflows/compaction.py); None: never."""
     file_search: FileSearchConfig | None = None
     """The request's `file_search` tool: offered to the model as a server tool while this segment runs."""
+    web_search: WebSearchConfig | None = None
+    """The request's `web_search` tool: offered to the model as a server tool while this segment runs."""
 
     @classmethod
     def of(cls, outline: AgentOutline) -> TurnPlan:

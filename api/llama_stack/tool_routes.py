@@ -79,9 +79,9 @@ async def get_toolgroup(services: ServicesDep, tenant: TenantDep, toolgroup_id: 
 
 @router.post("/toolgroups", response_model=None)
 async def register_toolgroup(services: ServicesDep, tenant: TenantDep, body: RegisterToolGroupRequest) -> None:
-    """Register an MCP server (streamable HTTP) as one of the caller's toolgroups, e.g. `mcp::weather`."""
+    """Register an MCP server (streamable HTTP or HTTP+SSE) as one of the caller's toolgroups, e.g. `mcp::weather`."""
     if body.mcp_endpoint is None or not body.mcp_endpoint.uri.startswith(("http://", "https://")):
-        raise HTTPException(400, "mcp_endpoint.uri must be the MCP server's streamable-HTTP URL (http:// or https://)")
+        raise HTTPException(400, "mcp_endpoint.uri must be the MCP server's URL (http:// or https://)")
     if body.toolgroup_id in BUILTIN_TOOLS:
         raise HTTPException(409, f"Toolgroup {body.toolgroup_id} is built in and shared; choose another id")
     endpoint = urlsplit(body.mcp_endpoint.uri)

@@ -86,6 +86,11 @@ def test_each_variable_is_read(tmp_path: Path) -> None:
     assert load_settings({"DA_STORE_URL": "postgresql+asyncpg://u@h/db"}).store_url == "postgresql+asyncpg://u@h/db"
 
 
+def test_the_web_search_key_stays_out_of_the_repr() -> None:
+    settings = load_settings({"DA_WEB_SEARCH_ENGINE": "tavily", "DA_WEB_SEARCH_API_KEY": "tvly-secret-1"})
+    assert settings.web_search_api_key == "tvly-secret-1" and "tvly-secret-1" not in repr(settings)
+
+
 def test_api_keys_stay_out_of_the_repr() -> None:
     assert "s3cret" not in repr(load_settings({"DA_API_KEYS": "s3cret"}))
 
@@ -159,6 +164,13 @@ def test_models_and_shields_come_as_json_and_the_offline_model_steps_aside() -> 
             r"^shield 'lg' names model 'guard', which is not configured; add it to DA_MODELS",
         ),
         ({"DA_CONFIG_FILE": "/nonexistent/da.toml"}, r"^DA_CONFIG_FILE points to /nonexistent/da.toml, which does not"),
+        ({"DA_WEB_SEARCH_ENGINE": "searxng"}, r"DA_WEB_SEARCH_ENGINE=searxng needs DA_WEB_SEARCH_URL"),
+        ({"DA_WEB_SEARCH_ENGINE": "brave"}, r"DA_WEB_SEARCH_ENGINE=brave needs DA_WEB_SEARCH_API_KEY"),
+        ({"DA_WEB_SEARCH_ENGINE": "bing"}, r"DA_WEB_SEARCH_ENGINE.*'searxng', 'brave' or 'tavily'"),
+        (
+            {"DA_WEB_SEARCH_ENGINE": "searxng", "DA_WEB_SEARCH_URL": "file:///etc/passwd"},
+            r"DA_WEB_SEARCH_URL must be an http\(s\) URL",
+        ),
     ],
 )
 def test_a_wrong_value_is_refused_by_name(env: dict[str, str], message: str) -> None:

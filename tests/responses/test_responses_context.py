@@ -74,7 +74,11 @@ def test_the_forms_clients_send_are_accepted() -> None:
     [
         ({"input": "x"}, "model", "Missing required parameter: 'model'"),
         ({"model": "m", "input": [{"type": "nope"}]}, "input", "input items are one of"),
-        ({"model": "m", "input": "x", "tools": [{"type": "web_search"}]}, "tools", "'web_search' is not supported"),
+        (
+            {"model": "m", "input": "x", "tools": [{"type": "image_generation"}]},
+            "tools",
+            "'image_generation' is not supported",
+        ),
         ({"model": "m", "input": "x", "include": ["bogus"]}, "include", "unknown include"),
         ({"model": "m", "input": "x", "metadata": {str(i): "v" for i in range(17)}}, "metadata", "at most 16"),
         ({"model": "m", "input": "x", "conversation": "conv_1"}, "conversation", "not a conversation id"),

@@ -1,4 +1,5 @@
-"""A real MCP server (streamable HTTP) for the tests, built with the `mcp` SDK."""
+"""A real MCP server for the tests, built with the `mcp` SDK: over streamable HTTP (`start`) or over the older
+HTTP+SSE transport (`start_sse`)."""
 
 from __future__ import annotations
 
@@ -97,3 +98,17 @@ def start() -> ThreadedServer:
         await app(scope, receive, send)
 
     return ThreadedServer(recording, free_port()).start()
+
+
+def start_sse() -> ThreadedServer:
+    """The same tools over the HTTP+SSE transport on a free loopback port: its event stream is `<url>/sse`, and
+    again at `<url>/events` (a path that does not say which transport it speaks); messages go where it says."""
+    server = build()
+    by_name = server.sse_app(sse_path="/sse")
+    unnamed = server.sse_app(sse_path="/events", message_path="/events-messages/")
+
+    async def either(scope: Scope, receive: Receive, send: Send) -> None:
+        chosen = unnamed if scope["type"] == "http" and scope["path"].startswith("/events") else by_name
+        await chosen(scope, receive, send)
+
+    return ThreadedServer(either, free_port()).start()

@@ -16,7 +16,7 @@ from workflows.turn_steps.state import TurnState
 with workflow.unsafe.imports_passed_through():
     from domain.agents import AgentToolGroup
     from domain.content import ToolCall, ToolResponse
-    from workflows import knowledge_tools, mcp_servers, steps
+    from workflows import knowledge_tools, mcp_servers, steps, web_search_tool
     from workflows.contracts import (
         RESOLVE_TOOLS_ACTIVITY,
         RUN_TOOL_ACTIVITY,
@@ -42,10 +42,14 @@ class ToolSteps(TurnState):
         return result.tools
 
     def _offered_tools(self) -> list[ServerTool]:
-        """The server tools the model may call now; the request's file_search tool while its segment runs."""
+        """The server tools the model may call now; the request's file_search and web_search tools while its
+        segment runs."""
         offered = mcp_servers.offered_tools(self._plan, self._server_tools)
         if self._plan.file_search is not None:
             offered.append(knowledge_tools.file_search_tool(self._plan.file_search))
+        # No recorded history's plan names a web search, so the patch is only ever asked by turns that do.
+        if self._plan.web_search is not None and workflow.patched(web_search_tool.WEB_SEARCH_PATCH):
+            offered.append(web_search_tool.web_search_tool(self._plan.web_search))
         return offered
 
     async def _list_new_mcp_servers(self) -> None:

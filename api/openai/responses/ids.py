@@ -69,6 +69,10 @@ def file_search_call_id(turn_id: str, step_id: str, call_id: str) -> str:
     return _derived("fs_", turn_id, step_id, call_id)
 
 
+def web_search_call_id(turn_id: str, step_id: str, call_id: str) -> str:
+    return _derived("ws_", turn_id, step_id, call_id)
+
+
 def mcp_list_tools_id(response_id: str, server_label: str, ordinal: int) -> str:
     """The `ordinal`-th listing of a server's tools within one response."""
     return _derived("mcpl_", response_id, server_label, str(ordinal))

@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 
 from api.openai.responses import ids
 from api.openai.responses.file_search import cited, file_search_call_item, running_file_search_item, showable_end
+from api.openai.responses.web_search import found_pages, running_web_search_item, url_citations, web_search_call_item
 from api.openai.responses.wire import (
     CompactionItem,
     FunctionCallItem,
@@ -103,6 +104,20 @@ class FileSearchEnded:
 
 
 @dataclass(frozen=True)
+class WebSearchStarted:
+    """A web_search call began: output[index] is its in-progress form."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class WebSearchEnded:
+    """The web_search call at `index` finished (or failed): output[index] is final."""
+
+    index: int
+
+
+@dataclass(frozen=True)
 class Ended:
     """The segment is over; the fold's status, error and output are final."""
 
@@ -116,6 +131,8 @@ Move = (
     | McpCallEnded
     | FileSearchStarted
     | FileSearchEnded
+    | WebSearchStarted
+    | WebSearchEnded
     | Ended
 )
 
@@ -250,6 +267,10 @@ class SegmentFold:
     """Output indexes of the MCP calls shown in progress, by their tool step's id."""
     _running_searches: dict[str, int] = field(default_factory=dict)
     """Output indexes of the file_search calls shown in progress, by their tool step's id."""
+    _running_web_searches: dict[str, int] = field(default_factory=dict)
+    """Output indexes of the web_search calls shown in progress, by their tool step's id."""
+    _pages: dict[str, str] = field(default_factory=dict)
+    """URL → title of the pages the segment's web searches found: what its messages can cite."""
 
     def feed(self, body: dict[str, Any], turn_status: TurnStatus | None = None) -> list[Move]:
         """Fold one stored event. `turn_status`: the turn's stored status, read when `body` is an
@@ -294,6 +315,10 @@ class SegmentFold:
             self.output.append(running_file_search_item(self.turn_id, event))
             self._running_searches[str(event.get("step_id", ""))] = len(self.output) - 1
             return [FileSearchStarted(len(self.output) - 1)]
+        if kind == "web_search_started" and self._open is None:
+            self.output.append(running_web_search_item(self.turn_id, event))
+            self._running_web_searches[str(event.get("step_id", ""))] = len(self.output) - 1
+            return [WebSearchStarted(len(self.output) - 1)]
         if kind == "approval_requested":
             return self._whole(approval_request_item(event))
         if kind == "compaction":  # the turn's compaction step (activities/compaction.py)
@@ -341,7 +366,17 @@ class SegmentFold:
             moves: list[Move] = []
             running = self._running_calls.pop(step.step_id, None)
             searching = self._running_searches.pop(step.step_id, None)
+            web_searching = self._running_web_searches.pop(step.step_id, None)
             for call, response in zip(step.tool_calls, step.tool_responses, strict=False):
+                web = web_search_call_item(self.turn_id, step.step_id, call, response)
+                if web is not None:
+                    self._pages.update(found_pages(response))
+                    if web_searching is not None:
+                        self.output[web_searching] = web
+                        moves.append(WebSearchEnded(web_searching))
+                    else:
+                        moves += self._whole(web)
+                    continue
                 search = file_search_call_item(self.turn_id, step.step_id, call, response)
                 if search is not None and searching is not None:
                     self.output[searching] = search
@@ -419,7 +454,10 @@ class SegmentFold:
     def _set_open_item(self, status: Literal["in_progress", "completed", "incomplete"]) -> None:
         assert self._open is not None
         item = self.output[self._open.index]
-        content = [OutputText(text=self._open.shown, annotations=list(self._open.annotations))]
+        annotations = list(self._open.annotations)
+        if status != "in_progress":  # a URL still arriving is not cited halfway
+            annotations += url_citations(self._open.shown, self._pages)
+        content = [OutputText(text=self._open.shown, annotations=annotations)]
         self.output[self._open.index] = item.model_copy(update={"status": status, "content": content})
 
     def _close_open(self, incomplete: bool) -> list[Move]:
@@ -444,10 +482,16 @@ class SegmentFold:
 
     def _end(self, status: ResponseStatus, completed_at: int | None = None) -> list[Move]:
         moves = self._close_open(incomplete=status != "completed")
-        for index in [*self._running_calls.values(), *self._running_searches.values()]:  # ended while they ran
+        running = [
+            *self._running_calls.values(),
+            *self._running_searches.values(),
+            *self._running_web_searches.values(),
+        ]
+        for index in running:  # ended while they ran
             self.output[index] = self.output[index].model_copy(update={"status": "incomplete"})
         self._running_calls.clear()
         self._running_searches.clear()
+        self._running_web_searches.clear()
         self.status = status
         self.completed_at = completed_at if status == "completed" else None
         self.ended = True

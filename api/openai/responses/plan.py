@@ -26,8 +26,10 @@ from api.openai.responses.request import (
 )
 from domain.turn_settings import ApprovalPolicy, FunctionTool, McpServer, TurnSettings
 from outbound.policy import OutboundPolicy, OutboundRefused
+from tool_runtime.web_search import NOT_CONFIGURED
 from workflows.contracts import FileSearchConfig, TurnPlan
 from workflows.knowledge_tools import FILE_SEARCH
+from workflows.web_search_tool import WEB_SEARCH
 
 
 def _tool_choice(request: CreateResponse) -> str:
@@ -39,7 +41,7 @@ def _tool_choice(request: CreateResponse) -> str:
     if isinstance(choice, McpChoice):
         return choice.name or "required"
     if isinstance(choice, HostedToolChoice):
-        return FILE_SEARCH
+        return FILE_SEARCH if choice.type == FILE_SEARCH else WEB_SEARCH
     return choice.mode
 
 
@@ -127,7 +129,14 @@ def turn_plan(
         settings_id=settings_id,
         compact_threshold=compact_threshold,
         file_search=file_search_config(request),
+        web_search=web.config() if (web := request.web_search_tool()) is not None else None,
     )
+
+
+def require_web_search(request: CreateResponse, available: bool) -> None:
+    """A web_search tool where no search engine is configured is a 400 naming the setting."""
+    if request.web_search_tool() is not None and not available:
+        raise invalid(NOT_CONFIGURED, "tools", "unsupported_parameter")
 
 
 def file_search_config(request: CreateResponse) -> FileSearchConfig | None:

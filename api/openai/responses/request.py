@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from api.openai.errors import OpenAIError, invalid
 from api.openai.parameters import field_names, refuse_unknown
 from api.openai.responses.file_search import FileSearchTool
+from api.openai.responses.web_search import WebSearchCallInput, WebSearchTool
 from knowledge import filters as attribute_filters
 
 
@@ -185,6 +186,7 @@ _ITEM_TYPES = {
     "mcp_list_tools": McpListToolsItem,
     "mcp_call": McpCallItem,
     "file_search_call": FileSearchCallItem,
+    "web_search_call": WebSearchCallInput,
     "item_reference": ItemReference,
     "reasoning": ReasoningItem,
     "compaction": CompactionItem,
@@ -214,6 +216,7 @@ InputItem = Annotated[
     | Annotated[McpListToolsItem, Tag("mcp_list_tools")]
     | Annotated[McpCallItem, Tag("mcp_call")]
     | Annotated[FileSearchCallItem, Tag("file_search_call")]
+    | Annotated[WebSearchCallInput, Tag("web_search_call")]
     | Annotated[ItemReference, Tag("item_reference")]
     | Annotated[ReasoningItem, Tag("reasoning")]
     | Annotated[CompactionItem, Tag("compaction")],
@@ -283,11 +286,13 @@ class McpTool(Lenient):
         return self.model_dump(exclude={"headers", "authorization"}, exclude_none=True)
 
 
-SUPPORTED_TOOLS = ("function", "mcp", "file_search")
+SUPPORTED_TOOLS = ("function", "mcp", "file_search", "web_search", "web_search_2025_08_26")
 
 
 def _tool_kind(value: Any) -> str:
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    if kind == "web_search_2025_08_26":
+        return "web_search"
     return kind if kind in SUPPORTED_TOOLS else "unsupported"
 
 
@@ -305,6 +310,7 @@ Tool = Annotated[
     Annotated[FunctionTool, Tag("function")]
     | Annotated[McpTool, Tag("mcp")]
     | Annotated[FileSearchTool, Tag("file_search")]
+    | Annotated[WebSearchTool, Tag("web_search")]
     | Annotated[UnsupportedTool, Tag("unsupported")],
     Discriminator(_tool_kind),
 ]
@@ -325,9 +331,9 @@ class McpChoice(Lenient):
 
 
 class HostedToolChoice(Lenient):
-    """`{"type": "file_search"}`: the model must search first."""
+    """`{"type": "file_search"}` or `{"type": "web_search"}`: the model must search first."""
 
-    type: Literal["file_search"]
+    type: Literal["file_search", "web_search", "web_search_2025_08_26"]
 
 
 class AllowedTool(Lenient):
@@ -495,6 +501,9 @@ class CreateResponse(Lenient):
     def file_search_tool(self) -> FileSearchTool | None:
         return next((tool for tool in self.tools if isinstance(tool, FileSearchTool)), None)
 
+    def web_search_tool(self) -> WebSearchTool | None:
+        return next((tool for tool in self.tools if isinstance(tool, WebSearchTool)), None)
+
     def echo_tools(self) -> list[dict[str, Any]]:
         """The request's tools as stored and echoed: MCP credentials left out."""
         return [tool.echo() if isinstance(tool, McpTool) else tool.model_dump(exclude_none=True) for tool in self.tools]
@@ -599,6 +608,7 @@ def _check_combinations(request: CreateResponse) -> None:
         raise invalid("'tools' may hold one file_search tool; list all its vector stores in it.", "tools")
     if request.file_search_tool() is not None and "file_search" in names:
         raise invalid("A function named 'file_search' clashes with the file_search tool; rename the function.", "tools")
+    _check_web_search(request, names)
     searching = request.file_search_tool()
     if searching is not None and searching.filters is not None:
         try:
@@ -609,12 +619,25 @@ def _check_combinations(request: CreateResponse) -> None:
         raise invalid("'input' is empty: send a message or items.", "input")
 
 
+def _check_web_search(request: CreateResponse, function_names: list[str]) -> None:
+    tools = [tool for tool in request.tools if isinstance(tool, WebSearchTool)]
+    if len(tools) > 1:
+        raise invalid("'tools' may hold one web_search tool.", "tools")
+    if tools and "web_search" in function_names:
+        raise invalid("A function named 'web_search' clashes with the web_search tool; rename the function.", "tools")
+    unsupported = tools[0].unsupported() if tools else None
+    if unsupported is not None:
+        raise invalid(f"Unsupported web_search parameter {unsupported}.", "tools", "unsupported_parameter")
+
+
 def require_known_tool_choice(request: CreateResponse) -> None:
     """A tool_choice naming a tool or server the request does not carry is a 400, as OpenAI answers."""
     choice = request.tool_choice
     if isinstance(choice, FunctionChoice) and choice.name not in {tool.name for tool in request.function_tools()}:
         raise OpenAIError(400, f"Tool choice '{choice.name}' not found in 'tools' parameter.", "tool_choice")
-    if isinstance(choice, HostedToolChoice) and request.file_search_tool() is None:
+    if isinstance(choice, HostedToolChoice) and choice.type == "file_search" and request.file_search_tool() is None:
         raise OpenAIError(400, "Tool choice 'file_search' not found in 'tools' parameter.", "tool_choice")
+    if isinstance(choice, HostedToolChoice) and choice.type != "file_search" and request.web_search_tool() is None:
+        raise OpenAIError(400, f"Tool choice '{choice.type}' not found in 'tools' parameter.", "tool_choice")
     if isinstance(choice, McpChoice) and choice.server_label not in {t.server_label for t in request.mcp_tools()}:
         raise OpenAIError(400, f"MCP server '{choice.server_label}' not found in 'tools' parameter.", "tool_choice")

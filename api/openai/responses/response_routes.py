@@ -33,7 +33,7 @@ from api.openai.responses.create import (
     response_id_for,
     retried,
 )
-from api.openai.responses.plan import check_mcp_urls, check_vector_stores
+from api.openai.responses.plan import check_mcp_urls, check_vector_stores, require_web_search
 from api.openai.responses.request import parse_create, require_known_tool_choice
 from api.services import Services, ServicesDep
 from api.streams.event_stream import is_final, tail_events
@@ -152,6 +152,7 @@ async def create_response(
     starts nothing new; so does the SDK's own retry of a request without one (`earlier_attempt`)."""
     body = parse_create(raw)
     require_known_tool_choice(body)
+    require_web_search(body, services.tools.web_search is not None)
     if services.settings.model(body.model) is None:
         known = ", ".join(sorted(services.settings.models))
         raise invalid(

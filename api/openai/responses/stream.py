@@ -23,6 +23,8 @@ from api.openai.responses.items import (
     Move,
     SegmentFold,
     TextAdded,
+    WebSearchEnded,
+    WebSearchStarted,
     snapshot,
 )
 from api.openai.responses.wire import (
@@ -64,6 +66,10 @@ from api.openai.responses.wire import (
     ResponseIncomplete,
     ResponseInProgress,
     ResponseQueued,
+    WebSearchCallCompleted,
+    WebSearchCallInProgress,
+    WebSearchCallItem,
+    WebSearchCallSearching,
 )
 from domain.turns import TurnStatus
 
@@ -176,6 +182,10 @@ class ResponseStream:
                 self._file_search_started(index, output[index])
             case FileSearchEnded(index):
                 self._file_search_ended(index, output[index])
+            case WebSearchStarted(index):
+                self._web_search_started(index, output[index])
+            case WebSearchEnded(index):
+                self._web_search_ended(index, output[index])
             case Ended():
                 self._terminal()
 
@@ -187,6 +197,10 @@ class ResponseStream:
         if isinstance(item, FileSearchCallItem):
             self._file_search_started(index, item)
             self._file_search_ended(index, item)
+            return
+        if isinstance(item, WebSearchCallItem):
+            self._web_search_started(index, item)
+            self._web_search_ended(index, item)
             return
         at = {"item_id": item.id, "output_index": index}
         if isinstance(item, FunctionCallItem):
@@ -232,6 +246,21 @@ class ResponseStream:
     def _file_search_ended(self, index: int, item: OutputItem) -> None:
         assert isinstance(item, FileSearchCallItem)
         self._emit(FileSearchCallCompleted, item_id=item.id, output_index=index)
+        self._item_done(index, item)
+
+    def _web_search_started(self, index: int, item: OutputItem) -> None:
+        """As OpenAI streams a web search: the item added in progress (no sources yet), then in_progress and
+        searching."""
+        assert isinstance(item, WebSearchCallItem)
+        at = {"item_id": item.id, "output_index": index}
+        action = item.action.model_copy(update={"sources": None})
+        self._item_added(index, item.model_copy(update={"status": "in_progress", "action": action}))
+        self._emit(WebSearchCallInProgress, **at)
+        self._emit(WebSearchCallSearching, **at)
+
+    def _web_search_ended(self, index: int, item: OutputItem) -> None:
+        assert isinstance(item, WebSearchCallItem)
+        self._emit(WebSearchCallCompleted, item_id=item.id, output_index=index)
         self._item_done(index, item)
 
     def _item_added(self, index: int, item: OutputItem) -> None:

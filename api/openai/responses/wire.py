@@ -181,6 +181,30 @@ class FileSearchCallItem(BaseModel):
     results: list[FileSearchResult] | None = None
 
 
+class WebSearchSource(BaseModel):
+    type: Literal["url"] = "url"
+    url: str
+
+
+class WebSearchAction(BaseModel):
+    """The `search` action: the only one this server's web search takes (no `open_page`, `find_in_page`).
+    `sources` only when the request included `web_search_call.action.sources`."""
+
+    type: Literal["search"] = "search"
+    query: str
+    queries: list[str] = Field(default_factory=list)
+    sources: list[WebSearchSource] | None = None
+
+
+class WebSearchCallItem(BaseModel):
+    """A web_search call the turn ran (tool_runtime/web_search.py)."""
+
+    type: Literal["web_search_call"] = "web_search_call"
+    id: str
+    action: WebSearchAction
+    status: Literal["in_progress", "searching", "completed", "failed", "incomplete"] = "completed"
+
+
 OutputItem = Annotated[
     MessageItem
     | FunctionCallItem
@@ -188,7 +212,8 @@ OutputItem = Annotated[
     | McpCallItem
     | McpApprovalRequestItem
     | CompactionItem
-    | FileSearchCallItem,
+    | FileSearchCallItem
+    | WebSearchCallItem,
     Field(discriminator="type"),
 ]
 """What a response's `output` holds."""
@@ -202,7 +227,8 @@ Item = Annotated[
     | McpApprovalRequestItem
     | McpApprovalResponseItem
     | CompactionItem
-    | FileSearchCallItem,
+    | FileSearchCallItem
+    | WebSearchCallItem,
     Field(discriminator="type"),
 ]
 """Any item as listed in a response's input_items or a conversation."""
@@ -452,6 +478,18 @@ class FileSearchCallSearching(ItemEvent):
 
 class FileSearchCallCompleted(ItemEvent):
     type: Literal["response.file_search_call.completed"] = "response.file_search_call.completed"
+
+
+class WebSearchCallInProgress(ItemEvent):
+    type: Literal["response.web_search_call.in_progress"] = "response.web_search_call.in_progress"
+
+
+class WebSearchCallSearching(ItemEvent):
+    type: Literal["response.web_search_call.searching"] = "response.web_search_call.searching"
+
+
+class WebSearchCallCompleted(ItemEvent):
+    type: Literal["response.web_search_call.completed"] = "response.web_search_call.completed"
 
 
 class OutputTextAnnotationAdded(ContentEvent):
