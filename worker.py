@@ -25,6 +25,7 @@ from activities.early_inference import EarlyInference
 from activities.inference import InferenceActivities
 from activities.ingestion import IngestionActivities
 from activities.knowledge_search import KnowledgeSearch
+from activities.container_retention import ContainerRetention
 from activities.retention import KnowledgeRetention, RetentionActivities, WebhookErasure
 from activities.shields import ShieldActivities
 from activities.spend import SpendActivities
@@ -106,7 +107,8 @@ def build_worker(
     knowledge_retention = KnowledgeRetention(store.files, vector_stores, blobs)
     webhook_store = store.webhooks
     webhook_erasure = WebhookErasure(webhook_store, DeliveryStarter(client, settings.task_queue, webhook_store))
-    retention = RetentionActivities(store, client, knowledge_retention, webhook_erasure, settings)
+    containers = ContainerRetention(store.containers, settings.data_dir)
+    retention = RetentionActivities(store, client, knowledge_retention, webhook_erasure, settings, containers)
     webhooks = WebhookDeliveryActivities(
         webhook_store,
         outbound_from(settings),
