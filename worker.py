@@ -20,12 +20,12 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 
 from activities.automation_delivery import AutomationDeliveries, WorkerSessionServices
 from activities.compaction import CompactionActivities
+from activities.container_retention import ContainerRetention
 from activities.documents import DocumentActivities
 from activities.early_inference import EarlyInference
 from activities.inference import InferenceActivities
 from activities.ingestion import IngestionActivities
 from activities.knowledge_search import KnowledgeSearch
-from activities.container_retention import ContainerRetention
 from activities.retention import KnowledgeRetention, RetentionActivities, WebhookErasure
 from activities.shields import ShieldActivities
 from activities.spend import SpendActivities

@@ -22,7 +22,7 @@ OPERATOR_KEY = "operator-key-0123456789"
 KEYS = {"containers-erased": "key-cerased-0123", "containers-kept": "key-ckept-4567"}
 
 
-def test_a_container_idle_past_its_expiry_goes_with_its_workspace(stack: Stack, retention: Any) -> None:
+def test_a_container_idle_past_its_expiry_goes_with_its_workspace(stack: Stack, retention: Any) -> None:  # noqa: F811
     client = openai.OpenAI(base_url=f"{stack.base_url}/v1", api_key="unused", max_retries=0)
     idle = client.containers.create(name="idle", expires_after={"anchor": "last_active_at", "minutes": 5})
     kept = client.containers.create(name="kept", expires_after={"anchor": "last_active_at", "minutes": 5})
