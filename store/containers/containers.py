@@ -45,6 +45,7 @@ class CallRecord:
     status: str
     """`started` (the code may have run, in part) or `finished` (`result` holds what it answered)."""
     result: dict[str, Any] | None
+    """`started`: the runner's note; `finished`: the call's answer."""
 
 
 class UnknownCursor(LookupError):
@@ -256,8 +257,11 @@ class ContainerStore:
 
     # Calls
 
-    async def start_call(self, call_key: str, container_id: str, now: datetime) -> CallRecord | None:
-        """Marks the call started; None when it was not known, else what was recorded of it before."""
+    async def start_call(
+        self, call_key: str, container_id: str, now: datetime, note: dict[str, Any]
+    ) -> CallRecord | None:
+        """Marks the call started (`note`: what its runner wants to know of it after a crash); None when it
+        was not known, else what was recorded of it before."""
 
         def write(tx: Connection) -> CallRecord | None:
             row = tx.execute(
@@ -267,7 +271,13 @@ class ContainerStore:
                 return CallRecord(row.status, row.result)
             tx.execute(
                 insert(ContainerCallRow),
-                {"call_key": call_key, "container_id": container_id, "status": "started", "started_at": now},
+                {
+                    "call_key": call_key,
+                    "container_id": container_id,
+                    "status": "started",
+                    "result": note,
+                    "started_at": now,
+                },
             )
             return None
 

@@ -81,3 +81,7 @@ def new_compaction_item_id() -> str:
 def compaction_item_id(turn_id: str) -> str:
     """The compaction item of a turn's compaction step (one per turn)."""
     return _derived("cmp_", turn_id, "compaction")
+
+
+def code_interpreter_call_id(turn_id: str, step_id: str, call_id: str) -> str:
+    return _derived("ci_", turn_id, step_id, call_id)

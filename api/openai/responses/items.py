@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from api.openai.responses import ids
+from api.openai.responses.code_interpreter import code_interpreter_call_item, file_citations, written_files
 from api.openai.responses.file_search import cited, file_search_call_item, running_file_search_item, showable_end
 from api.openai.responses.wire import (
     CompactionItem,
@@ -250,6 +251,8 @@ class SegmentFold:
     """Output indexes of the MCP calls shown in progress, by their tool step's id."""
     _running_searches: dict[str, int] = field(default_factory=dict)
     """Output indexes of the file_search calls shown in progress, by their tool step's id."""
+    _written: list[dict[str, str]] = field(default_factory=list)
+    """Container files the code calls wrote, not yet cited by a message."""
 
     def feed(self, body: dict[str, Any], turn_status: TurnStatus | None = None) -> list[Move]:
         """Fold one stored event. `turn_status`: the turn's stored status, read when `body` is an
@@ -342,6 +345,11 @@ class SegmentFold:
             running = self._running_calls.pop(step.step_id, None)
             searching = self._running_searches.pop(step.step_id, None)
             for call, response in zip(step.tool_calls, step.tool_responses, strict=False):
+                code = code_interpreter_call_item(self.turn_id, step.step_id, call, response)
+                if code is not None:
+                    self._written += written_files(response)
+                    moves += self._whole(code)
+                    continue
                 search = file_search_call_item(self.turn_id, step.step_id, call, response)
                 if search is not None and searching is not None:
                     self.output[searching] = search
@@ -426,6 +434,8 @@ class SegmentFold:
         if self._open is None:
             return []
         moves: list[Move] = self._show(final=True)  # a marker that never closed is text after all
+        self._open.annotations += file_citations(self._open.shown, self._written)
+        self._written = []
         index = self._open.index
         self._set_open_item("incomplete" if incomplete else "completed")
         self._open = None

@@ -10,8 +10,10 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+from api.containers import Containers
 from api.knowledge import Knowledge
 from api.openai.errors import invalid, not_found
+from api.openai.responses.code_interpreter import bind_container
 from api.openai.responses.request import (
     AllowedToolsChoice,
     ApprovalFilter,
@@ -26,7 +28,7 @@ from api.openai.responses.request import (
 )
 from domain.turn_settings import ApprovalPolicy, FunctionTool, McpServer, TurnSettings
 from outbound.policy import OutboundPolicy, OutboundRefused
-from workflows.contracts import FileSearchConfig, TurnPlan
+from workflows.contracts import CodeToolConfig, FileSearchConfig, TurnPlan
 from workflows.knowledge_tools import FILE_SEARCH
 
 
@@ -127,6 +129,11 @@ def turn_plan(
         settings_id=settings_id,
         compact_threshold=compact_threshold,
         file_search=file_search_config(request),
+        code_tools=[
+            CodeToolConfig(kind="code_interpreter", container_id=tool.container)
+            for _, tool in request.code_interpreter_tools()
+            if isinstance(tool.container, str)  # bound by `bind_code_containers` before the plan is made
+        ],
     )
 
 
@@ -167,6 +174,12 @@ async def check_vector_stores(request: CreateResponse, tenant: str, knowledge: K
     for vector_store_id in tool.vector_store_ids if tool is not None else []:
         if await knowledge.stores.get(tenant, vector_store_id) is None:
             raise not_found("Vector store", vector_store_id)
+
+
+async def bind_code_containers(request: CreateResponse, tenant: str, containers: Containers) -> None:
+    """Each code tool's container, made (`auto`) or checked to be the tenant's; the request then names it."""
+    for index, tool in request.code_interpreter_tools():
+        tool.container = (await bind_container(tool, tenant, containers, index)).container_id
 
 
 def mcp_credentials(request: CreateResponse) -> dict[str, dict[str, str]]:

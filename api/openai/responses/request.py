@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from api.openai.errors import OpenAIError, invalid
+from api.openai.responses.code_interpreter import CodeInterpreterTool
 from api.openai.responses.file_search import FileSearchTool
 from knowledge import filters as attribute_filters
 
@@ -153,6 +154,18 @@ class FileSearchCallItem(Lenient):
     results: list[dict[str, Any]] | None = None
 
 
+class CodeInterpreterCallItem(Lenient):
+    """A code_interpreter call of an earlier response, sent back as input (openai-agents does): the model
+    reads the answer that used it; the call is not run again."""
+
+    type: Literal["code_interpreter_call"] = "code_interpreter_call"
+    id: str | None = None
+    container_id: str | None = None
+    code: str | None = None
+    outputs: list[dict[str, Any]] | None = None
+    status: str | None = None
+
+
 class ItemReference(Lenient):
     type: Literal["item_reference"] = "item_reference"
     id: str = Field(min_length=1)
@@ -183,6 +196,7 @@ _ITEM_TYPES = {
     "mcp_list_tools": McpListToolsItem,
     "mcp_call": McpCallItem,
     "file_search_call": FileSearchCallItem,
+    "code_interpreter_call": CodeInterpreterCallItem,
     "item_reference": ItemReference,
     "reasoning": ReasoningItem,
     "compaction": CompactionItem,
@@ -212,6 +226,7 @@ InputItem = Annotated[
     | Annotated[McpListToolsItem, Tag("mcp_list_tools")]
     | Annotated[McpCallItem, Tag("mcp_call")]
     | Annotated[FileSearchCallItem, Tag("file_search_call")]
+    | Annotated[CodeInterpreterCallItem, Tag("code_interpreter_call")]
     | Annotated[ItemReference, Tag("item_reference")]
     | Annotated[ReasoningItem, Tag("reasoning")]
     | Annotated[CompactionItem, Tag("compaction")],
@@ -281,7 +296,7 @@ class McpTool(Lenient):
         return self.model_dump(exclude={"headers", "authorization"}, exclude_none=True)
 
 
-SUPPORTED_TOOLS = ("function", "mcp", "file_search")
+SUPPORTED_TOOLS = ("function", "mcp", "file_search", "code_interpreter")
 
 
 def _tool_kind(value: Any) -> str:
@@ -303,6 +318,7 @@ Tool = Annotated[
     Annotated[FunctionTool, Tag("function")]
     | Annotated[McpTool, Tag("mcp")]
     | Annotated[FileSearchTool, Tag("file_search")]
+    | Annotated[CodeInterpreterTool, Tag("code_interpreter")]
     | Annotated[UnsupportedTool, Tag("unsupported")],
     Discriminator(_tool_kind),
 ]
@@ -493,6 +509,10 @@ class CreateResponse(Lenient):
     def file_search_tool(self) -> FileSearchTool | None:
         return next((tool for tool in self.tools if isinstance(tool, FileSearchTool)), None)
 
+    def code_interpreter_tools(self) -> list[tuple[int, CodeInterpreterTool]]:
+        """The code_interpreter tools with their index in `tools` (the request's `param`)."""
+        return [(index, tool) for index, tool in enumerate(self.tools) if isinstance(tool, CodeInterpreterTool)]
+
     def echo_tools(self) -> list[dict[str, Any]]:
         """The request's tools as stored and echoed: MCP credentials left out."""
         return [tool.echo() if isinstance(tool, McpTool) else tool.model_dump(exclude_none=True) for tool in self.tools]
@@ -515,6 +535,7 @@ _UNION_MEMBERS = frozenset(
         "json_schema",
         "allowed_tools",
         "file_search_call",
+        "code_interpreter_call",
     }
 )
 
@@ -579,6 +600,12 @@ def _check_combinations(request: CreateResponse) -> None:
             raise invalid(f"Each {kind} may appear once in 'tools'; repeated: {twice}.", "tools")
     if len([tool for tool in request.tools if isinstance(tool, FileSearchTool)]) > 1:
         raise invalid("'tools' may hold one file_search tool; list all its vector stores in it.", "tools")
+    if len(request.code_interpreter_tools()) > 1:
+        raise invalid("'tools' may hold one code_interpreter tool.", "tools")
+    if request.code_interpreter_tools() and "code_interpreter" in names:
+        raise invalid(
+            "A function named 'code_interpreter' clashes with the code_interpreter tool; rename the function.", "tools"
+        )
     if request.file_search_tool() is not None and "file_search" in names:
         raise invalid("A function named 'file_search' clashes with the file_search tool; rename the function.", "tools")
     searching = request.file_search_tool()

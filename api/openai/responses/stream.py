@@ -26,6 +26,12 @@ from api.openai.responses.items import (
     snapshot,
 )
 from api.openai.responses.wire import (
+    CodeInterpreterCallCodeDelta,
+    CodeInterpreterCallCodeDone,
+    CodeInterpreterCallCompleted,
+    CodeInterpreterCallInProgress,
+    CodeInterpreterCallInterpreting,
+    CodeInterpreterCallItem,
     CompactionCompacting,
     CompactionItem,
     ContentPartAdded,
@@ -188,6 +194,9 @@ class ResponseStream:
             self._file_search_started(index, item)
             self._file_search_ended(index, item)
             return
+        if isinstance(item, CodeInterpreterCallItem):
+            self._code_interpreter_call(index, item)
+            return
         at = {"item_id": item.id, "output_index": index}
         if isinstance(item, FunctionCallItem):
             self._item_added(index, item.model_copy(update={"arguments": "", "status": "in_progress"}))
@@ -232,6 +241,18 @@ class ResponseStream:
     def _file_search_ended(self, index: int, item: OutputItem) -> None:
         assert isinstance(item, FileSearchCallItem)
         self._emit(FileSearchCallCompleted, item_id=item.id, output_index=index)
+        self._item_done(index, item)
+
+    def _code_interpreter_call(self, index: int, item: CodeInterpreterCallItem) -> None:
+        """As OpenAI streams a call: added in progress, its code, interpreting, completed, done."""
+        at = {"item_id": item.id, "output_index": index}
+        self._item_added(index, item.model_copy(update={"status": "in_progress", "outputs": None}))
+        self._emit(CodeInterpreterCallInProgress, **at)
+        if item.code:
+            self._emit(CodeInterpreterCallCodeDelta, **at, delta=item.code)
+        self._emit(CodeInterpreterCallCodeDone, **at, code=item.code or "")
+        self._emit(CodeInterpreterCallInterpreting, **at)
+        self._emit(CodeInterpreterCallCompleted, **at)
         self._item_done(index, item)
 
     def _item_added(self, index: int, item: OutputItem) -> None:

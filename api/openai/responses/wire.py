@@ -181,6 +181,17 @@ class FileSearchCallItem(BaseModel):
     results: list[FileSearchResult] | None = None
 
 
+class CodeInterpreterCallItem(BaseModel):
+    """A code_interpreter call the turn ran in its container: the code and what came out (logs, images)."""
+
+    type: Literal["code_interpreter_call"] = "code_interpreter_call"
+    id: str
+    container_id: str
+    code: str | None = None
+    outputs: list[dict[str, Any]] | None = None
+    status: Literal["in_progress", "completed", "incomplete", "interpreting", "failed"] = "completed"
+
+
 OutputItem = Annotated[
     MessageItem
     | FunctionCallItem
@@ -188,7 +199,8 @@ OutputItem = Annotated[
     | McpCallItem
     | McpApprovalRequestItem
     | CompactionItem
-    | FileSearchCallItem,
+    | FileSearchCallItem
+    | CodeInterpreterCallItem,
     Field(discriminator="type"),
 ]
 """What a response's `output` holds."""
@@ -202,7 +214,8 @@ Item = Annotated[
     | McpApprovalRequestItem
     | McpApprovalResponseItem
     | CompactionItem
-    | FileSearchCallItem,
+    | FileSearchCallItem
+    | CodeInterpreterCallItem,
     Field(discriminator="type"),
 ]
 """Any item as listed in a response's input_items or a conversation."""
@@ -452,6 +465,28 @@ class FileSearchCallCompleted(ItemEvent):
     type: Literal["response.file_search_call.completed"] = "response.file_search_call.completed"
 
 
+class CodeInterpreterCallInProgress(ItemEvent):
+    type: Literal["response.code_interpreter_call.in_progress"] = "response.code_interpreter_call.in_progress"
+
+
+class CodeInterpreterCallCodeDelta(ItemEvent):
+    type: Literal["response.code_interpreter_call_code.delta"] = "response.code_interpreter_call_code.delta"
+    delta: str
+
+
+class CodeInterpreterCallCodeDone(ItemEvent):
+    type: Literal["response.code_interpreter_call_code.done"] = "response.code_interpreter_call_code.done"
+    code: str
+
+
+class CodeInterpreterCallInterpreting(ItemEvent):
+    type: Literal["response.code_interpreter_call.interpreting"] = "response.code_interpreter_call.interpreting"
+
+
+class CodeInterpreterCallCompleted(ItemEvent):
+    type: Literal["response.code_interpreter_call.completed"] = "response.code_interpreter_call.completed"
+
+
 class OutputTextAnnotationAdded(ContentEvent):
     type: Literal["response.output_text.annotation.added"] = "response.output_text.annotation.added"
     annotation_index: int
@@ -498,6 +533,11 @@ StreamEvent = Annotated[
     | FileSearchCallInProgress
     | FileSearchCallSearching
     | FileSearchCallCompleted
+    | CodeInterpreterCallInProgress
+    | CodeInterpreterCallCodeDelta
+    | CodeInterpreterCallCodeDone
+    | CodeInterpreterCallInterpreting
+    | CodeInterpreterCallCompleted
     | OutputTextAnnotationAdded
     | ErrorEvent,
     Field(discriminator="type"),
