@@ -35,16 +35,18 @@ from code_sandbox.runner import CommandResult, run_command
 from code_sandbox.workspaces import WorkspaceFile, workspace_path
 from configuration.settings import Settings
 from domain.content import ToolResponse
-from store.containers.containers import Container, ContainerFile
+from store.containers.containers import Container, ContainerFile, ContainerLimitReached
 from store.repository import Store
 from workflows.code_tools import (
     CODE_CALL_OUTCOME_ACTIVITY,
     CODE_INTERPRETER,
     CODE_UNAVAILABLE,
     RUN_CODE_ACTIVITY,
+    SESSION_CONTAINER,
     CodeCallOutcomeRequest,
     call_key,
     code_tool_config,
+    session_container_id,
 )
 from workflows.contracts import CodeToolConfig, ToolRunRequest
 
@@ -122,6 +124,8 @@ class CodeActivities:
 
     async def _container(self, request: ToolRunRequest, config: CodeToolConfig) -> Container:
         tenant = await self._store.turns.turn_tenant(request.turn_id)
+        if tenant is not None and config.container_id == SESSION_CONTAINER and request.session_id is not None:
+            return await self._session_container(tenant, request.session_id)
         container = await self._store.containers.get(tenant, config.container_id, datetime.now(UTC)) if tenant else None
         if container is None:
             raise ApplicationError(
@@ -137,6 +141,35 @@ class CodeActivities:
                 non_retryable=True,
             )
         return container
+
+    async def _session_container(self, tenant: str, session_id: str) -> Container:
+        """The container of a llama-stack session's code interpreter, made at its first call."""
+        container_id = session_container_id(session_id)
+        now = datetime.now(UTC)
+        found = await self._store.containers.get(tenant, container_id, now)
+        if found is not None:
+            return found
+        made = Container(
+            container_id,
+            tenant,
+            f"session {session_id}",
+            "1g",
+            {"type": "disabled"},
+            self._settings.container_idle_minutes,
+            None,
+            now,
+            now,
+        )
+        try:
+            await self._store.containers.create(made, self._settings.max_containers_per_tenant, now)
+        except ContainerLimitReached:
+            raise ApplicationError(
+                f"the tenant holds {self._settings.max_containers_per_tenant} containers, as many as it may "
+                "(DA_MAX_CONTAINERS_PER_TENANT); nothing was run",
+                type=CODE_UNAVAILABLE,
+                non_retryable=True,
+            ) from None
+        return made
 
     async def _sandbox(self) -> Sandbox:
         try:

@@ -15,6 +15,7 @@ from outbound.policy import OutboundPolicy
 from store.repository import Store
 from tool_runtime import calculator
 from tool_runtime.mcp import McpConnector, McpUnavailable
+from workflows.code_tools import CODE_INTERPRETER_TOOLGROUP, SESSION_CODE_INTERPRETER
 from workflows.contracts import ServerTool
 from workflows.knowledge_tools import KNOWLEDGE_SEARCH_TOOL, RAG_TOOLGROUP
 
@@ -29,9 +30,10 @@ BUILTIN_TOOLS: dict[str, list[ServerTool]] = {
         )
     ],
     RAG_TOOLGROUP: [KNOWLEDGE_SEARCH_TOOL],
+    CODE_INTERPRETER_TOOLGROUP: [SESSION_CODE_INTERPRETER],
 }
 """Built-in toolgroups. The RAG group's tool is run by the knowledge search (activities/knowledge_search.py),
-not by `call`."""
+the code interpreter's in the sandbox (activities/code_calls.py), neither by `call`."""
 
 
 class UnknownToolGroup(LookupError):

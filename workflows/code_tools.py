@@ -21,6 +21,11 @@ from domain.tools import BUILTIN_PROVIDER
 from workflows.contracts import CodeToolConfig, ServerTool, ToolRunRequest
 
 CODE_INTERPRETER = "code_interpreter"
+CODE_INTERPRETER_TOOLGROUP = "builtin::code_interpreter"
+"""llama-stack's built-in toolgroup: its one tool runs in a container of the turn's session."""
+SESSION_CONTAINER = "session"
+"""The container id a tool of CODE_INTERPRETER_TOOLGROUP carries: the turn's session's container, made at
+its first call (`session_container_id`) and gone when idle past DA_CONTAINER_IDLE_MINUTES."""
 SHELL = "shell"
 RUN_CODE_ACTIVITY = "run_code_call"
 CODE_CALL_OUTCOME_ACTIVITY = "code_call_outcome"
@@ -73,6 +78,15 @@ class CodeCallOutcomeRequest(BaseModel):
     run: ToolRunRequest
     failure: str
     """Why the call's one attempt failed, as the turn saw it."""
+
+
+def session_container_id(session_id: str) -> str:
+    return f"cntr_session_{session_id}"
+
+
+SESSION_CODE_INTERPRETER = code_tool(
+    CodeToolConfig(kind="code_interpreter", container_id=SESSION_CONTAINER), CODE_INTERPRETER_TOOLGROUP
+)
 
 
 def call_key(request: ToolRunRequest) -> str:
