@@ -85,3 +85,11 @@ def compaction_item_id(turn_id: str) -> str:
 
 def code_interpreter_call_id(turn_id: str, step_id: str, call_id: str) -> str:
     return _derived("ci_", turn_id, step_id, call_id)
+
+
+def shell_call_id(turn_id: str, step_id: str, call_id: str) -> str:
+    return _derived("sh_", turn_id, step_id, call_id)
+
+
+def shell_call_output_id(turn_id: str, step_id: str, call_id: str) -> str:
+    return _derived("sho_", turn_id, step_id, call_id)

@@ -20,6 +20,7 @@ from pydantic import TypeAdapter
 from api.openai.responses import ids
 from api.openai.responses.code_interpreter import code_interpreter_call_item, file_citations, written_files
 from api.openai.responses.file_search import cited, file_search_call_item, running_file_search_item, showable_end
+from api.openai.responses.shell import shell_items
 from api.openai.responses.wire import (
     CompactionItem,
     FunctionCallItem,
@@ -345,6 +346,11 @@ class SegmentFold:
             running = self._running_calls.pop(step.step_id, None)
             searching = self._running_searches.pop(step.step_id, None)
             for call, response in zip(step.tool_calls, step.tool_responses, strict=False):
+                shell = shell_items(self.turn_id, step.step_id, call, response)
+                if shell is not None:
+                    self._written += written_files(response)
+                    moves += [move for item in shell for move in self._whole(item)]
+                    continue
                 code = code_interpreter_call_item(self.turn_id, step.step_id, call, response)
                 if code is not None:
                     self._written += written_files(response)

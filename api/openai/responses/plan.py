@@ -26,6 +26,7 @@ from api.openai.responses.request import (
     TextFormatJsonSchema,
     ToolNames,
 )
+from api.openai.responses.shell import ContainerReference, bind_shell_container
 from domain.turn_settings import ApprovalPolicy, FunctionTool, McpServer, TurnSettings
 from outbound.policy import OutboundPolicy, OutboundRefused
 from workflows.contracts import CodeToolConfig, FileSearchConfig, TurnPlan
@@ -133,6 +134,11 @@ def turn_plan(
             CodeToolConfig(kind="code_interpreter", container_id=tool.container)
             for _, tool in request.code_interpreter_tools()
             if isinstance(tool.container, str)  # bound by `bind_code_containers` before the plan is made
+        ]
+        + [
+            CodeToolConfig(kind="shell", container_id=tool.environment.container_id)
+            for _, tool in request.shell_tools()
+            if isinstance(tool.environment, ContainerReference)
         ],
     )
 
@@ -180,6 +186,8 @@ async def bind_code_containers(request: CreateResponse, tenant: str, containers:
     """Each code tool's container, made (`auto`) or checked to be the tenant's; the request then names it."""
     for index, tool in request.code_interpreter_tools():
         tool.container = (await bind_container(tool, tenant, containers, index)).container_id
+    for index, shell in request.shell_tools():
+        await bind_shell_container(shell, tenant, containers, index)
 
 
 def mcp_credentials(request: CreateResponse) -> dict[str, dict[str, str]]:

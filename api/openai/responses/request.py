@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from api.openai.errors import OpenAIError, invalid
 from api.openai.responses.code_interpreter import CodeInterpreterTool
 from api.openai.responses.file_search import FileSearchTool
+from api.openai.responses.shell import ShellTool
 from knowledge import filters as attribute_filters
 
 
@@ -166,6 +167,15 @@ class CodeInterpreterCallItem(Lenient):
     status: str | None = None
 
 
+class ShellCallInput(Lenient):
+    """A shell call of an earlier response (or its output), sent back as input (openai-agents does): the
+    model reads the answer that used it; the commands are not run again."""
+
+    type: Literal["shell_call", "shell_call_output"]
+    id: str | None = None
+    call_id: str | None = None
+
+
 class ItemReference(Lenient):
     type: Literal["item_reference"] = "item_reference"
     id: str = Field(min_length=1)
@@ -197,6 +207,8 @@ _ITEM_TYPES = {
     "mcp_call": McpCallItem,
     "file_search_call": FileSearchCallItem,
     "code_interpreter_call": CodeInterpreterCallItem,
+    "shell_call": ShellCallInput,
+    "shell_call_output": ShellCallInput,
     "item_reference": ItemReference,
     "reasoning": ReasoningItem,
     "compaction": CompactionItem,
@@ -227,6 +239,8 @@ InputItem = Annotated[
     | Annotated[McpCallItem, Tag("mcp_call")]
     | Annotated[FileSearchCallItem, Tag("file_search_call")]
     | Annotated[CodeInterpreterCallItem, Tag("code_interpreter_call")]
+    | Annotated[ShellCallInput, Tag("shell_call")]
+    | Annotated[ShellCallInput, Tag("shell_call_output")]
     | Annotated[ItemReference, Tag("item_reference")]
     | Annotated[ReasoningItem, Tag("reasoning")]
     | Annotated[CompactionItem, Tag("compaction")],
@@ -296,7 +310,7 @@ class McpTool(Lenient):
         return self.model_dump(exclude={"headers", "authorization"}, exclude_none=True)
 
 
-SUPPORTED_TOOLS = ("function", "mcp", "file_search", "code_interpreter")
+SUPPORTED_TOOLS = ("function", "mcp", "file_search", "code_interpreter", "shell")
 
 
 def _tool_kind(value: Any) -> str:
@@ -319,6 +333,7 @@ Tool = Annotated[
     | Annotated[McpTool, Tag("mcp")]
     | Annotated[FileSearchTool, Tag("file_search")]
     | Annotated[CodeInterpreterTool, Tag("code_interpreter")]
+    | Annotated[ShellTool, Tag("shell")]
     | Annotated[UnsupportedTool, Tag("unsupported")],
     Discriminator(_tool_kind),
 ]
@@ -513,6 +528,9 @@ class CreateResponse(Lenient):
         """The code_interpreter tools with their index in `tools` (the request's `param`)."""
         return [(index, tool) for index, tool in enumerate(self.tools) if isinstance(tool, CodeInterpreterTool)]
 
+    def shell_tools(self) -> list[tuple[int, ShellTool]]:
+        return [(index, tool) for index, tool in enumerate(self.tools) if isinstance(tool, ShellTool)]
+
     def echo_tools(self) -> list[dict[str, Any]]:
         """The request's tools as stored and echoed: MCP credentials left out."""
         return [tool.echo() if isinstance(tool, McpTool) else tool.model_dump(exclude_none=True) for tool in self.tools]
@@ -536,6 +554,8 @@ _UNION_MEMBERS = frozenset(
         "allowed_tools",
         "file_search_call",
         "code_interpreter_call",
+        "shell_call",
+        "shell_call_output",
     }
 )
 
@@ -600,8 +620,10 @@ def _check_combinations(request: CreateResponse) -> None:
             raise invalid(f"Each {kind} may appear once in 'tools'; repeated: {twice}.", "tools")
     if len([tool for tool in request.tools if isinstance(tool, FileSearchTool)]) > 1:
         raise invalid("'tools' may hold one file_search tool; list all its vector stores in it.", "tools")
-    if len(request.code_interpreter_tools()) > 1:
-        raise invalid("'tools' may hold one code_interpreter tool.", "tools")
+    if len(request.code_interpreter_tools()) > 1 or len(request.shell_tools()) > 1:
+        raise invalid("'tools' may hold one code_interpreter tool and one shell tool.", "tools")
+    if request.shell_tools() and "shell" in names:
+        raise invalid("A function named 'shell' clashes with the shell tool; rename the function.", "tools")
     if request.code_interpreter_tools() and "code_interpreter" in names:
         raise invalid(
             "A function named 'code_interpreter' clashes with the code_interpreter tool; rename the function.", "tools"

@@ -70,6 +70,13 @@ from api.openai.responses.wire import (
     ResponseIncomplete,
     ResponseInProgress,
     ResponseQueued,
+    ShellCallCommandAdded,
+    ShellCallCommandDelta,
+    ShellCallCommandDone,
+    ShellCallItem,
+    ShellCallOutputContentDelta,
+    ShellCallOutputContentDone,
+    ShellCallOutputItem,
 )
 from domain.turns import TurnStatus
 
@@ -197,6 +204,9 @@ class ResponseStream:
         if isinstance(item, CodeInterpreterCallItem):
             self._code_interpreter_call(index, item)
             return
+        if isinstance(item, ShellCallItem | ShellCallOutputItem):
+            self._shell(index, item)
+            return
         at = {"item_id": item.id, "output_index": index}
         if isinstance(item, FunctionCallItem):
             self._item_added(index, item.model_copy(update={"arguments": "", "status": "in_progress"}))
@@ -253,6 +263,24 @@ class ResponseStream:
         self._emit(CodeInterpreterCallCodeDone, **at, code=item.code or "")
         self._emit(CodeInterpreterCallInterpreting, **at)
         self._emit(CodeInterpreterCallCompleted, **at)
+        self._item_done(index, item)
+
+    def _shell(self, index: int, item: ShellCallItem | ShellCallOutputItem) -> None:
+        """A shell call: its commands, then (its output item) what each printed and how it ended."""
+        if isinstance(item, ShellCallItem):
+            self._item_added(index, item.model_copy(update={"status": "in_progress"}))
+            for number, command in enumerate(item.action.get("commands") or []):
+                at = {"output_index": index, "command_index": number}
+                self._emit(ShellCallCommandAdded, **at, command="")
+                self._emit(ShellCallCommandDelta, **at, delta=command)
+                self._emit(ShellCallCommandDone, **at, command=command)
+        else:
+            self._item_added(index, item.model_copy(update={"status": "in_progress", "output": []}))
+            for number, output in enumerate(item.output):
+                where: dict[str, Any] = {"item_id": item.id, "output_index": index, "command_index": number}
+                delta = {"stdout": str(output.get("stdout", "")), "stderr": str(output.get("stderr", ""))}
+                self._emit(ShellCallOutputContentDelta, **where, delta=delta)
+                self._emit(ShellCallOutputContentDone, **where, output=[output])
         self._item_done(index, item)
 
     def _item_added(self, index: int, item: OutputItem) -> None:

@@ -192,6 +192,27 @@ class CodeInterpreterCallItem(BaseModel):
     status: Literal["in_progress", "completed", "incomplete", "interpreting", "failed"] = "completed"
 
 
+class ShellCallItem(BaseModel):
+    """A shell call the turn ran in its container: the commands."""
+
+    type: Literal["shell_call"] = "shell_call"
+    id: str
+    call_id: str
+    action: dict[str, Any]
+    environment: dict[str, Any] | None = None
+    status: Literal["in_progress", "completed", "incomplete"] = "completed"
+
+
+class ShellCallOutputItem(BaseModel):
+    """What a shell call's commands printed, and how each ended (`exit` with its code, or `timeout`)."""
+
+    type: Literal["shell_call_output"] = "shell_call_output"
+    id: str
+    call_id: str
+    output: list[dict[str, Any]]
+    status: Literal["in_progress", "completed", "incomplete"] = "completed"
+
+
 OutputItem = Annotated[
     MessageItem
     | FunctionCallItem
@@ -200,7 +221,9 @@ OutputItem = Annotated[
     | McpApprovalRequestItem
     | CompactionItem
     | FileSearchCallItem
-    | CodeInterpreterCallItem,
+    | CodeInterpreterCallItem
+    | ShellCallItem
+    | ShellCallOutputItem,
     Field(discriminator="type"),
 ]
 """What a response's `output` holds."""
@@ -215,7 +238,9 @@ Item = Annotated[
     | McpApprovalResponseItem
     | CompactionItem
     | FileSearchCallItem
-    | CodeInterpreterCallItem,
+    | CodeInterpreterCallItem
+    | ShellCallItem
+    | ShellCallOutputItem,
     Field(discriminator="type"),
 ]
 """Any item as listed in a response's input_items or a conversation."""
@@ -487,6 +512,39 @@ class CodeInterpreterCallCompleted(ItemEvent):
     type: Literal["response.code_interpreter_call.completed"] = "response.code_interpreter_call.completed"
 
 
+class ShellCallCommandAdded(EventBase):
+    type: Literal["response.shell_call_command.added"] = "response.shell_call_command.added"
+    output_index: int
+    command_index: int
+    command: str
+
+
+class ShellCallCommandDelta(EventBase):
+    type: Literal["response.shell_call_command.delta"] = "response.shell_call_command.delta"
+    output_index: int
+    command_index: int
+    delta: str
+
+
+class ShellCallCommandDone(EventBase):
+    type: Literal["response.shell_call_command.done"] = "response.shell_call_command.done"
+    output_index: int
+    command_index: int
+    command: str
+
+
+class ShellCallOutputContentDelta(ItemEvent):
+    type: Literal["response.shell_call_output_content.delta"] = "response.shell_call_output_content.delta"
+    command_index: int
+    delta: dict[str, str]
+
+
+class ShellCallOutputContentDone(ItemEvent):
+    type: Literal["response.shell_call_output_content.done"] = "response.shell_call_output_content.done"
+    command_index: int
+    output: list[dict[str, Any]]
+
+
 class OutputTextAnnotationAdded(ContentEvent):
     type: Literal["response.output_text.annotation.added"] = "response.output_text.annotation.added"
     annotation_index: int
@@ -538,6 +596,11 @@ StreamEvent = Annotated[
     | CodeInterpreterCallCodeDone
     | CodeInterpreterCallInterpreting
     | CodeInterpreterCallCompleted
+    | ShellCallCommandAdded
+    | ShellCallCommandDelta
+    | ShellCallCommandDone
+    | ShellCallOutputContentDelta
+    | ShellCallOutputContentDone
     | OutputTextAnnotationAdded
     | ErrorEvent,
     Field(discriminator="type"),
