@@ -92,3 +92,25 @@ def test_an_unknown_or_foreign_container_is_refused(oai: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as refused:
         oai.responses.create(model=MODEL, tools=[bad], input="hi")
     assert "network_policy" in refused.value.message
+
+
+def test_another_tenants_container_cannot_be_named(stack: Stack) -> None:
+    settings = stack.settings.model_copy(update={"api_keys": ("ci-owner-0123", "ci-other-4567")})
+    with stack.other_api(settings) as url:
+        owner = openai.OpenAI(base_url=f"{url}/v1", api_key="ci-owner-0123", max_retries=0, timeout=120)
+        other = openai.OpenAI(base_url=f"{url}/v1", api_key="ci-other-4567", max_retries=0, timeout=120)
+        container = owner.containers.create(name="private")
+        owner.containers.files.create(container.id, file=("secret.txt", b"0451"))
+        tool: Any = {"type": "code_interpreter", "container": container.id}
+        with pytest.raises(openai.NotFoundError):
+            other.responses.create(
+                model=MODEL, tools=[tool], input=_code("print(open('/workspace/secret.txt').read())")
+            )
+        shell: Any = {"type": "shell", "environment": {"type": "container_reference", "container_id": container.id}}
+        with pytest.raises(openai.NotFoundError):
+            other.responses.create(model=MODEL, tools=[shell], input="call tool shell")
+        mine = owner.responses.create(
+            model=MODEL, tools=[tool], input=_code("print(open('/workspace/secret.txt').read())")
+        )
+        [call] = _calls(mine)
+        assert call.outputs is not None and call.outputs[0].logs.strip() == "0451"

@@ -97,26 +97,30 @@ def check_sandbox_options(
     network_policy: dict[str, Any] | None,
     skills: list[Any] | None,
     operator_mb: int,
-    param: str = "",
+    prefix: str = "",
 ) -> None:
     """Refuses, by name, what the sandbox cannot give: a network, more memory than the operator allows,
-    skills. `param`: the prefix of the fields' names in the request (`tools[0].container.`)."""
+    skills. `prefix`: where the fields sit in the request (`tools[0].container.`); the error's `param` is
+    the top-level field, its message the full path."""
+
+    def refuse(field: str, message: str) -> OpenAIError:
+        return invalid(f"{prefix}{field}: {message}", prefix.split("[", 1)[0] or field)
+
     if network_policy is not None and network_policy.get("type") != "disabled":
-        raise invalid(
-            f"network_policy type {network_policy.get('type')!r} is not supported: containers here have "
-            "no network at all; use type 'disabled' or leave it out.",
-            f"{param}network_policy",
+        raise refuse(
+            "network_policy",
+            f"type {network_policy.get('type')!r} is not supported: containers here have no network at all; "
+            "use type 'disabled' or leave it out.",
         )
     if memory_limit is not None:
         if memory_limit not in MEMORY_LIMITS_MB:
-            raise invalid(f"memory_limit must be one of {list(MEMORY_LIMITS_MB)}.", f"{param}memory_limit")
+            raise refuse("memory_limit", f"must be one of {list(MEMORY_LIMITS_MB)}.")
         if MEMORY_LIMITS_MB[memory_limit] > operator_mb:
-            raise invalid(
-                f"memory_limit {memory_limit!r} is more than this server allows a container ({operator_mb} MB).",
-                f"{param}memory_limit",
+            raise refuse(
+                "memory_limit", f"{memory_limit!r} is more than this server allows a container ({operator_mb} MB)."
             )
     if skills:
-        raise invalid("skills are not supported by this server.", f"{param}skills")
+        raise refuse("skills", "skills are not supported by this server.")
 
 
 @router.post("/containers", response_model=ContainerObject)

@@ -44,7 +44,7 @@ async def require_sandbox(containers: Containers, param: str) -> None:
     try:
         await asyncio.to_thread(configured_sandbox, containers.settings)
     except SandboxUnavailable as unavailable:
-        raise invalid(f"{param} cannot be used here: {unavailable}.", param, "sandbox_unavailable") from None
+        raise invalid(f"{param} cannot be used here: {unavailable}.", "tools", "sandbox_unavailable") from None
 
 
 async def bind_container(tool: CodeInterpreterTool, tenant: str, containers: Containers, index: int) -> CodeToolConfig:
@@ -61,7 +61,7 @@ async def bind_container(tool: CodeInterpreterTool, tenant: str, containers: Con
         try:
             container = await containers.create(tenant, "code_interpreter", auto.file_ids, auto.memory_limit, None)
         except HTTPException as refused:
-            raise OpenAIError(refused.status_code, str(refused.detail), f"{param}.container") from None
+            raise OpenAIError(refused.status_code, f"{param}.container: {refused.detail}", "tools") from None
     return CodeToolConfig(kind="code_interpreter", container_id=container.container_id)
 
 

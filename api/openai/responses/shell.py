@@ -59,7 +59,7 @@ async def bind_shell_container(tool: ShellTool, tenant: str, containers: Contain
         raise invalid(
             f"{param}.environment {kind!r} is not supported: this server runs shell commands in a sandboxed "
             "container only ('container_auto' or 'container_reference').",
-            f"{param}.environment",
+            "tools",
         )
     await require_sandbox(containers, param)
     if isinstance(environment, ContainerReference):
@@ -75,7 +75,7 @@ async def bind_shell_container(tool: ShellTool, tenant: str, containers: Contain
         try:
             container = await containers.create(tenant, "shell", environment.file_ids, environment.memory_limit, None)
         except HTTPException as refused:
-            raise OpenAIError(refused.status_code, str(refused.detail), f"{param}.environment") from None
+            raise OpenAIError(refused.status_code, f"{param}.environment: {refused.detail}", "tools") from None
     tool.environment = ContainerReference(type="container_reference", container_id=container.container_id)
     return CodeToolConfig(kind="shell", container_id=container.container_id)
 
