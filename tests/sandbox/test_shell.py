@@ -1,6 +1,6 @@
 """The Responses `shell` tool in a sandboxed container, through the unmodified openai SDK and openai-agents'
 `ShellTool`: the commands run in the container (files kept there), the shell_call and shell_call_output items
-and their streamed events; a caller-run (`local`) environment is refused by name."""
+and their streamed events; a caller-run (`local`) shell pauses the turn until the caller sends its output."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from agents import Agent, OpenAIResponsesModel, Runner, ShellTool, set_tracing_disabled
+from agents import Agent, OpenAIResponsesModel, Runner, ShellCommandRequest, ShellTool, set_tracing_disabled
 from openai import AsyncOpenAI
 
 from configuration.settings import OFFLINE_MODEL_ID
@@ -60,11 +60,24 @@ def test_a_shell_turn_runs_in_the_container(oai: openai.OpenAI) -> None:
     assert done.output[0].stdout == "hi\n"
 
 
-def test_a_local_environment_is_refused_by_name(oai: openai.OpenAI) -> None:
+def test_a_local_shell_turn_pauses_for_the_callers_output_and_resumes(oai: openai.OpenAI) -> None:
     tool: Any = {"type": "shell", "environment": {"type": "local"}}
-    with pytest.raises(openai.BadRequestError) as refused:
-        oai.responses.create(model=OFFLINE_MODEL_ID, tools=[tool], input="hi")
-    assert "'local' is not supported" in refused.value.message
+    first = oai.responses.create(model=OFFLINE_MODEL_ID, tools=[tool], input=_commands("uname -n"))
+    assert first.status == "completed", first.error
+    [call] = first.output
+    assert call.type == "shell_call" and call.action.commands == ["uname -n"]
+    assert call.environment is not None and call.environment.type == "local"
+    output: Any = {
+        "type": "shell_call_output",
+        "call_id": call.call_id,
+        "output": [{"stdout": "callers-laptop\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}],
+    }
+    second = oai.responses.create(model=OFFLINE_MODEL_ID, tools=[tool], previous_response_id=first.id, input=[output])
+    assert second.status == "completed", second.error
+    assert "callers-laptop" in second.output_text and "exit code 0" in second.output_text
+    unknown: Any = {**output, "call_id": "call_nobody"}
+    with pytest.raises(openai.BadRequestError):
+        oai.responses.create(model=OFFLINE_MODEL_ID, tools=[tool], previous_response_id=second.id, input=[unknown])
 
 
 @pytest.fixture
@@ -82,3 +95,18 @@ async def test_openai_agents_hosted_shell_tool_runs_in_an_auto_container(client:
     agent = Agent(name="ops", model=OpenAIResponsesModel(model=OFFLINE_MODEL_ID, openai_client=client), tools=[tool])
     result = await Runner.run(agent, _commands("expr 6 \\* 7"))
     assert "42" in str(result.final_output)
+
+
+@pytest.mark.responses_clients
+async def test_openai_agents_local_shell_tool_runs_the_callers_executor(client: AsyncOpenAI) -> None:
+    ran: list[list[str]] = []
+
+    async def executor(request: ShellCommandRequest) -> str:
+        ran.append(request.data.action.commands)
+        return "ran on the caller's side"
+
+    tool = ShellTool(executor=executor)
+    agent = Agent(name="ops", model=OpenAIResponsesModel(model=OFFLINE_MODEL_ID, openai_client=client), tools=[tool])
+    result = await Runner.run(agent, _commands("ls /home"))
+    assert ran == [["ls /home"]]
+    assert "ran on the caller's side" in str(result.final_output)

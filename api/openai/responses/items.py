@@ -20,7 +20,7 @@ from pydantic import TypeAdapter
 from api.openai.responses import ids
 from api.openai.responses.code_interpreter import code_interpreter_call_item, file_citations, written_files
 from api.openai.responses.file_search import cited, file_search_call_item, running_file_search_item, showable_end
-from api.openai.responses.shell import shell_items
+from api.openai.responses.shell import local_shell_call_item, shell_items
 from api.openai.responses.wire import (
     CompactionItem,
     FunctionCallItem,
@@ -41,6 +41,7 @@ from api.openai.responses.wire import (
 from domain.content import ToolCall, ToolResponse, content_as_text
 from domain.events import Payload
 from domain.turns import InferenceStep, ShieldCallStep, ToolExecutionStep, Turn, TurnStatus
+from workflows.code_tools import SHELL
 
 _payloads: TypeAdapter[Any] = TypeAdapter(Payload)
 _READ = frozenset({"step_progress", "step_complete", "turn_awaiting_input", "turn_complete"})
@@ -237,6 +238,8 @@ class SegmentFold:
 
     response_id: str
     turn_id: str
+    local_shell: bool = False
+    """The response's request has a local shell: the model's `shell` calls are shell_call items (the caller's)."""
     output: list[OutputItem] = field(default_factory=list)
     status: ResponseStatus = "in_progress"
     error: ResponseError | None = None
@@ -375,9 +378,14 @@ class SegmentFold:
 
     def _paused(self, turn: Turn) -> list[Move]:
         calls = turn.output_message.tool_calls if turn.output_message else []
-        moves = [move for call in calls for move in self._whole(function_call_item(self.turn_id, call))]
+        moves = [move for call in calls for move in self._whole(self._paused_call(call))]
         last = turn.steps[-1].completed_at if turn.steps else None
         return [*moves, *self._end("completed", completed_at=_timestamp(last))]
+
+    def _paused_call(self, call: ToolCall) -> OutputItem:
+        if self.local_shell and call.tool_name == SHELL:
+            return local_shell_call_item(self.turn_id, call)
+        return function_call_item(self.turn_id, call)
 
     def _completed(self, turn: Turn) -> list[Move]:
         moves: list[Move] = []
@@ -500,10 +508,14 @@ def snapshot(base: Response, fold: SegmentFold, started: bool) -> Response:
 
 
 def fold_segment(
-    response_id: str, turn_id: str, bodies: list[dict[str, Any]], turn_status: TurnStatus | None = None
+    response_id: str,
+    turn_id: str,
+    bodies: list[dict[str, Any]],
+    turn_status: TurnStatus | None = None,
+    local_shell: bool = False,
 ) -> SegmentFold:
     """A response's output and outcome from its segment's stored events (non-streaming reads)."""
-    fold = SegmentFold(response_id=response_id, turn_id=turn_id)
+    fold = SegmentFold(response_id=response_id, turn_id=turn_id, local_shell=local_shell)
     for body in bodies:
         fold.feed(body, turn_status)
     return fold
@@ -513,4 +525,14 @@ def render_response(
     base: Response, turn_id: str, bodies: list[dict[str, Any]], turn_status: TurnStatus | None = None
 ) -> Response:
     """The response (GET, a blocking create's answer) from its segment's events stored so far."""
-    return snapshot(base, fold_segment(base.id, turn_id, bodies, turn_status), started=bool(bodies))
+    fold = fold_segment(base.id, turn_id, bodies, turn_status, has_local_shell(base.tools))
+    return snapshot(base, fold, started=bool(bodies))
+
+
+def has_local_shell(tools: list[dict[str, Any]]) -> bool:
+    """Whether a response's echoed tools hold a shell the caller runs (no environment, or `local`)."""
+    for tool in tools:
+        environment = tool.get("environment")
+        if tool.get("type") == SHELL and (not isinstance(environment, dict) or environment.get("type") == "local"):
+            return True
+    return False

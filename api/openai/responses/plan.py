@@ -26,11 +26,14 @@ from api.openai.responses.request import (
     TextFormatJsonSchema,
     ToolNames,
 )
-from api.openai.responses.shell import ContainerReference, bind_shell_container
+from api.openai.responses.shell import SHELL_PARAMETERS, ContainerReference, bind_shell_container
 from domain.turn_settings import ApprovalPolicy, FunctionTool, McpServer, TurnSettings
 from outbound.policy import OutboundPolicy, OutboundRefused
+from workflows.code_tools import SHELL
 from workflows.contracts import CodeToolConfig, FileSearchConfig, TurnPlan
 from workflows.knowledge_tools import FILE_SEARCH
+
+LOCAL_SHELL_DESCRIPTION = "Run shell commands on the user's machine; the user runs them and returns their output."
 
 
 def _tool_choice(request: CreateResponse) -> str:
@@ -81,6 +84,11 @@ def turn_settings(request: CreateResponse) -> TurnSettings:
             )
             for tool in request.function_tools()
             if allowed is None or tool.name in allowed
+        ]
+        + [
+            FunctionTool(name=SHELL, description=LOCAL_SHELL_DESCRIPTION, parameters=SHELL_PARAMETERS)
+            for _, tool in request.shell_tools()
+            if tool.local
         ],
         tool_choice=_tool_choice(request),
         parallel_tool_calls=request.parallel_tool_calls,
@@ -115,7 +123,10 @@ def turn_plan(
 ) -> TurnPlan:
     return TurnPlan(
         model=request.model,
-        client_tool_names=sorted(tool.name for tool in request.function_tools()),
+        client_tool_names=sorted(
+            [tool.name for tool in request.function_tools()]
+            + [SHELL for _, tool in request.shell_tools() if tool.local]
+        ),
         mcp_servers=[
             McpServer(
                 label=tool.server_label,
@@ -138,7 +149,7 @@ def turn_plan(
         + [
             CodeToolConfig(kind="shell", container_id=tool.environment.container_id)
             for _, tool in request.shell_tools()
-            if isinstance(tool.environment, ContainerReference)
+            if not tool.local and isinstance(tool.environment, ContainerReference)
         ],
     )
 

@@ -8,6 +8,7 @@ and file_search, unknown `include` values and out-of-range numbers are a 400 nam
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -168,12 +169,31 @@ class CodeInterpreterCallItem(Lenient):
 
 
 class ShellCallInput(Lenient):
-    """A shell call of an earlier response (or its output), sent back as input (openai-agents does): the
-    model reads the answer that used it; the commands are not run again."""
+    """A shell call (or its output) sent as input: replayed history, or the output of a call the caller ran
+    (`environment: local`). Read as the `shell` function's call and output (`as_function_item`), so a
+    caller's output resumes the waiting turn exactly as a function_call_output does."""
 
     type: Literal["shell_call", "shell_call_output"]
     id: str | None = None
-    call_id: str | None = None
+    call_id: str = Field(min_length=1)
+    action: dict[str, Any] | None = None
+    output: list[dict[str, Any]] | None = None
+
+    def as_function_item(self) -> FunctionCallItem | FunctionCallOutputItem:
+        if self.type == "shell_call":
+            commands = (self.action or {}).get("commands") or []
+            return FunctionCallItem(call_id=self.call_id, name="shell", arguments=json.dumps({"commands": commands}))
+        return FunctionCallOutputItem(call_id=self.call_id, output=shell_output_text(self.output or []))
+
+
+def shell_output_text(outputs: list[dict[str, Any]]) -> str:
+    """What a shell call's commands printed and how each ended, as the model reads it."""
+    parts = []
+    for output in outputs:
+        outcome = output.get("outcome") or {}
+        ended = "timed out" if outcome.get("type") == "timeout" else f"exit code {outcome.get('exit_code')}"
+        parts.append(f"{output.get('stdout') or ''}{output.get('stderr') or ''}[{ended}]")
+    return "\n".join(parts)
 
 
 class ItemReference(Lenient):
@@ -576,6 +596,10 @@ def _where(loc: tuple[int | str, ...]) -> str:
 def parse_create(body: Any) -> CreateResponse:
     """The request, or the 400 that names the first field to fix (`param` is its top-level name)."""
     request = parse_body(CreateResponse, body)
+    if isinstance(request.input, list):
+        request.input = [
+            item.as_function_item() if isinstance(item, ShellCallInput) else item for item in request.input
+        ]
     _check_combinations(request)
     return request
 

@@ -23,6 +23,7 @@ from api.openai.responses.items import (
     Move,
     SegmentFold,
     TextAdded,
+    has_local_shell,
     snapshot,
 )
 from api.openai.responses.wire import (
@@ -91,7 +92,7 @@ class ResponseStream:
 
     def __init__(self, base: Response, turn_id: str, starting_after: int | None = None) -> None:
         self._base = base
-        self._fold = SegmentFold(response_id=base.id, turn_id=turn_id)
+        self._fold = SegmentFold(response_id=base.id, turn_id=turn_id, local_shell=has_local_shell(base.tools))
         self._skip_through = -1 if starting_after is None else starting_after
         self._next = 0
         self._opened = False
