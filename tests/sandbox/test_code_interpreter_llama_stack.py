@@ -5,13 +5,16 @@ kernel keeps its state from one turn of the session to the next."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from llama_stack_client import Agent, LlamaStackClient
+import pytest
+from llama_stack_client import Agent, BadRequestError, LlamaStackClient
 from llama_stack_client.lib.agents.event_logger import EventLogger
 
 from configuration.settings import OFFLINE_MODEL_ID
 from tests.support.llama_agent import streamed, user_messages
+from tests.support.stack import Stack
 
 
 def _turn(agent: Agent, session_id: str, code: str) -> tuple[Any, str]:
@@ -37,3 +40,13 @@ def test_the_agent_runs_code_in_the_sessions_sandbox_and_keeps_its_state(llama: 
     other = agent.create_session("another")
     fresh, _ = _turn(agent, other, "answer")
     assert "NameError" in str(fresh.steps[1].tool_responses[0].content)  # a session's kernel is its own
+
+
+def test_without_a_sandbox_an_agent_with_the_code_interpreter_is_a_400(stack: Stack, tmp_path: Path) -> None:
+    settings = stack.settings.model_copy(update={"sandbox_python_env": tmp_path / "missing-env"})
+    with stack.other_api(settings) as url:
+        client = LlamaStackClient(base_url=url, max_retries=0, timeout=30)
+        config: Any = {"model": OFFLINE_MODEL_ID, "instructions": "x", "toolgroups": ["builtin::code_interpreter"]}
+        with pytest.raises(BadRequestError) as refused:
+            client.agents.create(agent_config=config)
+        assert "no code sandbox" in str(refused.value)
