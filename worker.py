@@ -19,7 +19,9 @@ from temporalio.runtime import Runtime
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 
 from activities.automation_delivery import AutomationDeliveries, WorkerSessionServices
+from activities.code_calls import CodeActivities
 from activities.compaction import CompactionActivities
+from activities.container_retention import ContainerRetention
 from activities.documents import DocumentActivities
 from activities.early_inference import EarlyInference
 from activities.inference import InferenceActivities
@@ -99,6 +101,7 @@ def build_worker(
     sessions = WorkerSessionServices(settings, store, TurnStarter(client, settings.task_queue), catalog)
     automations = AutomationDeliveries(sessions, store.automations)
     tools = ToolActivities(store, catalog, settings.max_tool_output_chars, seal, search)
+    code = CodeActivities(store, settings)
     documents = DocumentActivities(store, outbound_from(settings), settings.max_document_bytes)
     compaction_seal = CompactionSeal(settings.credentials_key) if settings.credentials_key else None
     compaction = CompactionActivities(store, models, compaction_seal, settings.max_history_bytes)
@@ -106,7 +109,8 @@ def build_worker(
     knowledge_retention = KnowledgeRetention(store.files, vector_stores, blobs)
     webhook_store = store.webhooks
     webhook_erasure = WebhookErasure(webhook_store, DeliveryStarter(client, settings.task_queue, webhook_store))
-    retention = RetentionActivities(store, client, knowledge_retention, webhook_erasure, settings)
+    containers = ContainerRetention(store.containers, settings.data_dir)
+    retention = RetentionActivities(store, client, knowledge_retention, webhook_erasure, settings, containers)
     webhooks = WebhookDeliveryActivities(
         webhook_store,
         outbound_from(settings),
@@ -141,6 +145,8 @@ def build_worker(
             tools.resolve_tools,
             tools.list_mcp_server,
             tools.run_tool,
+            code.run_code_call,
+            code.code_call_outcome,
             shields.run_shields,
             webhooks.attempt,
             ingestion.chunk_file,

@@ -16,6 +16,7 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.container_retention import ContainerRetention
 from activities.heartbeat import heartbeating
 from configuration.settings import Settings
 from hosting.fault_points import AFTER_ERASE_BATCH, crash_point
@@ -39,6 +40,7 @@ from webhooks.dispatch import DeliveryStarter
 from workflows.contracts import turn_workflow_id
 from workflows.retention import (
     ERASE_ACTIVITY,
+    EXPIRED_CONTAINERS,
     EXPIRED_FILES,
     EXPIRED_VECTOR_STORES,
     POLICY_ACTIVITY,
@@ -128,7 +130,10 @@ class RetentionActivities:
         knowledge: KnowledgeRetention,
         webhooks: WebhookErasure,
         settings: Settings,
+        containers: ContainerRetention | None = None,
     ) -> None:
+        """`containers`: deletes containers (their workspaces are on this worker's data directory)."""
+        self._containers = containers
         self._store = store
         self._client = client
         self._knowledge = knowledge
@@ -142,6 +147,13 @@ class RetentionActivities:
 
     @activity.defn(name=PRUNE_ACTIVITY)
     async def prune_expired(self, request: PruneRequest) -> PruneResult:
+        if request.kind == EXPIRED_CONTAINERS:
+            if self._containers is None:
+                return PruneResult(deleted=0)
+            async with heartbeating():
+                deleted = await self._containers.prune_expired(request.cutoff, request.limit)
+            RETENTION_PRUNED.labels("containers", "expires_after").inc(deleted)
+            return PruneResult(deleted=deleted)
         if request.kind in (*KNOWLEDGE_KINDS, *_EXPIRY_KINDS):
             async with heartbeating():
                 deleted = await self._knowledge.prune(request.kind, request.cutoff, request.limit)
@@ -185,7 +197,7 @@ class RetentionActivities:
     async def erase_tenant_batch(self, request: EraseRequest) -> EraseResult:
         """One batch of the first kind the tenant still has rows of: webhook endpoints first (stopping their
         pending deliveries before the outbox goes), then the store's registered kinds, then vector stores
-        and files."""
+        and files, then containers with their workspaces."""
 
         def run(tx: Connection) -> EraseResult | None:
             for name, kind in KINDS.items():
@@ -199,6 +211,7 @@ class RetentionActivities:
                 await self._webhooks.erase(request.tenant, request.limit)
                 or await self._store.database.write(run)
                 or await self._knowledge.erase(request.tenant, request.limit)
+                or (await self._containers.erase(request.tenant, request.limit) if self._containers else None)
                 or EraseResult(kind=None, deleted=0)
             )
         if result.kind is not None:

@@ -13,6 +13,7 @@ from sqlalchemy.engine import make_url
 from activities.early_inference import EarlyInference
 from agent_sessions.refusals import SessionRefused
 from api import model_routes
+from api.containers import containers_for
 from api.guards.auth import BearerAuth
 from api.guards.body_limit import BodySizeLimit
 from api.guards.host_check import HostOriginCheck
@@ -131,6 +132,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.webhooks = Webhooks(config, webhook_store, starter, outbound_from(config))
         outbox = dispatch.sweep_forever(starter, config.webhook_sweep_interval)
         app.state.knowledge = knowledge = knowledge_for(config, store, client)
+        app.state.containers = containers_for(config, store.containers, store.files, knowledge.blobs)
         background = [poller, asyncio.create_task(outbox)]
         if config.unstarted_turn_sweep is not None:
             background.append(asyncio.create_task(sweep_forever(services, config.unstarted_turn_sweep)))

@@ -531,6 +531,11 @@ class Settings(BaseSettings):
     sandbox_python_env: Path | None = None
     """The sandbox's own Python environment (numpy, pandas, matplotlib), mounted read-only inside it; unset:
     `.venv-sandbox` beside the code, which `make run` and `make test` build."""
+    max_containers_per_tenant: PositiveInt = 20
+    """Live containers (Containers API and `code_interpreter` / `shell` auto containers) one tenant may hold."""
+    container_idle_minutes: PositiveInt = 20
+    """A container's `expires_after.minutes` when the request names none: it is deleted, files and all, after
+    this long without a call or a file change."""
 
     @classmethod
     def settings_customise_sources(

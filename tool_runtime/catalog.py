@@ -17,6 +17,7 @@ from tool_runtime import calculator
 from tool_runtime.mcp import McpConnector, McpUnavailable
 from tool_runtime.search_engines import web_search_from
 from tool_runtime.web_search import NOT_CONFIGURED, WebSearch
+from workflows.code_tools import CODE_INTERPRETER_TOOLGROUP, SESSION_CODE_INTERPRETER
 from workflows.contracts import ServerTool
 from workflows.knowledge_tools import KNOWLEDGE_SEARCH_TOOL, RAG_TOOLGROUP
 from workflows.web_search_tool import WEB_SEARCH_TOOL, WEB_SEARCH_TOOLGROUP, is_web_search
@@ -33,9 +34,11 @@ BUILTIN_TOOLS: dict[str, list[ServerTool]] = {
     ],
     RAG_TOOLGROUP: [KNOWLEDGE_SEARCH_TOOL],
     WEB_SEARCH_TOOLGROUP: [WEB_SEARCH_TOOL],
+    CODE_INTERPRETER_TOOLGROUP: [SESSION_CODE_INTERPRETER],
 }
-"""Built-in toolgroups. The RAG group's tool is run by the knowledge search (activities/knowledge_search.py),
-not by `call`. The web search group exists only where an engine is configured (`ToolCatalog.web_search`)."""
+"""Built-in toolgroups. The RAG group's tool is run by the knowledge search (activities/knowledge_search.py), the
+code interpreter's in the sandbox (activities/code_calls.py), neither by `call`. The web search group exists only
+where an engine is configured (`ToolCatalog.web_search`)."""
 
 
 class UnknownToolGroup(LookupError):

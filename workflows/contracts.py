@@ -137,6 +137,15 @@ class WebSearchConfig(BaseModel):
     """None: the operator's DA_WEB_SEARCH_MAX_RESULTS."""
 
 
+class CodeToolConfig(BaseModel):
+    """A sandboxed code tool of the turn's request (workflows/code_tools.py): a Responses `code_interpreter`
+    or `shell` in a container, or llama-stack's `builtin::code_interpreter`; the container was made or
+    checked to be the tenant's when the request came in."""
+
+    kind: Literal["code_interpreter", "shell"]
+    container_id: str
+
+
 class Continuation(BaseModel):
     """What a turn carries into its next run after continue-as-new; its steps are in the store."""
 
@@ -201,6 +210,8 @@ class TurnPlan(BaseModel):
     """The request's `file_search` tool: offered to the model as a server tool while this segment runs."""
     web_search: WebSearchConfig | None = None
     """The request's `web_search` tool: offered to the model as a server tool while this segment runs."""
+    code_tools: list[CodeToolConfig] = Field(default_factory=list)
+    """The request's sandboxed code tools (code_interpreter, shell), each bound to its container."""
 
     @classmethod
     def of(cls, outline: AgentOutline) -> TurnPlan:

@@ -6,9 +6,9 @@ A sweep takes its TTLs from the worker that runs it (the activity `retention_pol
 settings), not from the Schedule: the Schedule exists whatever the settings, so no process started with
 other settings can turn retention on or off for the others (workflows/retention_schedule.py).
 
-Every sweep also deletes the vector stores and files whose own `expires_after` has passed (the kinds
-`EXPIRED_VECTOR_STORES` and `EXPIRED_FILES`, whose cutoff is the sweep's start), whether or not a TTL
-names them.
+Every sweep also deletes the vector stores, files and containers whose own `expires_after` has passed (the
+kinds `EXPIRED_VECTOR_STORES`, `EXPIRED_FILES` and `EXPIRED_CONTAINERS`, whose cutoff is the sweep's start),
+whether or not a TTL names them.
 
 A sweep stops a kind after `max_batches` batches; the rest waits for the next period, so one run stays short
 whatever the backlog. An erasure runs until the tenant has nothing left: started again after a crash, or
@@ -34,7 +34,10 @@ EXPIRED_VECTOR_STORES = "expired_vector_stores"
 """Not a DA_RETENTION kind: vector stores past their own `expires_after`, swept whatever the TTLs."""
 EXPIRED_FILES = "expired_files"
 """Not a DA_RETENTION kind either: files past their own `expires_after`."""
+EXPIRED_CONTAINERS = "expired_containers"
+"""Not a DA_RETENTION kind either: containers idle past their `expires_after`, with their workspaces."""
 _VECTOR_STORE_EXPIRY_PATCH = "vector-store-expiry"
+_CONTAINER_EXPIRY_PATCH = "container-expiry"
 _WORKER_POLICY_PATCH = "policy-from-worker"
 SCHEDULE_ID = "retention"
 ERASURE_PREFIX = "erase-tenant-"
@@ -112,6 +115,8 @@ class RetentionSweep:
             cutoffs[EXPIRED_VECTOR_STORES] = now
         if from_worker:
             cutoffs[EXPIRED_FILES] = now
+        if workflow.patched(_CONTAINER_EXPIRY_PATCH):
+            cutoffs[EXPIRED_CONTAINERS] = now
         for kind, cutoff in cutoffs.items():
             pruned[kind] = 0
             for _ in range(policy.max_batches):

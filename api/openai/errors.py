@@ -31,6 +31,7 @@ PREFIXES = (
     "/v1/vector_stores",
     "/v1/agents/sessions",  # the Agents API beta's own paths (but llama-stack's `…/{agent_id}/session…` shapes)
     "/v1/agents/automations",  # likewise
+    "/v1/containers",
 )
 
 _LLAMA_STACK_AGENT_PARTS = ("session", "sessions")

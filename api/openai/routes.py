@@ -13,6 +13,8 @@ from api.openai.agents import (
     session_turn_routes,
 )
 from api.openai.platform import (
+    container_file_routes,
+    container_routes,
     embedding_routes,
     file_routes,
     vector_store_file_routes,
@@ -43,5 +45,7 @@ for platform_route in (
     file_routes,
     vector_store_routes,
     vector_store_file_routes,
+    container_routes,
+    container_file_routes,
 ):
     router.include_router(platform_route.router)

@@ -242,7 +242,9 @@ async def test_the_sdks_retry_of_a_cancelled_attempt_is_a_fresh_attempt(
 
 
 def test_errors_have_the_openai_envelope(http: httpx.Client) -> None:
-    refused = http.post("/v1/responses", json={"model": SCRIPTED_MODEL, "input": "x", "tools": [{"type": "shell"}]})
+    refused = http.post(
+        "/v1/responses", json={"model": SCRIPTED_MODEL, "input": "x", "tools": [{"type": "computer_use_preview"}]}
+    )
     assert refused.status_code == 400
     assert refused.json()["error"]["param"] == "tools" and refused.json()["error"]["type"] == "invalid_request_error"
     assert http.post("/v1/responses", content=b"{not json").status_code == 400

@@ -26,6 +26,7 @@ from tests.operations.test_retention import OPERATOR_ROUTES
 from tests.responses.test_compaction_api import COMPACTION_ROUTES
 from tests.responses.test_conversations import CONVERSATION_ROUTES
 from tests.responses.test_responses_api import RESPONSE_ROUTES
+from tests.sandbox.test_containers_api import CONTAINER_ROUTES
 from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.rest import sse_events
 from tests.support.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
@@ -203,7 +204,7 @@ def test_every_route_of_the_openapi_document_is_walked(owner: httpx.Client) -> N
     templates = {"agent_id": "{agent_id}", "session_id": "{session_id}", "turn_id": "{turn_id}", "step_id": "{step_id}"}
     walked = {(method, path) for method, path, _ in _foreign_requests({**templates, "call_id": "c"})}
     covered = TOOLGROUP_ROUTES | TENANT_FREE_ROUTES | CONVERSATION_ROUTES | RESPONSE_ROUTES | WEBHOOK_ROUTES
-    covered |= COMPACTION_ROUTES | OPERATOR_ROUTES | AGENTS_BETA_ROUTES | AUTOMATION_ROUTES
+    covered |= COMPACTION_ROUTES | OPERATOR_ROUTES | AGENTS_BETA_ROUTES | AUTOMATION_ROUTES | CONTAINER_ROUTES
     assert routes - walked - covered - KNOWLEDGE_ROUTES == set()
 
 

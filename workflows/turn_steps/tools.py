@@ -11,12 +11,12 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 from temporalio.workflow import ActivityCancellationType
 
-from workflows.turn_steps.state import TurnState
+from workflows.turn_steps.code_calls import CodeCalls
 
 with workflow.unsafe.imports_passed_through():
     from domain.agents import AgentToolGroup
     from domain.content import ToolCall, ToolResponse
-    from workflows import knowledge_tools, mcp_servers, steps, web_search_tool
+    from workflows import code_tools, knowledge_tools, mcp_servers, steps, web_search_tool
     from workflows.contracts import (
         RESOLVE_TOOLS_ACTIVITY,
         RUN_TOOL_ACTIVITY,
@@ -29,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
 
-class ToolSteps(TurnState):
+class ToolSteps(CodeCalls):
     async def _resolve_tools(self, toolgroups: list[AgentToolGroup], client_tools: list[str]) -> list[ServerTool]:
         result: ResolveToolsResult = await workflow.execute_activity(
             RESOLVE_TOOLS_ACTIVITY,
@@ -50,6 +50,7 @@ class ToolSteps(TurnState):
         # No recorded history's plan names a web search, so the patch is only ever asked by turns that do.
         if self._plan.web_search is not None and workflow.patched(web_search_tool.WEB_SEARCH_PATCH):
             offered.append(web_search_tool.web_search_tool(self._plan.web_search))
+        offered += [code_tools.code_tool(config) for config in self._plan.code_tools]
         return offered
 
     async def _list_new_mcp_servers(self) -> None:
@@ -112,6 +113,8 @@ class ToolSteps(TurnState):
 
     async def _run_tool(self, request: ToolRunRequest) -> ToolResponse:
         call = request.call
+        if code_tools.code_tool_config(request.tool) is not None:
+            return await self._run_code(request)
         try:
             response: ToolResponse = await workflow.execute_activity(
                 RUN_TOOL_ACTIVITY,

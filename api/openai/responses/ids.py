@@ -85,3 +85,15 @@ def new_compaction_item_id() -> str:
 def compaction_item_id(turn_id: str) -> str:
     """The compaction item of a turn's compaction step (one per turn)."""
     return _derived("cmp_", turn_id, "compaction")
+
+
+def code_interpreter_call_id(turn_id: str, step_id: str, call_id: str) -> str:
+    return _derived("ci_", turn_id, step_id, call_id)
+
+
+def shell_call_id(turn_id: str, step_id: str, call_id: str) -> str:
+    return _derived("sh_", turn_id, step_id, call_id)
+
+
+def shell_call_output_id(turn_id: str, step_id: str, call_id: str) -> str:
+    return _derived("sho_", turn_id, step_id, call_id)

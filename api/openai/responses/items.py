@@ -18,7 +18,9 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from api.openai.responses import ids
+from api.openai.responses.code_interpreter import code_interpreter_call_item, file_citations, written_files
 from api.openai.responses.file_search import cited, file_search_call_item, running_file_search_item, showable_end
+from api.openai.responses.shell import local_shell_call_item, shell_items
 from api.openai.responses.web_search import found_pages, running_web_search_item, url_citations, web_search_call_item
 from api.openai.responses.wire import (
     CompactionItem,
@@ -40,6 +42,7 @@ from api.openai.responses.wire import (
 from domain.content import ToolCall, ToolResponse, content_as_text
 from domain.events import Payload
 from domain.turns import InferenceStep, ShieldCallStep, ToolExecutionStep, Turn, TurnStatus
+from workflows.code_tools import SHELL
 
 _payloads: TypeAdapter[Any] = TypeAdapter(Payload)
 _READ = frozenset({"step_progress", "step_complete", "turn_awaiting_input", "turn_complete"})
@@ -252,6 +255,8 @@ class SegmentFold:
 
     response_id: str
     turn_id: str
+    local_shell: bool = False
+    """The response's request has a local shell: the model's `shell` calls are shell_call items (the caller's)."""
     output: list[OutputItem] = field(default_factory=list)
     status: ResponseStatus = "in_progress"
     error: ResponseError | None = None
@@ -271,6 +276,8 @@ class SegmentFold:
     """Output indexes of the web_search calls shown in progress, by their tool step's id."""
     _pages: dict[str, str] = field(default_factory=dict)
     """URL → title of the pages the segment's web searches found: what its messages can cite."""
+    _written: list[dict[str, str]] = field(default_factory=list)
+    """Container files the code calls wrote, not yet cited by a message."""
 
     def feed(self, body: dict[str, Any], turn_status: TurnStatus | None = None) -> list[Move]:
         """Fold one stored event. `turn_status`: the turn's stored status, read when `body` is an
@@ -377,6 +384,16 @@ class SegmentFold:
                     else:
                         moves += self._whole(web)
                     continue
+                shell = shell_items(self.turn_id, step.step_id, call, response)
+                if shell is not None:
+                    self._written += written_files(response)
+                    moves += [move for item in shell for move in self._whole(item)]
+                    continue
+                code = code_interpreter_call_item(self.turn_id, step.step_id, call, response)
+                if code is not None:
+                    self._written += written_files(response)
+                    moves += self._whole(code)
+                    continue
                 search = file_search_call_item(self.turn_id, step.step_id, call, response)
                 if search is not None and searching is not None:
                     self.output[searching] = search
@@ -396,9 +413,14 @@ class SegmentFold:
 
     def _paused(self, turn: Turn) -> list[Move]:
         calls = turn.output_message.tool_calls if turn.output_message else []
-        moves = [move for call in calls for move in self._whole(function_call_item(self.turn_id, call))]
+        moves = [move for call in calls for move in self._whole(self._paused_call(call))]
         last = turn.steps[-1].completed_at if turn.steps else None
         return [*moves, *self._end("completed", completed_at=_timestamp(last))]
+
+    def _paused_call(self, call: ToolCall) -> OutputItem:
+        if self.local_shell and call.tool_name == SHELL:
+            return local_shell_call_item(self.turn_id, call)
+        return function_call_item(self.turn_id, call)
 
     def _completed(self, turn: Turn) -> list[Move]:
         moves: list[Move] = []
@@ -464,6 +486,8 @@ class SegmentFold:
         if self._open is None:
             return []
         moves: list[Move] = self._show(final=True)  # a marker that never closed is text after all
+        self._open.annotations += file_citations(self._open.shown, self._written)
+        self._written = []
         index = self._open.index
         self._set_open_item("incomplete" if incomplete else "completed")
         self._open = None
@@ -528,10 +552,14 @@ def snapshot(base: Response, fold: SegmentFold, started: bool) -> Response:
 
 
 def fold_segment(
-    response_id: str, turn_id: str, bodies: list[dict[str, Any]], turn_status: TurnStatus | None = None
+    response_id: str,
+    turn_id: str,
+    bodies: list[dict[str, Any]],
+    turn_status: TurnStatus | None = None,
+    local_shell: bool = False,
 ) -> SegmentFold:
     """A response's output and outcome from its segment's stored events (non-streaming reads)."""
-    fold = SegmentFold(response_id=response_id, turn_id=turn_id)
+    fold = SegmentFold(response_id=response_id, turn_id=turn_id, local_shell=local_shell)
     for body in bodies:
         fold.feed(body, turn_status)
     return fold
@@ -541,4 +569,14 @@ def render_response(
     base: Response, turn_id: str, bodies: list[dict[str, Any]], turn_status: TurnStatus | None = None
 ) -> Response:
     """The response (GET, a blocking create's answer) from its segment's events stored so far."""
-    return snapshot(base, fold_segment(base.id, turn_id, bodies, turn_status), started=bool(bodies))
+    fold = fold_segment(base.id, turn_id, bodies, turn_status, has_local_shell(base.tools))
+    return snapshot(base, fold, started=bool(bodies))
+
+
+def has_local_shell(tools: list[dict[str, Any]]) -> bool:
+    """Whether a response's echoed tools hold a shell the caller runs (no environment, or `local`)."""
+    for tool in tools:
+        environment = tool.get("environment")
+        if tool.get("type") == SHELL and (not isinstance(environment, dict) or environment.get("type") == "local"):
+            return True
+    return False

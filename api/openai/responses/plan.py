@@ -10,8 +10,10 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+from api.containers import Containers
 from api.knowledge import Knowledge
 from api.openai.errors import invalid, not_found
+from api.openai.responses.code_interpreter import bind_container
 from api.openai.responses.request import (
     AllowedToolsChoice,
     ApprovalFilter,
@@ -24,12 +26,16 @@ from api.openai.responses.request import (
     TextFormatJsonSchema,
     ToolNames,
 )
+from api.openai.responses.shell import SHELL_PARAMETERS, ContainerReference, bind_shell_container
 from domain.turn_settings import ApprovalPolicy, FunctionTool, McpServer, TurnSettings
 from outbound.policy import OutboundPolicy, OutboundRefused
 from tool_runtime.web_search import NOT_CONFIGURED
-from workflows.contracts import FileSearchConfig, TurnPlan
+from workflows.code_tools import SHELL
+from workflows.contracts import CodeToolConfig, FileSearchConfig, TurnPlan
 from workflows.knowledge_tools import FILE_SEARCH
 from workflows.web_search_tool import WEB_SEARCH
+
+LOCAL_SHELL_DESCRIPTION = "Run shell commands on the user's machine; the user runs them and returns their output."
 
 
 def _tool_choice(request: CreateResponse) -> str:
@@ -80,6 +86,11 @@ def turn_settings(request: CreateResponse) -> TurnSettings:
             )
             for tool in request.function_tools()
             if allowed is None or tool.name in allowed
+        ]
+        + [
+            FunctionTool(name=SHELL, description=LOCAL_SHELL_DESCRIPTION, parameters=SHELL_PARAMETERS)
+            for _, tool in request.shell_tools()
+            if tool.local
         ],
         tool_choice=_tool_choice(request),
         parallel_tool_calls=request.parallel_tool_calls,
@@ -114,7 +125,10 @@ def turn_plan(
 ) -> TurnPlan:
     return TurnPlan(
         model=request.model,
-        client_tool_names=sorted(tool.name for tool in request.function_tools()),
+        client_tool_names=sorted(
+            [tool.name for tool in request.function_tools()]
+            + [SHELL for _, tool in request.shell_tools() if tool.local]
+        ),
         mcp_servers=[
             McpServer(
                 label=tool.server_label,
@@ -130,6 +144,16 @@ def turn_plan(
         compact_threshold=compact_threshold,
         file_search=file_search_config(request),
         web_search=web.config() if (web := request.web_search_tool()) is not None else None,
+        code_tools=[
+            CodeToolConfig(kind="code_interpreter", container_id=tool.container)
+            for _, tool in request.code_interpreter_tools()
+            if isinstance(tool.container, str)  # bound by `bind_code_containers` before the plan is made
+        ]
+        + [
+            CodeToolConfig(kind="shell", container_id=tool.environment.container_id)
+            for _, tool in request.shell_tools()
+            if not tool.local and isinstance(tool.environment, ContainerReference)
+        ],
     )
 
 
@@ -176,6 +200,14 @@ async def check_vector_stores(request: CreateResponse, tenant: str, knowledge: K
     for vector_store_id in tool.vector_store_ids if tool is not None else []:
         if await knowledge.stores.get(tenant, vector_store_id) is None:
             raise not_found("Vector store", vector_store_id)
+
+
+async def bind_code_containers(request: CreateResponse, tenant: str, containers: Containers) -> None:
+    """Each code tool's container, made (`auto`) or checked to be the tenant's; the request then names it."""
+    for index, tool in request.code_interpreter_tools():
+        tool.container = (await bind_container(tool, tenant, containers, index)).container_id
+    for index, shell in request.shell_tools():
+        await bind_shell_container(shell, tenant, containers, index)
 
 
 def mcp_credentials(request: CreateResponse) -> dict[str, dict[str, str]]:

@@ -9,6 +9,7 @@ file_search, unknown `include` values and out-of-range numbers are a 400 naming 
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -16,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 
 from api.openai.errors import OpenAIError, invalid
 from api.openai.parameters import field_names, refuse_unknown
+from api.openai.responses.code_interpreter import CodeInterpreterTool
 from api.openai.responses.file_search import FileSearchTool
+from api.openai.responses.shell import ShellTool
 from api.openai.responses.web_search import WebSearchCallInput, WebSearchTool
 from knowledge import filters as attribute_filters
 
@@ -156,6 +159,46 @@ class FileSearchCallItem(Lenient):
     results: list[dict[str, Any]] | None = None
 
 
+class CodeInterpreterCallItem(Lenient):
+    """A code_interpreter call of an earlier response, sent back as input (openai-agents does): the model
+    reads the answer that used it; the call is not run again."""
+
+    type: Literal["code_interpreter_call"] = "code_interpreter_call"
+    id: str | None = None
+    container_id: str | None = None
+    code: str | None = None
+    outputs: list[dict[str, Any]] | None = None
+    status: str | None = None
+
+
+class ShellCallInput(Lenient):
+    """A shell call (or its output) sent as input: replayed history, or the output of a call the caller ran
+    (`environment: local`). Read as the `shell` function's call and output (`as_function_item`), so a
+    caller's output resumes the waiting turn exactly as a function_call_output does."""
+
+    type: Literal["shell_call", "shell_call_output"]
+    id: str | None = None
+    call_id: str = Field(min_length=1)
+    action: dict[str, Any] | None = None
+    output: list[dict[str, Any]] | None = None
+
+    def as_function_item(self) -> FunctionCallItem | FunctionCallOutputItem:
+        if self.type == "shell_call":
+            commands = (self.action or {}).get("commands") or []
+            return FunctionCallItem(call_id=self.call_id, name="shell", arguments=json.dumps({"commands": commands}))
+        return FunctionCallOutputItem(call_id=self.call_id, output=shell_output_text(self.output or []))
+
+
+def shell_output_text(outputs: list[dict[str, Any]]) -> str:
+    """What a shell call's commands printed and how each ended, as the model reads it."""
+    parts = []
+    for output in outputs:
+        outcome = output.get("outcome") or {}
+        ended = "timed out" if outcome.get("type") == "timeout" else f"exit code {outcome.get('exit_code')}"
+        parts.append(f"{output.get('stdout') or ''}{output.get('stderr') or ''}[{ended}]")
+    return "\n".join(parts)
+
+
 class ItemReference(Lenient):
     type: Literal["item_reference"] = "item_reference"
     id: str = Field(min_length=1)
@@ -187,6 +230,9 @@ _ITEM_TYPES = {
     "mcp_call": McpCallItem,
     "file_search_call": FileSearchCallItem,
     "web_search_call": WebSearchCallInput,
+    "code_interpreter_call": CodeInterpreterCallItem,
+    "shell_call": ShellCallInput,
+    "shell_call_output": ShellCallInput,
     "item_reference": ItemReference,
     "reasoning": ReasoningItem,
     "compaction": CompactionItem,
@@ -217,6 +263,9 @@ InputItem = Annotated[
     | Annotated[McpCallItem, Tag("mcp_call")]
     | Annotated[FileSearchCallItem, Tag("file_search_call")]
     | Annotated[WebSearchCallInput, Tag("web_search_call")]
+    | Annotated[CodeInterpreterCallItem, Tag("code_interpreter_call")]
+    | Annotated[ShellCallInput, Tag("shell_call")]
+    | Annotated[ShellCallInput, Tag("shell_call_output")]
     | Annotated[ItemReference, Tag("item_reference")]
     | Annotated[ReasoningItem, Tag("reasoning")]
     | Annotated[CompactionItem, Tag("compaction")],
@@ -286,7 +335,15 @@ class McpTool(Lenient):
         return self.model_dump(exclude={"headers", "authorization"}, exclude_none=True)
 
 
-SUPPORTED_TOOLS = ("function", "mcp", "file_search", "web_search", "web_search_2025_08_26")
+SUPPORTED_TOOLS = (
+    "function",
+    "mcp",
+    "file_search",
+    "web_search",
+    "web_search_2025_08_26",
+    "code_interpreter",
+    "shell",
+)
 
 
 def _tool_kind(value: Any) -> str:
@@ -311,6 +368,8 @@ Tool = Annotated[
     | Annotated[McpTool, Tag("mcp")]
     | Annotated[FileSearchTool, Tag("file_search")]
     | Annotated[WebSearchTool, Tag("web_search")]
+    | Annotated[CodeInterpreterTool, Tag("code_interpreter")]
+    | Annotated[ShellTool, Tag("shell")]
     | Annotated[UnsupportedTool, Tag("unsupported")],
     Discriminator(_tool_kind),
 ]
@@ -504,6 +563,13 @@ class CreateResponse(Lenient):
     def web_search_tool(self) -> WebSearchTool | None:
         return next((tool for tool in self.tools if isinstance(tool, WebSearchTool)), None)
 
+    def code_interpreter_tools(self) -> list[tuple[int, CodeInterpreterTool]]:
+        """The code_interpreter tools with their index in `tools` (the request's `param`)."""
+        return [(index, tool) for index, tool in enumerate(self.tools) if isinstance(tool, CodeInterpreterTool)]
+
+    def shell_tools(self) -> list[tuple[int, ShellTool]]:
+        return [(index, tool) for index, tool in enumerate(self.tools) if isinstance(tool, ShellTool)]
+
     def echo_tools(self) -> list[dict[str, Any]]:
         """The request's tools as stored and echoed: MCP credentials left out."""
         return [tool.echo() if isinstance(tool, McpTool) else tool.model_dump(exclude_none=True) for tool in self.tools]
@@ -526,6 +592,9 @@ _UNION_MEMBERS = frozenset(
         "json_schema",
         "allowed_tools",
         "file_search_call",
+        "code_interpreter_call",
+        "shell_call",
+        "shell_call_output",
     }
 )
 
@@ -562,6 +631,10 @@ def parse_create(body: Any) -> CreateResponse:
     """The request, or the 400 that names the first field to fix (`param` is its top-level name)."""
     refuse_unknown(body, field_names(CreateResponse), UNSUPPORTED_CREATE_PARAMETERS)
     request = parse_body(CreateResponse, body)
+    if isinstance(request.input, list):
+        request.input = [
+            item.as_function_item() if isinstance(item, ShellCallInput) else item for item in request.input
+        ]
     _check_combinations(request)
     return request
 
@@ -606,6 +679,14 @@ def _check_combinations(request: CreateResponse) -> None:
             raise invalid(f"Each {kind} may appear once in 'tools'; repeated: {twice}.", "tools")
     if len([tool for tool in request.tools if isinstance(tool, FileSearchTool)]) > 1:
         raise invalid("'tools' may hold one file_search tool; list all its vector stores in it.", "tools")
+    if len(request.code_interpreter_tools()) > 1 or len(request.shell_tools()) > 1:
+        raise invalid("'tools' may hold one code_interpreter tool and one shell tool.", "tools")
+    if request.shell_tools() and "shell" in names:
+        raise invalid("A function named 'shell' clashes with the shell tool; rename the function.", "tools")
+    if request.code_interpreter_tools() and "code_interpreter" in names:
+        raise invalid(
+            "A function named 'code_interpreter' clashes with the code_interpreter tool; rename the function.", "tools"
+        )
     if request.file_search_tool() is not None and "file_search" in names:
         raise invalid("A function named 'file_search' clashes with the file_search tool; rename the function.", "tools")
     _check_web_search(request, names)

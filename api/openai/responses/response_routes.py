@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from api.containers import ContainersDep
 from api.guards.tenancy import Principal, PrincipalDep
 from api.knowledge import KnowledgeDep
 from api.openai.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
@@ -33,7 +34,7 @@ from api.openai.responses.create import (
     response_id_for,
     retried,
 )
-from api.openai.responses.plan import check_mcp_urls, check_vector_stores, require_web_search
+from api.openai.responses.plan import bind_code_containers, check_mcp_urls, check_vector_stores, require_web_search
 from api.openai.responses.request import parse_create, require_known_tool_choice
 from api.services import Services, ServicesDep
 from api.streams.event_stream import is_final, tail_events
@@ -145,6 +146,7 @@ async def create_response(
     services: ServicesDep,
     principal: PrincipalDep,
     knowledge: KnowledgeDep,
+    containers: ContainersDep,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
     retry_count: Annotated[str | None, Header(alias=RETRY_COUNT_HEADER, max_length=20)] = None,
 ) -> Any:
@@ -173,6 +175,7 @@ async def create_response(
         return await _answer(services, principal, request, again, body.stream)
     await check_mcp_urls(body, services.tools.outbound_policy)
     await check_vector_stores(body, tenant, knowledge)
+    await bind_code_containers(body, tenant, containers)
     context = await prior_context(services, responses, tenant, body)
     if body.stream:
         slot_check = services.streams.take(principal.key_id)  # refuse (429) before anything starts

@@ -25,9 +25,16 @@ from api.openai.responses.items import (
     TextAdded,
     WebSearchEnded,
     WebSearchStarted,
+    has_local_shell,
     snapshot,
 )
 from api.openai.responses.wire import (
+    CodeInterpreterCallCodeDelta,
+    CodeInterpreterCallCodeDone,
+    CodeInterpreterCallCompleted,
+    CodeInterpreterCallInProgress,
+    CodeInterpreterCallInterpreting,
+    CodeInterpreterCallItem,
     CompactionCompacting,
     CompactionItem,
     ContentPartAdded,
@@ -66,6 +73,13 @@ from api.openai.responses.wire import (
     ResponseIncomplete,
     ResponseInProgress,
     ResponseQueued,
+    ShellCallCommandAdded,
+    ShellCallCommandDelta,
+    ShellCallCommandDone,
+    ShellCallItem,
+    ShellCallOutputContentDelta,
+    ShellCallOutputContentDone,
+    ShellCallOutputItem,
     WebSearchCallCompleted,
     WebSearchCallInProgress,
     WebSearchCallItem,
@@ -84,7 +98,7 @@ class ResponseStream:
 
     def __init__(self, base: Response, turn_id: str, starting_after: int | None = None) -> None:
         self._base = base
-        self._fold = SegmentFold(response_id=base.id, turn_id=turn_id)
+        self._fold = SegmentFold(response_id=base.id, turn_id=turn_id, local_shell=has_local_shell(base.tools))
         self._skip_through = -1 if starting_after is None else starting_after
         self._next = 0
         self._opened = False
@@ -202,6 +216,12 @@ class ResponseStream:
             self._web_search_started(index, item)
             self._web_search_ended(index, item)
             return
+        if isinstance(item, CodeInterpreterCallItem):
+            self._code_interpreter_call(index, item)
+            return
+        if isinstance(item, ShellCallItem | ShellCallOutputItem):
+            self._shell(index, item)
+            return
         at = {"item_id": item.id, "output_index": index}
         if isinstance(item, FunctionCallItem):
             self._item_added(index, item.model_copy(update={"arguments": "", "status": "in_progress"}))
@@ -261,6 +281,36 @@ class ResponseStream:
     def _web_search_ended(self, index: int, item: OutputItem) -> None:
         assert isinstance(item, WebSearchCallItem)
         self._emit(WebSearchCallCompleted, item_id=item.id, output_index=index)
+        self._item_done(index, item)
+
+    def _code_interpreter_call(self, index: int, item: CodeInterpreterCallItem) -> None:
+        """As OpenAI streams a call: added in progress, its code, interpreting, completed, done."""
+        at = {"item_id": item.id, "output_index": index}
+        self._item_added(index, item.model_copy(update={"status": "in_progress", "outputs": None}))
+        self._emit(CodeInterpreterCallInProgress, **at)
+        if item.code:
+            self._emit(CodeInterpreterCallCodeDelta, **at, delta=item.code)
+        self._emit(CodeInterpreterCallCodeDone, **at, code=item.code or "")
+        self._emit(CodeInterpreterCallInterpreting, **at)
+        self._emit(CodeInterpreterCallCompleted, **at)
+        self._item_done(index, item)
+
+    def _shell(self, index: int, item: ShellCallItem | ShellCallOutputItem) -> None:
+        """A shell call: its commands, then (its output item) what each printed and how it ended."""
+        if isinstance(item, ShellCallItem):
+            self._item_added(index, item.model_copy(update={"status": "in_progress"}))
+            for number, command in enumerate(item.action.get("commands") or []):
+                at = {"output_index": index, "command_index": number}
+                self._emit(ShellCallCommandAdded, **at, command="")
+                self._emit(ShellCallCommandDelta, **at, delta=command)
+                self._emit(ShellCallCommandDone, **at, command=command)
+        else:
+            self._item_added(index, item.model_copy(update={"status": "in_progress", "output": []}))
+            for number, output in enumerate(item.output):
+                where: dict[str, Any] = {"item_id": item.id, "output_index": index, "command_index": number}
+                delta = {"stdout": str(output.get("stdout", "")), "stderr": str(output.get("stderr", ""))}
+                self._emit(ShellCallOutputContentDelta, **where, delta=delta)
+                self._emit(ShellCallOutputContentDone, **where, output=[output])
         self._item_done(index, item)
 
     def _item_added(self, index: int, item: OutputItem) -> None:

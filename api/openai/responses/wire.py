@@ -205,6 +205,38 @@ class WebSearchCallItem(BaseModel):
     status: Literal["in_progress", "searching", "completed", "failed", "incomplete"] = "completed"
 
 
+class CodeInterpreterCallItem(BaseModel):
+    """A code_interpreter call the turn ran in its container: the code and what came out (logs, images)."""
+
+    type: Literal["code_interpreter_call"] = "code_interpreter_call"
+    id: str
+    container_id: str
+    code: str | None = None
+    outputs: list[dict[str, Any]] | None = None
+    status: Literal["in_progress", "completed", "incomplete", "interpreting", "failed"] = "completed"
+
+
+class ShellCallItem(BaseModel):
+    """A shell call the turn ran in its container: the commands."""
+
+    type: Literal["shell_call"] = "shell_call"
+    id: str
+    call_id: str
+    action: dict[str, Any]
+    environment: dict[str, Any] | None = None
+    status: Literal["in_progress", "completed", "incomplete"] = "completed"
+
+
+class ShellCallOutputItem(BaseModel):
+    """What a shell call's commands printed, and how each ended (`exit` with its code, or `timeout`)."""
+
+    type: Literal["shell_call_output"] = "shell_call_output"
+    id: str
+    call_id: str
+    output: list[dict[str, Any]]
+    status: Literal["in_progress", "completed", "incomplete"] = "completed"
+
+
 OutputItem = Annotated[
     MessageItem
     | FunctionCallItem
@@ -213,7 +245,10 @@ OutputItem = Annotated[
     | McpApprovalRequestItem
     | CompactionItem
     | FileSearchCallItem
-    | WebSearchCallItem,
+    | WebSearchCallItem
+    | CodeInterpreterCallItem
+    | ShellCallItem
+    | ShellCallOutputItem,
     Field(discriminator="type"),
 ]
 """What a response's `output` holds."""
@@ -228,7 +263,10 @@ Item = Annotated[
     | McpApprovalResponseItem
     | CompactionItem
     | FileSearchCallItem
-    | WebSearchCallItem,
+    | WebSearchCallItem
+    | CodeInterpreterCallItem
+    | ShellCallItem
+    | ShellCallOutputItem,
     Field(discriminator="type"),
 ]
 """Any item as listed in a response's input_items or a conversation."""
@@ -492,6 +530,61 @@ class WebSearchCallCompleted(ItemEvent):
     type: Literal["response.web_search_call.completed"] = "response.web_search_call.completed"
 
 
+class CodeInterpreterCallInProgress(ItemEvent):
+    type: Literal["response.code_interpreter_call.in_progress"] = "response.code_interpreter_call.in_progress"
+
+
+class CodeInterpreterCallCodeDelta(ItemEvent):
+    type: Literal["response.code_interpreter_call_code.delta"] = "response.code_interpreter_call_code.delta"
+    delta: str
+
+
+class CodeInterpreterCallCodeDone(ItemEvent):
+    type: Literal["response.code_interpreter_call_code.done"] = "response.code_interpreter_call_code.done"
+    code: str
+
+
+class CodeInterpreterCallInterpreting(ItemEvent):
+    type: Literal["response.code_interpreter_call.interpreting"] = "response.code_interpreter_call.interpreting"
+
+
+class CodeInterpreterCallCompleted(ItemEvent):
+    type: Literal["response.code_interpreter_call.completed"] = "response.code_interpreter_call.completed"
+
+
+class ShellCallCommandAdded(EventBase):
+    type: Literal["response.shell_call_command.added"] = "response.shell_call_command.added"
+    output_index: int
+    command_index: int
+    command: str
+
+
+class ShellCallCommandDelta(EventBase):
+    type: Literal["response.shell_call_command.delta"] = "response.shell_call_command.delta"
+    output_index: int
+    command_index: int
+    delta: str
+
+
+class ShellCallCommandDone(EventBase):
+    type: Literal["response.shell_call_command.done"] = "response.shell_call_command.done"
+    output_index: int
+    command_index: int
+    command: str
+
+
+class ShellCallOutputContentDelta(ItemEvent):
+    type: Literal["response.shell_call_output_content.delta"] = "response.shell_call_output_content.delta"
+    command_index: int
+    delta: dict[str, str]
+
+
+class ShellCallOutputContentDone(ItemEvent):
+    type: Literal["response.shell_call_output_content.done"] = "response.shell_call_output_content.done"
+    command_index: int
+    output: list[dict[str, Any]]
+
+
 class OutputTextAnnotationAdded(ContentEvent):
     type: Literal["response.output_text.annotation.added"] = "response.output_text.annotation.added"
     annotation_index: int
@@ -538,6 +631,16 @@ StreamEvent = Annotated[
     | FileSearchCallInProgress
     | FileSearchCallSearching
     | FileSearchCallCompleted
+    | CodeInterpreterCallInProgress
+    | CodeInterpreterCallCodeDelta
+    | CodeInterpreterCallCodeDone
+    | CodeInterpreterCallInterpreting
+    | CodeInterpreterCallCompleted
+    | ShellCallCommandAdded
+    | ShellCallCommandDelta
+    | ShellCallCommandDone
+    | ShellCallOutputContentDelta
+    | ShellCallOutputContentDone
     | OutputTextAnnotationAdded
     | ErrorEvent,
     Field(discriminator="type"),
