@@ -517,6 +517,13 @@ class Settings(BaseSettings):
     sandbox_python_env: Path | None = None
     """The sandbox's own Python environment (numpy, pandas, matplotlib), mounted read-only inside it; unset:
     `.venv-sandbox` beside the code, which `make run` and `make test` build."""
+    max_websockets_per_key: PositiveInt = 16
+    """Open Responses WebSocket connections per API key, per API process; one more is refused (429) at the
+    upgrade."""
+    max_websocket_message_bytes: PositiveInt = DEFAULT_MAX_REQUEST_BYTES
+    """The largest client event a Responses WebSocket takes; a larger one is answered with an `error` event."""
+    max_websocket_lanes: PositiveInt = 32
+    """Distinct named `stream_id` lanes one Responses WebSocket connection may use."""
 
     @classmethod
     def settings_customise_sources(

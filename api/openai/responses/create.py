@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -129,9 +130,17 @@ class Context:
     """True when named by previous_response_id or conversation: wrong outputs are then the caller's error."""
 
 
-async def prior_context(services: Services, responses: ResponseStore, tenant: str, body: CreateResponse) -> Context:
+async def prior_context(
+    services: Services,
+    responses: ResponseStore,
+    tenant: str,
+    body: CreateResponse,
+    unstored: Collection[str] = (),
+) -> Context:
+    """`unstored`: `store: false` responses the caller may still continue from (those a WebSocket made)."""
     if body.previous_response_id is not None:
-        return Context(await chain_items(services, responses, tenant, body.previous_response_id), chained=True)
+        chain = await chain_items(services, responses, tenant, body.previous_response_id, unstored)
+        return Context(chain, chained=True)
     if body.conversation_id is not None:
         items = await view.conversation_items(services, tenant, body.conversation_id)
         if items is None:
@@ -140,9 +149,11 @@ async def prior_context(services: Services, responses: ResponseStore, tenant: st
     return Context([], chained=False)
 
 
-async def chain_items(services: Services, responses: ResponseStore, tenant: str, previous_id: str) -> list[InputItem]:
+async def chain_items(
+    services: Services, responses: ResponseStore, tenant: str, previous_id: str, unstored: Collection[str] = ()
+) -> list[InputItem]:
     chain = await responses.chain(tenant, previous_id)
-    if not chain or chain[-1].response_id != previous_id or not chain[-1].store:
+    if not chain or chain[-1].response_id != previous_id or not (chain[-1].store or previous_id in unstored):
         raise invalid(
             f"Previous response with id '{previous_id}' not found.",
             "previous_response_id",
@@ -243,6 +254,18 @@ async def create(
         return resumed
     await refuse_interleaving(services, body, threshold)  # a new turn only: resuming one does not compact
     return await _start(creation, as_read(context.items + items, opened))
+
+
+async def resume_only(
+    services: Services, tenant: str, response_id: str, body: CreateResponse, context: Context
+) -> Created | None:
+    """Resume the paused turn the input answers, exactly as `create` would; None, with nothing written or
+    started, when no paused turn takes it (a WebSocket's `response.inject` then fails instead of starting one)."""
+    items = resolve_references(body.items(), context.items)
+    check_tool_outputs(context.items, items)
+    credentials = _seal(services, mcp_credentials(body))
+    creation = _Creation(services, tenant, response_id, body, stored_input(items), credentials, False, None)
+    return await _resume_waiting(creation, context, items)
 
 
 async def _start(creation: _Creation, everything: list[InputItem]) -> Created:
