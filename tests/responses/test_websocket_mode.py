@@ -5,6 +5,8 @@ auth and tenancy as HTTP."""
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,7 +15,9 @@ import pytest
 from openai import AsyncOpenAI, OpenAI
 from websockets.exceptions import InvalidStatus
 
+from tests.responses.test_responses_api import until
 from tests.support.scripted_model import ScriptedModel, text, tool_call
+from tests.support.sdk_types import check_websocket_event
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
@@ -237,3 +241,54 @@ async def test_the_upgrade_takes_auth_tenancy_and_the_connection_limit_as_http(
         async with httpx.AsyncClient(base_url=url) as http:  # and the same key over HTTP sees the same
             answer = await http.get(f"/v1/responses/{owned}", headers={"Authorization": "Bearer key-other-ws"})
         assert answer.status_code == 404
+
+
+async def test_every_frame_validates_against_the_sdk_types(client: AsyncOpenAI, model: ScriptedModel) -> None:
+    model.script(tool_call("get_weather", {"city": "Oslo"}), text("Snow."))
+    frames: list[dict[str, Any]] = []
+
+    async def through(last: tuple[str, ...]) -> dict[str, Any]:
+        while True:
+            frames.append(json.loads(await connection.recv_bytes()))
+            if frames[-1]["type"] in last:
+                return frames[-1]
+
+    async with client.beta.responses.connect() as connection:
+        await connection.response.create(model=SCRIPTED_MODEL, input="weather?", tools=[WEATHER])  # type: ignore[list-item]
+        paused = (await through(TERMINAL))["response"]
+        [call] = [item for item in paused["output"] if item["type"] == "function_call"]
+        output = [{"type": "function_call_output", "call_id": call["call_id"], "output": "snow"}]
+        await connection.response.inject(response_id=paused["id"], input=output)  # type: ignore[arg-type]
+        await through(TERMINAL)
+        await connection.response.inject(response_id=paused["id"], input=output)  # type: ignore[arg-type]
+        await through(("response.inject.failed",))
+        await connection.response.steer(previous_response_id=paused["id"], input="more")
+        await through(("response.steer.failed",))
+        await connection.send({"type": "response.teleport"})  # type: ignore[arg-type]
+        await through(("error",))
+    kinds = {frame["type"] for frame in frames}
+    assert {"response.inject.created", "response.inject.failed", "response.steer.failed", "error"} <= kinds
+    for frame in frames:
+        assert check_websocket_event(frame).errors == (), frame
+
+
+async def test_closing_the_socket_stops_its_running_response(
+    client: AsyncOpenAI, model: ScriptedModel, stack: Stack
+) -> None:
+    held = threading.Event()
+    model.script(text("never heard", held_until=held))
+    async with client.beta.responses.connect() as connection:
+        await connection.response.create(model=SCRIPTED_MODEL, input="x")
+        created = await connection.recv()
+        assert created.type == "response.created"
+    try:
+        assert (await until(client, created.response.id, "cancelled")).status == "cancelled"
+    finally:
+        held.set()
+
+
+async def test_an_upgrade_from_a_foreign_web_page_is_refused(client: AsyncOpenAI) -> None:
+    with pytest.raises(InvalidStatus) as refused:
+        async with client.beta.responses.connect(extra_headers={"Origin": "http://evil.example"}) as connection:
+            await connection.recv()
+    assert refused.value.response.status_code == 403

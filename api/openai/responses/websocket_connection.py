@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 STREAM_ID = re.compile(r"^[A-Za-z0-9_.-]{1,256}$")
 
+GONE = (WebSocketDisconnect, RuntimeError, OSError)
+"""What a send raises once the socket has closed (Starlette's, its server's)."""
+
 Lane = str | None
 """A `stream_id`; None is the default lane."""
 
@@ -126,17 +129,22 @@ class Connection:
         while True:
             work = await queue.get()
             try:
-                await work()
-            except (WebSocketDisconnect, RuntimeError) as gone:  # the socket closed under a send
+                try:
+                    await work()
+                    continue
+                except HTTPException as refused:
+                    answer = error_event(refused.status_code, refused.detail, lane)
+                except ClientEventError as refused:
+                    answer = error_event(refused.status, error_detail(refused), lane)
+                except GONE:
+                    raise
+                except Exception:
+                    log.exception("a websocket response on lane %s failed", lane)
+                    answer = error_event(500, "The server failed to run this event; it has been logged.", lane)
+                await self.send(answer)
+            except GONE as gone:  # the socket closed under a send
                 log.debug("websocket lane %s stopped: %s", lane, gone)
                 return
-            except HTTPException as refused:
-                await self.send(error_event(refused.status_code, refused.detail, lane))
-            except ClientEventError as refused:
-                await self.send(error_event(refused.status, error_detail(refused), lane))
-            except Exception:
-                log.exception("a websocket response on lane %s failed", lane)
-                await self.send(error_event(500, "The server failed to run this event; it has been logged.", lane))
 
     async def stream(self, created: Created, lane: Lane) -> None:
         """Send the response's events, numbered as its HTTP stream numbers them, until it ends."""
