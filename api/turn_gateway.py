@@ -22,7 +22,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from domain.content import ToolResponse
 from domain.turns import Turn
 from turn_client.starter import TRACE_MEMO, TurnStarter
-from workflows.contracts import NOT_AWAITING_INPUT, ToolResponsesSubmission, turn_workflow_id
+from workflows.contracts import NOT_AWAITING_INPUT, SteerSubmission, ToolResponsesSubmission, turn_workflow_id
 from workflows.turn import TurnWorkflow
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,15 @@ class TurnNotRunning(Exception):
 
 class TurnUnavailable(Exception):
     """The turn's workflow is running but could not be reached just now (a worker is restarting)."""
+
+
+class SteerRejected(Exception):
+    """The workflow refused the steer (the turn is not running, cannot be steered, or has one pending)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+        """The SDK's `response.steer.failed` code (workflows/turn_steps/steering.py)."""
 
 
 class ResumeRejected(Exception):
@@ -89,6 +98,23 @@ class TurnGateway(TurnStarter):
                 log.warning("update of turn %s failed in transit (attempt %d): %s", turn_id, attempt, error)
                 await asyncio.sleep(0.5 * attempt)
         raise TurnUnavailable(f"Turn {turn_id}'s workflow did not take the tool results in time; send them again")
+
+    async def steer(self, turn_id: str, submission: SteerSubmission) -> str:
+        """Queue user input for the running turn (its workflow's `steer` update); returns once the workflow has
+        recorded it. Raises SteerRejected when the turn cannot take it, else as `submit` does."""
+        handle = self._client.get_workflow_handle_for(TurnWorkflow.run, turn_workflow_id(turn_id))
+        try:
+            return await handle.execute_update(TurnWorkflow.steer, submission)
+        except WorkflowUpdateFailedError as failed:
+            cause = failed.cause
+            if not isinstance(cause, ApplicationError):
+                raise
+            raise SteerRejected(cause.message, cause.type or "steering_not_supported") from failed
+        except (RPCError, RPCTimeoutOrCancelledError) as error:
+            with contextlib.suppress(RPCError):
+                if not await self.is_running(turn_id):
+                    raise TurnNotRunning(turn_id) from error
+            raise TurnUnavailable(f"Turn {turn_id}'s workflow could not be reached to steer it") from error
 
     async def trace_carrier(self, turn_id: str) -> dict[str, str] | None:
         """The trace context the turn's create request recorded, if it was traced."""

@@ -292,3 +292,66 @@ async def test_an_upgrade_from_a_foreign_web_page_is_refused(client: AsyncOpenAI
         async with client.beta.responses.connect(extra_headers={"Origin": "http://evil.example"}) as connection:
             await connection.recv()
     assert refused.value.response.status_code == 403
+
+
+async def recv_until(connection: Any, kind: str) -> list[Any]:
+    events = []
+    while True:
+        events.append(await connection.recv())
+        if events[-1].type == kind:
+            return events
+
+
+async def test_a_steer_queues_input_into_the_running_response_and_its_successor_takes_it(
+    client: AsyncOpenAI, model: ScriptedModel, stack: Stack
+) -> None:
+    held = threading.Event()
+    model.script(text("It is cold.", held_until=held), text("And it rains."))
+    try:
+        async with client.beta.responses.connect() as connection:
+            await connection.response.create(model=SCRIPTED_MODEL, input="weather?")
+            steered = (await recv_until(connection, "response.in_progress"))[-1].response.id
+            await connection.response.steer(previous_response_id=steered, input="Mention rain too.")
+            [accepted] = await recv_until(connection, "response.steer.accepted")
+            await connection.response.steer(previous_response_id=steered, input="And wind.")
+            [second] = await recv_until(connection, "response.steer.failed")
+            held.set()
+            first = await until_terminal(connection)
+            successor = await until_terminal(connection)
+    finally:
+        held.set()
+    assert accepted.steer.previous_response_id == steered and accepted.steer.id
+    assert second.error.code == "too_many_pending_steers" and second.steer.input == "And wind."
+    assert first[-1].type == "response.completed" and first[-1].response.id == steered
+    assert texts(first).strip() == "It is cold."
+    assert successor[0].type == "response.created"
+    assert successor[-1].type == "response.completed"
+    assert successor[-1].response.previous_response_id == steered
+    assert texts(successor).strip() == "And it rains."
+    assert len(model.requests) == 2  # the first call was never asked again
+    seen = str(model.requests[1]["messages"])
+    assert "It is cold." in seen and "Mention rain too." in seen
+    async with httpx.AsyncClient(base_url=stack.base_url) as http:  # what a client finds after a reconnect
+        listed = (await http.get("/v1/responses", params={"limit": 5})).json()["data"]
+    assert {"id": successor[-1].response.id, "previous_response_id": steered} in [
+        {"id": item["id"], "previous_response_id": item["previous_response_id"]} for item in listed
+    ]
+
+
+async def test_a_response_made_over_http_is_not_steerable(client: AsyncOpenAI, model: ScriptedModel) -> None:
+    held = threading.Event()
+    model.script(text("busy", held_until=held))
+    try:
+        stream = await client.responses.create(model=SCRIPTED_MODEL, input="x", stream=True)
+        created = None
+        async for event in stream:
+            if event.type == "response.in_progress":
+                created = event.response.id
+                break
+        assert created is not None
+        async with client.beta.responses.connect() as connection:
+            await connection.response.steer(previous_response_id=created, input="more")
+            [refused] = await recv_until(connection, "response.steer.failed")
+    finally:
+        held.set()
+    assert refused.error.code == "steering_not_supported"

@@ -198,6 +198,8 @@ class _Creation:
     """The request's MCP headers, sealed; None without any."""
     keyed: bool
     request_hash: str | None
+    steerable: bool = False
+    """The turn writes its end itself, so a steer can be taken where it would end (workflows/turn_steps/steering.py)."""
 
 
 def _record(creation: _Creation, turn_id: str, segment: int) -> ResponseRecord:
@@ -239,6 +241,7 @@ async def create(
     context: Context,
     keyed: bool = True,
     request_hash: str | None = None,
+    steerable: bool = False,
 ) -> Created:
     """Resume the turn the input answers, or start a new one; the response is recorded either way. `keyed`: the
     id comes from an Idempotency-Key, so an earlier attempt that crashed may have recorded its turn already.
@@ -248,7 +251,9 @@ async def create(
     opened = open_compactions(services.settings, tenant, [*context.items, *items])
     threshold = compact_threshold(services.settings, body)  # a 400 for compaction no key can seal, early
     credentials = _seal(services, mcp_credentials(body))
-    creation = _Creation(services, tenant, response_id, body, stored_input(items), credentials, keyed, request_hash)
+    creation = _Creation(
+        services, tenant, response_id, body, stored_input(items), credentials, keyed, request_hash, steerable
+    )
     resumed = await _resume_waiting(creation, context, items)
     if resumed is not None:
         return resumed
@@ -264,7 +269,7 @@ async def resume_only(
     items = resolve_references(body.items(), context.items)
     check_tool_outputs(context.items, items)
     credentials = _seal(services, mcp_credentials(body))
-    creation = _Creation(services, tenant, response_id, body, stored_input(items), credentials, False, None)
+    creation = _Creation(services, tenant, response_id, body, stored_input(items), credentials, False, None, True)
     return await _resume_waiting(creation, context, items)
 
 
@@ -289,12 +294,12 @@ async def _start(creation: _Creation, everything: list[InputItem]) -> Created:
     await keep_mcp_headers(services, turn_id, credentials)
     if not with_turn:
         await services.store.responses.add(record)
-    await _start_workflow(services, record, body, started_at)
+    await _start_workflow(services, record, body, started_at, creation.steerable)
     return Created(record, 0, new_turn)
 
 
 async def _start_workflow(
-    services: Services, record: ResponseRecord, body: CreateResponse, started_at: datetime
+    services: Services, record: ResponseRecord, body: CreateResponse, started_at: datetime, steerable: bool = False
 ) -> None:
     """Start the turn's workflow unless it was (its id is the turn's: a second start starts nothing)."""
     start = TurnStart(
@@ -309,9 +314,10 @@ async def _start_workflow(
         started_at=started_at,
         awaiting_input_timeout=services.settings.awaiting_input_timeout,
         continue_as_new_after_events=services.settings.continue_as_new_after_events,
-        inference_writes_end=True,
+        inference_writes_end=not steerable,
         # Only a background response can be cancelled through the API, and GET reads the store, not the workflow.
-        local_inference=not body.background,
+        # A steerable one's model call is an activity of its own: a local one would hold up the steer update.
+        local_inference=not body.background and not steerable,
     )
     conversation = body.conversation_id
     extra = [SearchAttributePair(CONVERSATION_ID, conversation)] if conversation is not None else []
@@ -405,7 +411,7 @@ async def _resume_waiting(creation: _Creation, context: Context, items: list[Inp
         followup_messages=followups,
         plan=turn_plan(body, response_id, services.settings.max_infer_iters),
         segment_id=response_id,
-        local_inference=not body.background,
+        local_inference=not body.background and not creation.steerable,
     )
     try:
         await services.turns.submit(turn_id, submission)

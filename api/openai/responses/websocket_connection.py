@@ -148,11 +148,16 @@ class Connection:
 
     async def stream(self, created: Created, lane: Lane) -> None:
         """Send the response's events, numbered as its HTTP stream numbers them, until it ends."""
-        record = created.record
+        await self.stream_record(created.record, lane, created.after, created.new_turn)
+
+    async def stream_record(
+        self, record: ResponseRecord, lane: Lane, after: int | None = None, new_turn: bool = False
+    ) -> None:
+        """`stream` for a response whose segment's start is looked up (`after` None) rather than known."""
         self.made[record.response_id] = lane
         self.streaming[record.response_id] = record
         try:
-            async for event in view.stream_events(self.services, record, None, created.after, created.new_turn):
+            async for event in view.stream_events(self.services, record, None, after, new_turn):
                 if event is None:
                     continue
                 self.last_sequence[record.response_id] = event.sequence_number

@@ -7,9 +7,10 @@ turn continues as the next response of the chain (its `previous_response_id` nam
 the waiting response's lane after `response.inject.created`. Anything that cannot be committed comes back in
 `response.inject.failed` with the items, nothing written.
 
-Steer answers `response.steer.failed` with the reason the input cannot be committed: the response is unknown
-(or another tenant's, or an unstored one of another connection), has finished, or, while it runs, because this
-server does not yet steer a running response (`steering_not_supported`); the client keeps its input.
+Steer queues user input into a running response (api/openai/responses/steering.py) and answers
+`response.steer.accepted`, or `response.steer.failed` with the reason the input cannot be committed: the response
+is unknown (or another tenant's, or an unstored one of another connection), has finished, is bound to a
+conversation, or its turn refuses the steer; the client keeps its input.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from api.openai.errors import OpenAIError
 from api.openai.responses import ids, view
 from api.openai.responses.create import prior_context, resume_only
 from api.openai.responses.request import parse_create
+from api.openai.responses.steering import SteerFailed, queue_steer
 from api.openai.responses.websocket_connection import ClientEventError, Connection, Lane, with_lane
 from store.responses.responses import ResponseRecord
 
@@ -136,9 +138,14 @@ async def steer(connection: Connection, event: dict[str, Any]) -> None:
         return await failed("response_already_completed", f"Response '{target}' has already ended ({status}).")
     if record.conversation_id is not None:
         return await failed("steering_not_supported", "A response bound to a conversation cannot be steered.")
-    return await failed(
-        "steering_not_supported",
-        "This server does not steer a running response yet; send the input in a response.create once it ends.",
+    try:
+        steer_id = await queue_steer(connection, record, steering, lane)
+    except SteerFailed as refused:
+        return await failed(refused.code, str(refused))
+    accepted = {"id": steer_id, "previous_response_id": target}
+    number = connection.last_sequence.get(target, 0)
+    await connection.send(
+        with_lane({"type": "response.steer.accepted", "sequence_number": number, "steer": accepted}, lane)
     )
 
 

@@ -64,7 +64,7 @@ async def create_on_socket(connection: Connection, event: dict[str, Any], lane: 
     previous = body.previous_response_id
     try:
         context = await prior_context(services, services.store.responses, tenant, body, connection.made)
-        created = await create(services, tenant, ids.new_response_id(), body, context, keyed=False)
+        created = await create(services, tenant, ids.new_response_id(), body, context, keyed=False, steerable=True)
     except HTTPException:
         if previous is not None and connection.made.get(previous, "") == lane:
             connection.made.pop(previous)  # a failed same-lane continuation evicts its parent
