@@ -150,6 +150,7 @@ class TurnWorkflow(InferenceSteps, SteeringSteps, Continuations):
                         f"Turn {start.turn_id} expired: no client tool results within "
                         f"{start.awaiting_input_timeout}. Start a new turn.",
                     )
+                submission = self._steer_into(submission)
                 responses = await self._resume(submission, client_calls, approvals, paused_at)
                 if refusal := await self._guard("user-input", [content_as_text(r.content) for r in responses]):
                     return await self._finish(refusal)

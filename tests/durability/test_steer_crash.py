@@ -4,6 +4,7 @@ the steered one), and the model reads the steering input in exactly one request.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
@@ -22,15 +23,16 @@ pytestmark = pytest.mark.processes
 STEER = "Mention the rain."
 
 
-async def _steer_while_held(connection: Any) -> str:
-    """Create a response on the socket and steer it while its model call is held; the steered response's id once
-    the steer is accepted."""
+async def _steer_while_held(processes: ProcessStack, connection: Any) -> str:
+    """Create a response on the socket and steer it while its model call is held (under way in the worker); the
+    steered response's id once the steer is accepted."""
     await connection.response.create(model=SCRIPTED_MODEL, input="weather?")
     steered = ""
     while True:
         event: Any = await connection.recv()
         if event.type == "response.in_progress":
             steered = event.response.id
+            await asyncio.to_thread(processes.wait_for_model_requests, 1)
             await connection.response.steer(previous_response_id=steered, input=STEER)
         if event.type == "response.steer.accepted":
             assert event.steer.previous_response_id == steered
@@ -65,7 +67,7 @@ async def test_a_steer_accepted_before_the_api_dies_is_applied_once(processes: P
     processes.model.script(text("It is cold.", held_until=held), text("And it rains."))
     socket = _client(processes).beta.responses.connect()
     try:
-        steered = await _steer_while_held(await socket.__aenter__())
+        steered = await _steer_while_held(processes, await socket.__aenter__())
         processes.kill(processes.api)  # with the socket open: its client did not leave, the API died
         with contextlib.suppress(Exception):
             await socket.__aexit__(None, None, None)
@@ -85,7 +87,7 @@ async def test_a_steer_accepted_before_the_worker_dies_is_applied_once(processes
     completed: list[Any] = []
     try:
         async with _client(processes).beta.responses.connect() as connection:
-            steered = await _steer_while_held(connection)
+            steered = await _steer_while_held(processes, connection)
             processes.kill(processes.worker)
             processes.start_worker()
             held.set()

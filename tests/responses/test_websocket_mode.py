@@ -355,3 +355,34 @@ async def test_a_response_made_over_http_is_not_steerable(client: AsyncOpenAI, m
     finally:
         held.set()
     assert refused.error.code == "steering_not_supported"
+
+
+async def test_a_steer_of_a_response_that_stops_for_tool_output_rides_on_the_callers_resumption(
+    client: AsyncOpenAI, model: ScriptedModel
+) -> None:
+    held = threading.Event()
+    model.script(tool_call("get_weather", {"city": "Oslo"}, held_until=held), text("Snow, and rain later."))
+    try:
+        async with client.beta.responses.connect() as connection:
+            await connection.response.create(model=SCRIPTED_MODEL, input="weather?", tools=[WEATHER])  # type: ignore[list-item]
+            steered = (await recv_until(connection, "response.in_progress"))[-1].response.id
+            await connection.response.steer(previous_response_id=steered, input="Say if it rains.")
+            [accepted] = await recv_until(connection, "response.steer.accepted")
+            held.set()
+            paused = (await recv_until(connection, "response.completed"))[-1].response
+            [pending] = await recv_until(connection, "response.steer.pending")
+            [call] = [item for item in paused.output if item.type == "function_call"]
+            output = {"type": "function_call_output", "call_id": call.call_id, "output": "snow"}
+            await connection.response.create(model=SCRIPTED_MODEL, previous_response_id=steered, input=[output])  # type: ignore[list-item]
+            resumed = await until_terminal(connection)
+    finally:
+        held.set()
+    assert pending.steer.id == accepted.steer.id and pending.reason == "waiting_for_required_input"
+    assert [(stub.type, stub.call_id, stub.name) for stub in pending.required_input] == [
+        ("function_call_output", call.call_id, "get_weather")
+    ]
+    assert resumed[-1].type == "response.completed" and texts(resumed).strip() == "Snow, and rain later."
+    assert len(model.requests) == 2  # no tool or model call made again
+    sent = [str(message.get("content")) for message in model.requests[1]["messages"]]
+    assert sum(text.count("Say if it rains.") for text in sent) == 1
+    assert sent.index(next(text for text in sent if "Say if it rains." in text)) > sent.index("snow")

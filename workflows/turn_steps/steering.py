@@ -6,7 +6,8 @@ at a time; once accepted it is in the workflow's history, so a crash of the API 
 replays apply it once. The boundary is the end of the model call in flight (its output is kept whole, never asked
 again): where the turn would end, or before its next model call. There the current segment ends as a pause that
 waits for nothing (its response completes), the steer's segment begins, and its input follows as a step of its
-own, which the next model call reads after everything before it.
+own, which the next model call reads after everything before it. A turn that pauses for client tool results or
+approvals first keeps the input for the caller's resumption (`_steer_into`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from workflows.turn_steps.client_input import ClientInputSteps
 with workflow.unsafe.imports_passed_through():
     from domain.turns import TurnStatus
     from workflows import steps
-    from workflows.contracts import SteerSubmission
+    from workflows.contracts import SteerSubmission, ToolResponsesSubmission
 
 STEER_PATCH = "steer-v1"
 NOT_ACTIVE, PENDING, UNSUPPORTED, INVALID = (
@@ -67,3 +68,13 @@ class SteeringSteps(ClientInputSteps):
             steps.tool_execution(self._start.turn_id, str(workflow.uuid4()), now, now, [], [], list(steer.messages))
         )
         return True
+
+    def _steer_into(self, submission: ToolResponsesSubmission) -> ToolResponsesSubmission:
+        """A steer accepted before the turn paused for its caller rides on the caller's resumption: its input goes
+        first among the resumption's user input (after the tool results, which answer the paused calls), once;
+        its own segment never begins."""
+        steer = self._steer
+        if steer is None or not workflow.patched(STEER_PATCH):
+            return submission
+        self._steer = None
+        return submission.model_copy(update={"followup_messages": [*steer.messages, *submission.followup_messages]})

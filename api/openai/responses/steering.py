@@ -6,7 +6,8 @@ the steered response's settings), then the turn's workflow takes the input throu
 `response.steer.accepted` sent, and from then on the steer survives any crash and is applied once. A refused
 update forgets the row and the input comes back in `response.steer.failed`. The successor's events follow the
 steered response's on its lane; after a reconnect, `GET /v1/responses` lists it, its `previous_response_id`
-naming the steered one.
+naming the steered one. A response that stops for client tool results or approvals keeps the input for the
+caller's resumption instead: `response.steer.pending` names what it waits for.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from api.openai.responses import ids
+from api.openai.responses import ids, view
 from api.openai.responses.create import stored_input
 from api.openai.responses.request import MessageItem
-from api.openai.responses.websocket_connection import Connection, Lane
+from api.openai.responses.websocket_connection import Connection, Lane, with_lane
 from api.turn_gateway import SteerRejected, TurnNotRunning, TurnUnavailable
 from domain.content import UserMessage
+from domain.turns import TurnStatus
 from store.responses.responses import ResponseRecord
 from workflows.contracts import SteerSubmission
 
@@ -71,5 +73,37 @@ async def queue_steer(connection: Connection, record: ResponseRecord, steering: 
     except TurnUnavailable as unavailable:
         await responses.forget(successor.response_id)
         raise SteerFailed("successor_creation_failed", str(unavailable)) from unavailable
-    connection.enqueue(lane, lambda: connection.stream_record(successor, lane))
+    connection.enqueue(lane, lambda: _follow(connection, record, successor, steer_id, lane))
     return steer_id
+
+
+async def _follow(
+    connection: Connection, steered: ResponseRecord, successor: ResponseRecord, steer_id: str, lane: Lane
+) -> None:
+    """After the steered response's events (the lane runs this next): the successor's, or, when the turn paused
+    for its caller before taking the steer, `response.steer.pending` with what the caller must send — its
+    resumption then carries the input, and the successor recorded for it is forgotten."""
+    services = connection.services
+    begun = (await view.segment(services, successor)).after is not None
+    if begun or await services.store.turns.turn_status(steered.turn_id) != TurnStatus.AWAITING_INPUT:
+        await connection.stream_record(successor, lane)
+        return
+    await services.store.responses.forget(successor.response_id)
+    output = (await view.response_object(services, steered))["output"]
+    required = [
+        {"type": "function_call_output", "call_id": item["call_id"], "name": item["name"]}
+        for item in output
+        if item["type"] == "function_call"
+    ] + [
+        {"type": "mcp_approval_response", "approval_request_id": item["id"]}
+        for item in output
+        if item["type"] == "mcp_approval_request"
+    ]
+    pending = {
+        "type": "response.steer.pending",
+        "sequence_number": connection.last_sequence.get(steered.response_id, 0),
+        "reason": "waiting_for_required_input",
+        "required_input": required,
+        "steer": {"id": steer_id, "previous_response_id": steered.response_id},
+    }
+    await connection.send(with_lane(pending, lane))
