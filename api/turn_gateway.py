@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import (
@@ -22,7 +24,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from domain.content import ToolResponse
 from domain.turns import Turn
 from turn_client.starter import TRACE_MEMO, TurnStarter
-from workflows.contracts import NOT_AWAITING_INPUT, ToolResponsesSubmission, turn_workflow_id
+from workflows.contracts import NOT_AWAITING_INPUT, SteerSubmission, ToolResponsesSubmission, turn_workflow_id
 from workflows.turn import TurnWorkflow
 
 log = logging.getLogger(__name__)
@@ -49,6 +51,15 @@ class TurnUnavailable(Exception):
     """The turn's workflow is running but could not be reached just now (a worker is restarting)."""
 
 
+class SteerRejected(Exception):
+    """The workflow refused the steer (the turn is not running, cannot be steered, or has one pending)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+        """The SDK's `response.steer.failed` code (workflows/turn_steps/steering.py)."""
+
+
 class ResumeRejected(Exception):
     """The workflow refused the tool responses; the message says why."""
 
@@ -73,22 +84,51 @@ class TurnGateway(TurnStarter):
     async def submit(self, turn_id: str, submission: ToolResponsesSubmission) -> int:
         """Deliver a whole submission (results, approval decisions, followup input, a new segment's plan);
         returns the pause mark of the pause it ends. Raises as `submit_tool_responses` does."""
+
+        def rejected(cause: ApplicationError) -> Exception:
+            return ResumeRejected(cause.message, conflict=cause.type == NOT_AWAITING_INPUT)
+
+        mark: int = await self._update(turn_id, TurnWorkflow.submit_tool_responses, submission, rejected, None)
+        return mark
+
+    async def steer(self, turn_id: str, submission: SteerSubmission) -> str:
+        """Queue user input for the running turn (its workflow's `steer` update); returns once the workflow has
+        recorded it. The steer's id is the update's, so an attempt repeated in transit is taken once. Raises
+        SteerRejected when the turn cannot take it, else as `submit` does."""
+
+        def rejected(cause: ApplicationError) -> Exception:
+            return SteerRejected(cause.message, cause.type or "steering_not_supported")
+
+        steer_id: str = await self._update(turn_id, TurnWorkflow.steer, submission, rejected, submission.steer_id)
+        return steer_id
+
+    async def _update(
+        self,
+        turn_id: str,
+        update: Any,
+        argument: Any,
+        rejected: Callable[[ApplicationError], Exception],
+        update_id: str | None,
+    ) -> Any:
+        """Run one of the turn's updates. While a worker is being replaced an update can fail in transit (its
+        workflow task died with the worker): that is no refusal, so it is tried again, and only a workflow that
+        is really gone makes the turn "not running"."""
         handle = self._client.get_workflow_handle_for(TurnWorkflow.run, turn_workflow_id(turn_id))
         for attempt in range(1, UPDATE_ATTEMPTS + 1):
             try:
-                return await handle.execute_update(TurnWorkflow.submit_tool_responses, submission)
+                return await handle.execute_update(update, argument, id=update_id)
             except WorkflowUpdateFailedError as failed:
                 cause = failed.cause
                 if not isinstance(cause, ApplicationError):
                     raise
-                raise ResumeRejected(cause.message, conflict=cause.type == NOT_AWAITING_INPUT) from failed
+                raise rejected(cause) from failed
             except (RPCError, RPCTimeoutOrCancelledError) as error:
                 with contextlib.suppress(RPCError):
                     if not await self.is_running(turn_id):
                         raise TurnNotRunning(turn_id) from error
                 log.warning("update of turn %s failed in transit (attempt %d): %s", turn_id, attempt, error)
                 await asyncio.sleep(0.5 * attempt)
-        raise TurnUnavailable(f"Turn {turn_id}'s workflow did not take the tool results in time; send them again")
+        raise TurnUnavailable(f"Turn {turn_id}'s workflow did not take the input in time; send it again")
 
     async def trace_carrier(self, turn_id: str) -> dict[str, str] | None:
         """The trace context the turn's create request recorded, if it was traced."""

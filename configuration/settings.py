@@ -536,6 +536,13 @@ class Settings(BaseSettings):
     container_idle_minutes: PositiveInt = 20
     """A container's `expires_after.minutes` when the request names none: it is deleted, files and all, after
     this long without a call or a file change."""
+    max_websockets_per_key: PositiveInt = 16
+    """Open Responses WebSocket connections per API key, per API process; one more is refused (429) at the
+    upgrade."""
+    max_websocket_message_bytes: PositiveInt = DEFAULT_MAX_REQUEST_BYTES
+    """The largest client event a Responses WebSocket takes; a larger one is answered with an `error` event."""
+    max_websocket_lanes: PositiveInt = 32
+    """Distinct named `stream_id` lanes one Responses WebSocket connection may use."""
 
     @classmethod
     def settings_customise_sources(

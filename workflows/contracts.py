@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from domain.agents import AgentConfig, AgentToolGroup, ToolConfig
-from domain.content import CompletionMessage, InputMessage, ToolCall, ToolResponse
+from domain.content import CompletionMessage, InputMessage, ToolCall, ToolResponse, UserMessage
 from domain.events import KeyedEvent, StepComplete, chunk_of
 from domain.turn_settings import ApprovalDecision, McpServer
 from domain.turns import SafetyViolation, Step, TurnStatus
@@ -39,6 +39,7 @@ PAYLOAD_BUDGET_BYTES = 1_500_000
 payloads over 2 MB (and retries the workflow task that sent one forever), so large data travels
 as references to stored rows and what must travel is held under this."""
 NOT_AWAITING_INPUT = "NotAwaitingInput"
+STEER_UPDATE = "steer"
 TOOL_RESPONSES_MISMATCH = "ToolResponsesMismatch"
 """Why the submit_tool_responses update can be rejected."""
 TOOL_RESPONSES_SIGNAL = "submit_tool_responses_signal"
@@ -472,3 +473,12 @@ class TurnProgress(BaseModel):
     awaiting: list[str] = Field(default_factory=list)
     """With the awaiting_input status: the approval request ids the turn waits for besides the
     output message's client calls (Store.pending_calls finds a paused detached turn by either)."""
+
+
+class SteerSubmission(BaseModel):
+    """User input for a running turn (update `steer`): taken at the turn's next safe boundary, where the current
+    segment (response) ends and `segment_id` begins with `messages` as its input."""
+
+    steer_id: str
+    segment_id: str
+    messages: list[UserMessage]

@@ -19,10 +19,10 @@ from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
-from workflows.turn_steps.client_input import ClientInputSteps
 from workflows.turn_steps.continuation import Continuations
 from workflows.turn_steps.inference import InferenceSteps
 from workflows.turn_steps.state import TooLarge
+from workflows.turn_steps.steering import SteeringSteps
 
 with workflow.unsafe.imports_passed_through():
     from domain.content import CompletionMessage, content_as_text
@@ -31,8 +31,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.contracts import (
         DOCUMENT_UNAVAILABLE,
         SPEND_LIMIT_SIGNAL,
+        STEER_UPDATE,
         TOOL_RESPONSES_SIGNAL,
         TOOLS_UNAVAILABLE,
+        SteerSubmission,
         ToolResponsesSubmission,
         TurnOutcome,
         TurnStart,
@@ -44,7 +46,7 @@ large model replies (up to 1.5 MB each) would reach Temporal's 50 MB history lim
 
 
 @workflow.defn(name="AgentTurn")
-class TurnWorkflow(InferenceSteps, ClientInputSteps, Continuations):
+class TurnWorkflow(InferenceSteps, SteeringSteps, Continuations):
     @workflow.init
     def __init__(self, start: TurnStart) -> None:
         super().__init__(start)
@@ -101,6 +103,7 @@ class TurnWorkflow(InferenceSteps, ClientInputSteps, Continuations):
     async def _converse(self, start: TurnStart) -> TurnOutcome:
         """Infer, run or hand out the tool calls, and again, until the model answers or the limit is hit."""
         while True:
+            await self._steer_boundary()  # before the next model call (and before any continue-as-new)
             # Read each round: a resumed segment may bring other tools and limits.
             client_tools = set(self._plan.client_tool_names)
             server_tools = {tool.name: tool for tool in self._offered_tools()}
@@ -117,6 +120,8 @@ class TurnWorkflow(InferenceSteps, ClientInputSteps, Continuations):
             if finished is not None and ending is not None:
                 return self._record_end(ending, finished)
             done = ending is not None
+            if done and await self._steer_boundary():
+                continue
             message = ending or message
             calls = [] if done else message.tool_calls
             server_calls = [call for call in calls if call.tool_name in server_tools]
@@ -145,6 +150,7 @@ class TurnWorkflow(InferenceSteps, ClientInputSteps, Continuations):
                         f"Turn {start.turn_id} expired: no client tool results within "
                         f"{start.awaiting_input_timeout}. Start a new turn.",
                     )
+                submission = self._steer_into(submission)
                 responses = await self._resume(submission, client_calls, approvals, paused_at)
                 if refusal := await self._guard("user-input", [content_as_text(r.content) for r in responses]):
                     return await self._finish(refusal)
@@ -190,6 +196,15 @@ class TurnWorkflow(InferenceSteps, ClientInputSteps, Continuations):
             return
         self._pause.ignored_signal = None
         self._pause.submitted = submission
+
+    @workflow.update(name=STEER_UPDATE)
+    def steer(self, submission: SteerSubmission) -> str:
+        """Queue user input for the running turn (workflows/turn_steps/steering.py); returns the steer's id."""
+        return self._take_steer(submission)
+
+    @steer.validator
+    def _validate_steer(self, submission: SteerSubmission) -> None:
+        self._check_steer(submission)
 
     @workflow.signal(name=SPEND_LIMIT_SIGNAL)
     def spend_limit_changed(self) -> None:

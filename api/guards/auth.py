@@ -16,6 +16,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from api.guards.scopes import GUARDED_SCOPES, method_of, refuse
 from api.guards.tenancy import ANONYMOUS, Principal, key_digest, principals
 from configuration.settings import Settings
 
@@ -36,12 +37,12 @@ class BearerAuth:
         return tuple(principals(self._settings().key_entries()).items())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in GUARDED_SCOPES:
             await self._app(scope, receive, send)
             return
         if (
             not self._principals
-            or (scope["method"], scope["path"]) in OPEN_ROUTES
+            or (method_of(scope), scope["path"]) in OPEN_ROUTES
             or scope["path"].startswith(OPERATOR_PREFIX)
         ):
             scope.setdefault("state", {})["principal"] = ANONYMOUS
@@ -52,7 +53,7 @@ class BearerAuth:
             scope.setdefault("state", {})["principal"] = outcome
             await self._app(scope, receive, send)
             return
-        await outcome(scope, receive, send)
+        await refuse(outcome, scope, receive, send)
 
     def _authenticate(self, authorization: str | None) -> Principal | JSONResponse:
         """Who the header's key belongs to; otherwise the 401 that says what to send instead."""

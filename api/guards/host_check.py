@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.guards.auth import OPEN_ROUTES
+from api.guards.scopes import GUARDED_SCOPES, method_of, refuse
 from configuration.settings import Settings
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -59,13 +60,13 @@ class HostOriginCheck:
         return frozenset(_origin(origin) for origin in self._settings().allowed_origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in GUARDED_SCOPES:
             await self._app(scope, receive, send)
             return
         headers = Headers(scope=scope)
         host = headers.get("host", "")
         refusal = None
-        probe = (scope["method"], scope["path"]) in OPEN_ROUTES  # orchestrators probe by IP; it reveals nothing
+        probe = (method_of(scope), scope["path"]) in OPEN_ROUTES  # orchestrators probe by IP; it reveals nothing
         if self._hosts is not None and not probe and _host_name(host) not in self._hosts:
             refusal = (
                 f"This API does not serve the host name {_host_name(host)[:100]!r}. "
@@ -79,7 +80,7 @@ class HostOriginCheck:
         if refusal is None:
             await self._app(scope, receive, send)
             return
-        await JSONResponse({"detail": refusal}, status_code=403)(scope, receive, send)
+        await refuse(JSONResponse({"detail": refusal}, status_code=403), scope, receive, send)
 
     def _origin_allowed(self, origin: str, host: str) -> bool:
         origin = _origin(origin)

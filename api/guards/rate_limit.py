@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.guards.auth import OPEN_ROUTES
+from api.guards.scopes import GUARDED_SCOPES, method_of, refuse
 from api.guards.tenancy import ANONYMOUS, Principal
 from api.http.errors import unavailable
 from configuration.settings import Settings
@@ -75,7 +76,7 @@ class RateLimit:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         per_second, burst = self._rate
-        if scope["type"] != "http" or per_second == 0 or (scope["method"], scope["path"]) in OPEN_ROUTES:
+        if scope["type"] not in GUARDED_SCOPES or per_second == 0 or (method_of(scope), scope["path"]) in OPEN_ROUTES:
             await self._app(scope, receive, send)
             return
         principal: Principal = scope.get("state", {}).get("principal", ANONYMOUS)
@@ -86,7 +87,7 @@ class RateLimit:
         try:
             wait = await buckets.take(principal.key_id, per_second, burst)
         except (SQLAlchemyError, OSError) as failed:  # the store's buckets, out of reach
-            await unavailable("The store", scope["method"], scope["path"], failed)(scope, receive, send)
+            await refuse(unavailable("The store", method_of(scope), scope["path"], failed), scope, receive, send)
             return
         if wait is None:
             await self._app(scope, receive, send)
@@ -101,4 +102,4 @@ class RateLimit:
             status_code=429,
             headers={"Retry-After": str(seconds)},
         )
-        await refusal(scope, receive, send)
+        await refuse(refusal, scope, receive, send)

@@ -21,7 +21,7 @@ from api.openai.platform import (
     vector_store_routes,
     webhook_endpoint_routes,
 )
-from api.openai.responses import compact_routes, conversation_routes, response_routes
+from api.openai.responses import compact_routes, conversation_routes, response_routes, websocket_routes
 
 router = APIRouter()
 # The Agents API beta first, literal paths before `{agent_id}`: its routes match only requests that send
@@ -39,6 +39,7 @@ for agents_route in (
 router.include_router(conversation_routes.router)
 router.include_router(compact_routes.router)  # before response_routes': /responses/compact is no response id
 router.include_router(response_routes.router)
+router.include_router(websocket_routes.router)  # the WebSocket mode of /responses
 for platform_route in (
     webhook_endpoint_routes,
     embedding_routes,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -132,9 +133,16 @@ class Context:
     turns its outputs may resume."""
 
 
-async def prior_context(services: Services, responses: ResponseStore, tenant: str, body: CreateResponse) -> Context:
+async def prior_context(
+    services: Services,
+    responses: ResponseStore,
+    tenant: str,
+    body: CreateResponse,
+    unstored: Collection[str] = (),
+) -> Context:
+    """`unstored`: `store: false` responses the caller may still continue from (those a WebSocket made)."""
     if body.previous_response_id is not None:
-        chain = await _stored_chain(responses, tenant, body.previous_response_id)
+        chain = await _stored_chain(responses, tenant, body.previous_response_id, unstored)
         return Context(await _chain_items(services, chain), chained=True, turns=(chain[-1].turn_id,))
     if body.conversation_id is not None:
         items = await view.conversation_items(services, tenant, body.conversation_id)
@@ -145,14 +153,19 @@ async def prior_context(services: Services, responses: ResponseStore, tenant: st
     return Context([], chained=False)
 
 
-async def chain_items(services: Services, responses: ResponseStore, tenant: str, previous_id: str) -> list[InputItem]:
-    return await _chain_items(services, await _stored_chain(responses, tenant, previous_id))
+async def chain_items(
+    services: Services, responses: ResponseStore, tenant: str, previous_id: str, unstored: Collection[str] = ()
+) -> list[InputItem]:
+    return await _chain_items(services, await _stored_chain(responses, tenant, previous_id, unstored))
 
 
-async def _stored_chain(responses: ResponseStore, tenant: str, previous_id: str) -> list[ResponseRecord]:
-    """The previous response and its predecessors, oldest first; a 400 when it is not a stored response."""
+async def _stored_chain(
+    responses: ResponseStore, tenant: str, previous_id: str, unstored: Collection[str] = ()
+) -> list[ResponseRecord]:
+    """The previous response and its predecessors, oldest first; a 400 when it is not a stored response (or one
+    of `unstored`, the `store: false` responses the caller may still continue from)."""
     chain = await responses.chain(tenant, previous_id)
-    if not chain or chain[-1].response_id != previous_id or not chain[-1].store:
+    if not chain or chain[-1].response_id != previous_id or not (chain[-1].store or previous_id in unstored):
         raise invalid(
             f"Previous response with id '{previous_id}' not found.",
             "previous_response_id",
@@ -201,6 +214,8 @@ class _Creation:
     """The request's MCP headers, sealed; None without any."""
     keyed: bool
     request_hash: str | None
+    steerable: bool = False
+    """The turn writes its end itself, so a steer can be taken where it would end (workflows/turn_steps/steering.py)."""
 
 
 def _record(creation: _Creation, turn_id: str, segment: int) -> ResponseRecord:
@@ -242,6 +257,7 @@ async def create(
     context: Context,
     keyed: bool = True,
     request_hash: str | None = None,
+    steerable: bool = False,
 ) -> Created:
     """Resume the turn the input answers, or start a new one; the response is recorded either way. `keyed`: the
     id comes from an Idempotency-Key, so an earlier attempt that crashed may have recorded its turn already.
@@ -251,12 +267,26 @@ async def create(
     opened = open_compactions(services.settings, tenant, [*context.items, *items])
     threshold = compact_threshold(services.settings, body)  # a 400 for compaction no key can seal, early
     credentials = _seal(services, mcp_credentials(body))
-    creation = _Creation(services, tenant, response_id, body, stored_input(items), credentials, keyed, request_hash)
+    creation = _Creation(
+        services, tenant, response_id, body, stored_input(items), credentials, keyed, request_hash, steerable
+    )
     resumed = await _resume_waiting(creation, context, items)
     if resumed is not None:
         return resumed
     await refuse_interleaving(services, body, threshold)  # a new turn only: resuming one does not compact
     return await _start(creation, as_read(context.items + items, opened))
+
+
+async def resume_only(
+    services: Services, tenant: str, response_id: str, body: CreateResponse, context: Context
+) -> Created | None:
+    """Resume the paused turn the input answers, exactly as `create` would; None, with nothing written or
+    started, when no paused turn takes it (a WebSocket's `response.inject` then fails instead of starting one)."""
+    items = resolve_references(body.items(), context.items)
+    check_tool_outputs(context.items, items)
+    credentials = _seal(services, mcp_credentials(body))
+    creation = _Creation(services, tenant, response_id, body, stored_input(items), credentials, False, None, True)
+    return await _resume_waiting(creation, context, items)
 
 
 async def _start(creation: _Creation, everything: list[InputItem]) -> Created:
@@ -280,12 +310,12 @@ async def _start(creation: _Creation, everything: list[InputItem]) -> Created:
     await keep_mcp_headers(services, turn_id, credentials)
     if not with_turn:
         await services.store.responses.add(record)
-    await _start_workflow(services, record, body, started_at)
+    await _start_workflow(services, record, body, started_at, creation.steerable)
     return Created(record, 0, new_turn)
 
 
 async def _start_workflow(
-    services: Services, record: ResponseRecord, body: CreateResponse, started_at: datetime
+    services: Services, record: ResponseRecord, body: CreateResponse, started_at: datetime, steerable: bool = False
 ) -> None:
     """Start the turn's workflow unless it was (its id is the turn's: a second start starts nothing)."""
     start = TurnStart(
@@ -300,9 +330,10 @@ async def _start_workflow(
         started_at=started_at,
         awaiting_input_timeout=services.settings.awaiting_input_timeout,
         continue_as_new_after_events=services.settings.continue_as_new_after_events,
-        inference_writes_end=True,
+        inference_writes_end=not steerable,
         # Only a background response can be cancelled through the API, and GET reads the store, not the workflow.
-        local_inference=not body.background,
+        # A steerable one's model call is an activity of its own: a local one would hold up the steer update.
+        local_inference=not body.background and not steerable,
     )
     conversation = body.conversation_id
     extra = [SearchAttributePair(CONVERSATION_ID, conversation)] if conversation is not None else []
@@ -398,7 +429,7 @@ async def _resume_waiting(creation: _Creation, context: Context, items: list[Inp
         followup_messages=followups,
         plan=turn_plan(body, response_id, services.settings.max_infer_iters),
         segment_id=response_id,
-        local_inference=not body.background,
+        local_inference=not body.background and not creation.steerable,
     )
     try:
         await services.turns.submit(turn_id, submission)

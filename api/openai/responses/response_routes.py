@@ -86,7 +86,7 @@ def _streamed(
     return slot.hold_for(response)
 
 
-def _cancel_later(services: Services, record: ResponseRecord) -> None:
+def cancel_abandoned(services: Services, record: ResponseRecord) -> None:
     """The client left a non-background response before its end: stop the turn (in the background: the
     request's own task is being torn down)."""
 
@@ -125,7 +125,7 @@ async def _wait_for_end(services: Services, request: Request, created: Created) 
             if waiting.done():
                 break
             if await request.is_disconnected():
-                _cancel_later(services, record)
+                cancel_abandoned(services, record)
                 return None
             if loop.time() >= deadline:
                 return None
@@ -137,6 +137,14 @@ async def _wait_for_end(services: Services, request: Request, created: Created) 
 
 async def _collect(events: AsyncIterator[StoredEvent | None]) -> list[StoredEvent]:
     return [event async for event in events if event is not None]
+
+
+def require_configured_model(services: Services, model: str) -> None:
+    if services.settings.model(model) is None:
+        known = ", ".join(sorted(services.settings.models))
+        raise invalid(
+            f"The model '{model}' is not configured on this server; configured: {known}.", "model", "model_not_found"
+        )
 
 
 @router.post("/responses")
@@ -155,13 +163,7 @@ async def create_response(
     body = parse_create(raw)
     require_known_tool_choice(body)
     require_web_search(body, services.tools.web_search is not None)
-    if services.settings.model(body.model) is None:
-        known = ", ".join(sorted(services.settings.models))
-        raise invalid(
-            f"The model '{body.model}' is not configured on this server; configured: {known}.",
-            "model",
-            "model_not_found",
-        )
+    require_configured_model(services, body.model)
     tenant = principal.tenant
     response_id = response_id_for(tenant, idempotency_key)
     responses = services.store.responses
@@ -189,7 +191,7 @@ async def create_response(
 async def _answer(services: Services, principal: Principal, request: Request, created: Created, stream: bool) -> Any:
     record = created.record
     if stream:
-        on_close = None if record.background else (lambda: _cancel_later(services, record))
+        on_close = None if record.background else (lambda: cancel_abandoned(services, record))
         stream_events = view.sse(services, record, None, created.after, created.new_turn)
         return _streamed(services, principal, stream_events, on_close)
     ended = None if record.background else await _wait_for_end(services, request, created)

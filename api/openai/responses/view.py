@@ -15,7 +15,7 @@ from typing import Any
 from api.openai.responses.compaction_items import compaction_first
 from api.openai.responses.items import fold_segment, render_response
 from api.openai.responses.stream import ResponseStream
-from api.openai.responses.wire import KEEPALIVE_FRAME, Response, sse_frame
+from api.openai.responses.wire import KEEPALIVE_FRAME, EventBase, Response, sse_frame
 from api.services import Services
 from api.streams.event_stream import is_final, tail_events
 from api.turns.stuck import still_running
@@ -151,7 +151,20 @@ async def sse(
     created_after: int | None = None,
     new_turn: bool = False,
 ) -> AsyncIterator[bytes]:
-    """The response's stream events after sequence number `starting_after` (all without it), live to its end.
+    """`stream_events` framed as Server-Sent Events, a keep-alive comment for each quiet interval."""
+    async for event in stream_events(services, record, starting_after, created_after, new_turn):
+        yield KEEPALIVE_FRAME if event is None else sse_frame(event)
+
+
+async def stream_events(
+    services: Services,
+    record: ResponseRecord,
+    starting_after: int | None,
+    created_after: int | None = None,
+    new_turn: bool = False,
+) -> AsyncIterator[EventBase | None]:
+    """The response's stream events after sequence number `starting_after` (all without it), live to its end;
+    None for each interval without any (SSE sends a keep-alive, a WebSocket nothing).
 
     The renderer replays the segment from its first stored event, so every event keeps its number however
     often and wherever the stream is resumed. `created_after`: the turn's last event before the segment, known
@@ -159,7 +172,7 @@ async def sse(
     `new_turn`: that create began the turn (api/streams/event_hub.py, `subscribe`)."""
     stream = ResponseStream(base_response(record), record.turn_id, starting_after)
     for event in stream.open():
-        yield sse_frame(event)
+        yield event
     if created_after is not None:
         cursor, begun = created_after, record.segment_index == 0
     else:
@@ -177,7 +190,7 @@ async def sse(
     )
     async for stored in tail:
         if stored is None:
-            yield KEEPALIVE_FRAME
+            yield None
             continue
         if not begun:  # a resumed segment: its events begin with its segment_started
             begun = _starts(stored.body, record)
@@ -185,12 +198,12 @@ async def sse(
                 continue
         status = await services.store.turns.turn_status(record.turn_id) if "error" in stored.body else None
         for event in stream.feed(stored.body, status):
-            yield sse_frame(event)
+            yield event
         if stream.finished:
             return
     if not stream.finished:
         for event in stream.feed(_ENDED_UNEXPECTEDLY, await services.store.turns.turn_status(record.turn_id)):
-            yield sse_frame(event)
+            yield event
 
 
 async def conversation_items(services: Services, tenant: str, conversation_id: str) -> list[dict[str, Any]] | None:

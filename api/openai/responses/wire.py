@@ -653,12 +653,18 @@ KEEPALIVE_FRAME = b": keep-alive\n\n"
 """A comment line: SSE decoders skip it, proxies see traffic."""
 
 
-def sse_frame(event: EventBase) -> bytes:
-    """One Server-Sent Event as OpenAI frames it: `event:` line, one `data:` line, blank line.
+def event_data(event: EventBase) -> dict[str, Any]:
+    """An event's JSON object, as SSE and WebSocket send it.
 
     The openai SDK raises on any `data` object with a top-level `error` key, so only the bare
     error event may have one (and it is flat)."""
     data = event.model_dump(mode="json")
     if "error" in data and data.get("type") != "error":
         raise ValueError(f"a {data.get('type')} event must not carry a top-level error key")
+    return data
+
+
+def sse_frame(event: EventBase) -> bytes:
+    """One Server-Sent Event as OpenAI frames it: `event:` line, one `data:` line, blank line."""
+    data = event_data(event)
     return f"event: {data['type']}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()

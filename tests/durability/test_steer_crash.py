@@ -1,0 +1,106 @@
+"""An accepted `response.steer` survives a SIGKILL of the API process, or of the worker, and is applied once: after
+the restart the steered response's successor is listed by `GET /v1/responses` (its `previous_response_id` names
+the steered one), and the model reads the steering input in exactly one request."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from typing import Any
+
+import httpx
+import pytest
+from openai import AsyncOpenAI
+
+from tests.support.processes import EVENT_SECONDS, ProcessStack
+from tests.support.scripted_model import text
+from tests.support.stack import SCRIPTED_MODEL
+
+pytestmark = pytest.mark.processes
+
+STEER = "Mention the rain."
+
+
+async def _steer_while_held(processes: ProcessStack, connection: Any) -> str:
+    """Create a response on the socket and steer it while its model call is held (under way in the worker); the
+    steered response's id once the steer is accepted."""
+    await connection.response.create(model=SCRIPTED_MODEL, input="weather?")
+    steered = ""
+    while True:
+        event: Any = await connection.recv()
+        if event.type == "response.in_progress":
+            steered = event.response.id
+            await asyncio.to_thread(processes.wait_for_model_requests, 1)
+            await connection.response.steer(previous_response_id=steered, input=STEER)
+        if event.type == "response.steer.accepted":
+            assert event.steer.previous_response_id == steered
+            return steered
+        assert event.type not in ("response.steer.failed", "error"), event
+
+
+def _client(processes: ProcessStack) -> AsyncOpenAI:
+    return AsyncOpenAI(base_url=f"{processes.url}/v1", api_key="unused", max_retries=0)
+
+
+def _successor(processes: ProcessStack, steered: str) -> dict[str, Any]:
+    """The completed response whose previous_response_id is the steered one, as a reconnecting client finds it."""
+    deadline = time.monotonic() + EVENT_SECONDS
+    with httpx.Client(base_url=processes.url, timeout=30) as http:
+        while time.monotonic() < deadline:
+            listed = http.get("/v1/responses", params={"limit": 20}).json()["data"]
+            successors = [item for item in listed if item["previous_response_id"] == steered]
+            assert len(successors) <= 1, successors
+            if successors and successors[0]["status"] == "completed":
+                return successors[0]
+            time.sleep(0.2)
+    raise AssertionError(f"no completed successor of {steered}")
+
+
+def _steered_requests(processes: ProcessStack) -> int:
+    return sum(str(request["messages"]).count(STEER) for request in processes.model.requests)
+
+
+async def test_a_steer_accepted_before_the_api_dies_is_applied_once(processes: ProcessStack) -> None:
+    held = threading.Event()
+    processes.model.script(text("It is cold.", held_until=held), text("And it rains."))
+    socket = _client(processes).beta.responses.connect()
+    try:
+        steered = await _steer_while_held(processes, await socket.__aenter__())
+        processes.kill(processes.api)  # with the socket open: its client did not leave, the API died
+        with contextlib.suppress(Exception):
+            await socket.__aexit__(None, None, None)
+        processes.start_api()
+    finally:
+        held.set()
+    successor = _successor(processes, steered)
+    assert successor["output"][0]["content"][0]["text"].strip() == "And it rains."
+    assert len(processes.model.requests) == 2  # the held call was answered, not asked again
+    assert _steered_requests(processes) == 1
+
+
+async def test_a_steer_accepted_before_the_worker_dies_is_applied_once(processes: ProcessStack) -> None:
+    held = threading.Event()
+    # The worker dies during the held model call, which its retry on the new worker makes again.
+    processes.model.script(text("lost", held_until=held), text("It is cold."), text("And it rains."))
+    completed: list[Any] = []
+    try:
+        async with _client(processes).beta.responses.connect() as connection:
+            steered = await _steer_while_held(processes, connection)
+            processes.kill(processes.worker)
+            processes.start_worker()
+            held.set()
+            while len(completed) < 2:  # the steered response, then its successor, on the same socket
+                event: Any = await connection.recv()
+                assert event.type not in ("response.failed", "response.incomplete", "error"), event
+                if event.type == "response.completed":
+                    completed.append(event.response)
+    finally:
+        held.set()
+    assert completed[0].id == steered
+    assert completed[1].previous_response_id == steered
+    assert _successor(processes, steered)["id"] == completed[1].id
+    assert _steered_requests(processes) == 1
+    texts = [response.output[0].content[0].text.strip() for response in completed]
+    assert texts == ["It is cold.", "And it rains."]

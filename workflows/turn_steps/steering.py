@@ -1,0 +1,80 @@
+"""Steering: user input for a running turn, taken at its next safe boundary.
+
+The `steer` update is accepted only while the turn runs a segment whose end the workflow itself writes (the model
+call's activity does not write the turn's end, no output shield, no compaction, no Agents session), and one steer
+at a time; once accepted it is in the workflow's history, so a crash of the API or of the worker loses nothing and
+replays apply it once. The boundary is the end of the model call in flight (its output is kept whole, never asked
+again): where the turn would end, or before its next model call. There the current segment ends as a pause that
+waits for nothing (its response completes), the steer's segment begins, and its input follows as a step of its
+own, which the next model call reads after everything before it. A turn that pauses for client tool results or
+approvals first keeps the input for the caller's resumption (`_steer_into`).
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+from workflows.turn_steps.client_input import ClientInputSteps
+
+with workflow.unsafe.imports_passed_through():
+    from domain.turns import TurnStatus
+    from workflows import steps
+    from workflows.contracts import SteerSubmission, ToolResponsesSubmission
+
+STEER_PATCH = "steer-v1"
+NOT_ACTIVE, PENDING, UNSUPPORTED, INVALID = (
+    "response_not_active",
+    "too_many_pending_steers",
+    "steering_not_supported",
+    "invalid_input",
+)
+"""Why the update is rejected: the error's type, which is the SDK's `response.steer.failed` code."""
+
+
+class SteeringSteps(ClientInputSteps):
+    _steer: SteerSubmission | None = None
+    """The accepted steer not yet applied."""
+
+    def _check_steer(self, submission: SteerSubmission) -> None:
+        start, plan = self._start, self._plan
+        if self._status != TurnStatus.RUNNING:
+            raise ApplicationError(f"Turn {start.turn_id} is {self._status.value}, not running", type=NOT_ACTIVE)
+        if self._steer is not None:
+            raise ApplicationError("The response already has a steer pending; wait for its successor", type=PENDING)
+        if start.inference_writes_end or plan.output_shields or plan.compact_threshold is not None or start.session_id:
+            raise ApplicationError(
+                "This response cannot be steered (made over HTTP, with output shields, compaction or a session)",
+                type=UNSUPPORTED,
+            )
+        if not submission.messages:
+            raise ApplicationError("A steer carries at least one user message", type=INVALID)
+
+    def _take_steer(self, submission: SteerSubmission) -> str:
+        self._steer = submission
+        return submission.steer_id
+
+    async def _steer_boundary(self) -> bool:
+        """Apply the accepted steer, if any; true when it was (the loop then calls the model again)."""
+        steer = self._steer
+        if steer is None or not workflow.patched(STEER_PATCH):
+            return False
+        self._steer = None
+        self._output = None
+        await self._save(f"steer:{steer.steer_id}", "turn_awaiting_input", [])
+        await self._begin_segment(steer.segment_id)
+        now = self._now()
+        self._add_step(
+            steps.tool_execution(self._start.turn_id, str(workflow.uuid4()), now, now, [], [], list(steer.messages))
+        )
+        return True
+
+    def _steer_into(self, submission: ToolResponsesSubmission) -> ToolResponsesSubmission:
+        """A steer accepted before the turn paused for its caller rides on the caller's resumption: its input goes
+        first among the resumption's user input (after the tool results, which answer the paused calls), once;
+        its own segment never begins."""
+        steer = self._steer
+        if steer is None or not workflow.patched(STEER_PATCH):
+            return submission
+        self._steer = None
+        return submission.model_copy(update={"followup_messages": [*steer.messages, *submission.followup_messages]})
