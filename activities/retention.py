@@ -20,6 +20,7 @@ from activities.heartbeat import heartbeating
 from configuration.settings import Settings
 from hosting.fault_points import AFTER_ERASE_BATCH, crash_point
 from knowledge.blobs import BlobStore
+from knowledge.file_deletion import delete_file
 from observability.metrics import RETENTION_OLDEST_AGE, RETENTION_PRUNED
 from store.knowledge.files import FileStore
 from store.knowledge.retention import (
@@ -99,9 +100,7 @@ class KnowledgeRetention:
         return EraseResult(kind="files", deleted=len(files)) if files else None
 
     async def _delete_file(self, tenant: str, file_id: str) -> None:
-        await self.stores.detach_everywhere(tenant, file_id)
-        await self.blobs.delete(file_id)
-        await self.files.delete(tenant, file_id)
+        await delete_file(self.stores, self.files, self.blobs, tenant, file_id)
 
 
 class WebhookErasure:

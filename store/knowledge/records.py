@@ -85,6 +85,10 @@ class IngestionTarget:
     ingestion_id: str | None = None
 
 
+class FileGone(LookupError):
+    """A file to attach was deleted meanwhile; its id is the argument."""
+
+
 class Detached(Exception):
     """The attachment an ingestion run was started for is gone: the file was detached or attached anew."""
 
@@ -97,6 +101,8 @@ class PendingIngestion:
     file_id: str
     batch_cancelled: bool
     ingestion_id: str | None = None
+    store_gone: bool = False
+    """Its vector store was deleted (an attachment a release without the store lock could leave)."""
 
 
 @dataclass(frozen=True)
