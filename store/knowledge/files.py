@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, delete, insert, select, tuple_
+from sqlalchemy import Connection, delete, insert, or_, select, tuple_
 
 from store.database import Database
 from store.knowledge.tables import FileRow
@@ -60,8 +60,12 @@ class FileStore:
     async def page(
         self, tenant: str, purpose: str | None, order: Order, after: str | None, limit: int
     ) -> tuple[list[StoredFile], bool]:
+        now = datetime.now(UTC)
+
         def read(tx: Connection) -> tuple[list[StoredFile], bool]:
-            query = select(*_COLUMNS).where(FileRow.tenant_id == tenant)
+            # An expired file is not listed, as retrieve and delete answer 404 for it until retention deletes it.
+            live = or_(FileRow.expires_at.is_(None), FileRow.expires_at > now)
+            query = select(*_COLUMNS).where(FileRow.tenant_id == tenant, live)
             if purpose is not None:
                 query = query.where(FileRow.purpose == purpose)
             position = tuple_(FileRow.created_at, FileRow.file_id)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, String, delete, func, insert, literal_column, select, tuple_, update
@@ -94,8 +95,31 @@ def _after(tx: Connection, query: Any, position: Any, cursor_query: Any, after: 
     return query.where(position < tuple_(*cursor) if order == "desc" else position > tuple_(*cursor))
 
 
+TOUCH_EVERY_SECONDS = 60.0
+"""A store's `last_active_at` is written at most this often per process by searches and inserts."""
+
+
 class VectorStores(VectorStoreChunks):
     # The API's reads and writes, scoped to a tenant.
+
+    async def touch(self, vector_store_id: str) -> None:
+        """Mark the store in use (searched, chunks inserted), so its `expires_after` and the vector-store TTL
+        count from now. At most once a minute per store and process, so a search stays one read."""
+        now = time.monotonic()
+        touched = self._touched.get(vector_store_id)
+        if touched is not None and now - touched < TOUCH_EVERY_SECONDS:
+            return
+        if len(self._touched) > 10_000:
+            self._touched = {key: at for key, at in self._touched.items() if now - at < TOUCH_EVERY_SECONDS}
+        self._touched[vector_store_id] = now
+        at = datetime.now(UTC)
+        await self.database.write(
+            lambda tx: tx.execute(
+                update(VectorStoreRow)
+                .where(VectorStoreRow.vector_store_id == vector_store_id, VectorStoreRow.last_active_at < at)
+                .values(last_active_at=at)
+            )
+        )
 
     async def create(self, tenant: str, store: VectorStore) -> None:
         values = {

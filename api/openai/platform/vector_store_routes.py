@@ -24,7 +24,7 @@ from api.openai.platform.vector_store_shapes import (
 from knowledge import filters as attribute_filters
 from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.query_rewrite import rewrite
-from knowledge.search import Hybrid, UnknownFilterKey, search
+from knowledge.search import Hybrid, UnknownFilterKey, Unsearchable, search, searchable_model
 from store.knowledge.files import UnknownCursor
 from store.knowledge.records import Attachment, VectorStore
 
@@ -192,9 +192,13 @@ async def search_vector_store(
     weights = options.hybrid_search
     hybrid = Hybrid(weights.embedding_weight, weights.text_weight) if weights else None
     try:
+        model = searchable_model(knowledge.embeddings, store, datetime.now(UTC))
+    except Unsearchable as unsearchable:
+        raise OpenAIError(409, str(unsearchable), None, "vector_store_unsearchable") from None
+    try:
         results = await search(
             knowledge.stores,
-            knowledge.embeddings.get(store.embedding_model),
+            model,
             tenant,
             store,
             queries,
