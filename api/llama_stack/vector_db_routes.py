@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from api.guards.tenancy import TenantDep
 from api.knowledge import Knowledge, KnowledgeDep, embedding_model
 from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
+from knowledge.deletion import delete_vector_store
 from store.knowledge.records import VectorStore
 from store.knowledge.vector_stores import vector_db_store_id
 
@@ -128,5 +129,8 @@ async def get_vector_db(vector_db_id: str, tenant: TenantDep, knowledge: Knowled
 @router.delete("/vector-dbs/{vector_db_id}")
 async def unregister_vector_db(vector_db_id: str, tenant: TenantDep, knowledge: KnowledgeDep) -> None:
     store = await find_vector_db(knowledge, tenant, vector_db_id)
-    if store is None or not await knowledge.stores.delete(tenant, store.vector_store_id):
+    """The vector DB, its chunks, and the files `rag-tool/insert` stored for its documents."""
+    if store is None or not await delete_vector_store(
+        knowledge.stores, knowledge.files, knowledge.blobs, tenant, store.vector_store_id
+    ):
         raise HTTPException(404, f"Vector DB {vector_db_id!r} is not registered")

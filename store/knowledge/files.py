@@ -22,6 +22,8 @@ class StoredFile:
     bytes: int
     created_at: datetime
     expires_at: datetime | None
+    vector_store_id: str | None = None
+    """The vector DB `rag-tool/insert` made this file for (it goes with it); None for an upload."""
 
 
 class UnknownCursor(LookupError):
@@ -87,6 +89,16 @@ class FileStore:
             return [_file(row) for row in rows[:limit]], len(rows) > limit
 
         return await self.database.read(read)
+
+    async def made_for(self, tenant: str, vector_store_id: str) -> list[str]:
+        """The files `rag-tool/insert` made for the vector store."""
+        query = select(FileRow.file_id).where(FileRow.tenant_id == tenant, FileRow.vector_store_id == vector_store_id)
+        return await self.database.read(lambda tx: list(tx.execute(query).scalars()))
+
+    async def existing(self, file_ids: list[str]) -> set[str]:
+        """Those of the ids that have a file row, of any tenant (the blob sweep's question)."""
+        query = select(FileRow.file_id).where(FileRow.file_id.in_(file_ids))
+        return await self.database.read(lambda tx: set(tx.execute(query).scalars()))
 
     async def delete(self, tenant: str, file_id: str) -> bool:
         def remove(tx: Connection) -> bool:

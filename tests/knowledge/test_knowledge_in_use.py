@@ -44,10 +44,12 @@ def _change(stack: Stack, table: Any, key: Any, value: str, **values: Any) -> No
 def test_a_search_marks_the_store_in_use(stack: Stack, client: openai.OpenAI, rest: httpx.Client) -> None:
     store = client.vector_stores.create(name="in use", expires_after={"anchor": "last_active_at", "days": 3})
     _change(stack, VectorStoreRow, VectorStoreRow.vector_store_id, store.id, last_active_at=LONG_AGO)
-    assert client.vector_stores.retrieve(store.id).last_active_at < (datetime.now(UTC) - timedelta(days=1)).timestamp()
+    assert (client.vector_stores.retrieve(store.id).last_active_at or 0) < (
+        datetime.now(UTC) - timedelta(days=1)
+    ).timestamp()
     client.vector_stores.search(store.id, query="anything")
     searched = client.vector_stores.retrieve(store.id)
-    assert searched.last_active_at >= (datetime.now(UTC) - timedelta(minutes=5)).timestamp()
+    assert (searched.last_active_at or 0) >= (datetime.now(UTC) - timedelta(minutes=5)).timestamp()
     assert searched.expires_at is not None and searched.expires_at > (datetime.now(UTC) + timedelta(days=2)).timestamp()
 
     registered = rest.post("/v1/vector-dbs", json={"vector_db_id": "in-use-db"})
@@ -60,7 +62,9 @@ def test_a_search_marks_the_store_in_use(stack: Stack, client: openai.OpenAI, re
         json={"vector_db_id": "in-use-db", "chunks": [{"content": "a puffin", "metadata": {"document_id": "d"}}]},
     )
     assert inserted.status_code == 200, inserted.text
-    assert client.vector_stores.retrieve(db_id).last_active_at >= (datetime.now(UTC) - timedelta(minutes=5)).timestamp()
+    assert (client.vector_stores.retrieve(db_id).last_active_at or 0) >= (
+        datetime.now(UTC) - timedelta(minutes=5)
+    ).timestamp()
 
 
 def test_an_expired_store_answers_no_search(stack: Stack, client: openai.OpenAI, rest: httpx.Client) -> None:

@@ -4,20 +4,23 @@ an attachment left by an older release with its store gone is found and removed,
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
 import pytest
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, insert, select, update
 
+from knowledge.blob_sweep import remove_unowned_blobs
+from knowledge.blobs import PART_BYTES, DirectoryBlobs, blob_store
 from knowledge.engines import vector_index
 from store.database import open_database
 from store.knowledge.files import StoredFile
 from store.knowledge.records import Attachment, FileGone, VectorStore
-from store.knowledge.tables import VectorStoreFileRow
+from store.knowledge.tables import FileBlobPartRow, VectorStoreFileRow
 from store.repository import Store
 from store.upgrade import upgrade_store
 from tests.support.databases import store_url
@@ -126,3 +129,36 @@ async def test_an_attach_racing_a_store_delete_on_postgresql_leaves_no_orphan(
             assert await _attachments(knowledge) == []
         finally:
             await database.dispose()
+
+
+async def test_bytes_no_file_row_owns_are_swept_an_hour_on(store: tuple[Store, str], tmp_path: Path) -> None:
+    knowledge, url = store
+    blobs = blob_store(url, knowledge.database, tmp_path / "blobs")
+    for file_id in ("file-owned", "file-crashed", "file-uploading"):
+        writer = blobs.writer(file_id)
+        await writer.write(b"x" * (PART_BYTES + 10))
+        if file_id == "file-owned":
+            await writer.commit()
+            await _file(knowledge, file_id)
+        elif file_id == "file-crashed":
+            await writer.commit()  # the process died before the row was written
+    # An hour on (the clocks of both kinds of store set back instead).
+    long_ago = datetime.now(UTC) - timedelta(hours=2)
+    if isinstance(blobs, DirectoryBlobs):
+        for path in blobs.root.iterdir():
+            if "uploading" not in path.name:
+                os.utime(path, (long_ago.timestamp(), long_ago.timestamp()))
+    else:
+        old = update(FileBlobPartRow).where(FileBlobPartRow.file_id != "file-uploading").values(created_at=long_ago)
+        await knowledge.database.write(lambda tx: tx.execute(old))
+    assert await remove_unowned_blobs(blobs, knowledge.files) == 1
+    assert [len(data) async for data in blobs.read("file-owned")]
+    assert await blobs.unowned(knowledge.files.existing, datetime.now(UTC), 10) == ["file-uploading"]
+    with pytest.raises(FileNotFoundError):
+        async for _ in DirectoryBlobs(tmp_path / "blobs").read("file-crashed"):
+            pass
+    if not isinstance(blobs, DirectoryBlobs):
+        parts = await knowledge.database.read(
+            lambda tx: set(tx.execute(select(FileBlobPartRow.file_id).distinct()).scalars())
+        )
+        assert parts == {"file-owned", "file-uploading"}

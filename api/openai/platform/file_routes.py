@@ -15,7 +15,7 @@ from api.knowledge import KnowledgeDep, owned_file
 from api.openai.errors import ERROR_RESPONSES, OpenAIError, invalid
 from api.openai.pages import cursors
 from api.openai.platform.uploads import receive_upload
-from knowledge import file_deletion
+from knowledge import deletion
 from store.knowledge.files import StoredFile, UnknownCursor
 
 router = APIRouter(tags=["Files"], responses=ERROR_RESPONSES)
@@ -138,7 +138,7 @@ async def file_content(file_id: str, tenant: TenantDep, knowledge: KnowledgeDep)
 @router.delete("/files/{file_id}", response_model=FileDeleted)
 async def delete_file(file_id: str, tenant: TenantDep, knowledge: KnowledgeDep) -> FileDeleted:
     """The file leaves every vector store it is attached to, then its bytes go, then its row
-    (knowledge/file_deletion.py)."""
+    (knowledge/deletion.py)."""
     await owned_file(knowledge, tenant, file_id)
-    await file_deletion.delete_file(knowledge.stores, knowledge.files, knowledge.blobs, tenant, file_id)
+    await deletion.delete_file(knowledge.stores, knowledge.files, knowledge.blobs, tenant, file_id)
     return FileDeleted(id=file_id)

@@ -21,6 +21,7 @@ from api.openai.platform.vector_store_shapes import (
     owned_store,
     store_object,
 )
+from knowledge import deletion
 from knowledge import filters as attribute_filters
 from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.query_rewrite import rewrite
@@ -165,7 +166,9 @@ async def update_vector_store(
 @router.delete("/vector_stores/{vector_store_id}", response_model=VectorStoreDeleted)
 async def delete_vector_store(vector_store_id: str, tenant: TenantDep, knowledge: KnowledgeDep) -> VectorStoreDeleted:
     """The store goes with its chunks and vectors; the files themselves stay (delete them with the Files API)."""
-    if not await knowledge.stores.delete(tenant, vector_store_id):
+    if not await deletion.delete_vector_store(
+        knowledge.stores, knowledge.files, knowledge.blobs, tenant, vector_store_id
+    ):
         raise not_found("Vector store", vector_store_id)
     return VectorStoreDeleted(id=vector_store_id)
 
