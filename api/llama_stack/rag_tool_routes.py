@@ -19,7 +19,7 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.guards.tenancy import TenantDep
-from api.knowledge import Knowledge, KnowledgeDep, attach_files
+from api.knowledge import Knowledge, KnowledgeDep, attach_files, file_quota
 from api.llama_stack.vector_db_routes import owned_vector_db
 from api.llama_stack.vector_io_routes import content_text, query_store
 from knowledge.deletion import delete_file
@@ -28,7 +28,7 @@ from knowledge.search import SearchResult
 from outbound.http import ReplyTooLarge, outbound_from
 from outbound.policy import OutboundRefused
 from store.knowledge.files import StoredFile
-from store.knowledge.records import Attachment
+from store.knowledge.records import Attachment, LimitReached
 
 router = APIRouter(tags=["ToolRuntime"])
 
@@ -111,9 +111,11 @@ async def _store_document(knowledge: Knowledge, tenant: str, vector_store_id: st
         raise
     stored = StoredFile(file_id, _filename(document, uri), "assistants", size, datetime.now(UTC), None, vector_store_id)
     try:
-        await knowledge.files.add(tenant, stored)
-    except BaseException:
+        await knowledge.files.add(tenant, stored, file_quota(knowledge))
+    except BaseException as failed:
         await knowledge.blobs.delete(file_id)
+        if isinstance(failed, LimitReached):
+            raise HTTPException(400, f"Document {document.document_id!r}: {failed}") from None
         raise
     return stored
 

@@ -19,7 +19,7 @@ from api.guards.tenancy import TenantDep
 from api.knowledge import Knowledge, KnowledgeDep, embedding_model
 from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
 from knowledge.deletion import delete_vector_store
-from store.knowledge.records import VectorStore
+from store.knowledge.records import LimitReached, VectorStore
 from store.knowledge.vector_stores import vector_db_store_id
 
 router = APIRouter(tags=["VectorDBs"])
@@ -109,7 +109,9 @@ async def register_vector_db(body: RegisterVectorDb, tenant: TenantDep, knowledg
         provider_vector_db_id=body.provider_vector_db_id,
     )
     try:
-        await knowledge.stores.create(tenant, store)
+        await knowledge.stores.create(tenant, store, knowledge.settings.max_vector_stores_per_tenant)
+    except LimitReached as quota:
+        raise HTTPException(400, str(quota)) from None
     except IntegrityError:
         raise HTTPException(400, f"The vector DB id {body.vector_db_id!r} is taken; choose another") from None
     return vector_db(knowledge, tenant, store)

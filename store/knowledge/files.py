@@ -6,9 +6,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, delete, insert, or_, select, tuple_
+from sqlalchemy import Connection, delete, func, insert, or_, select, tuple_
 
 from store.database import Database
+from store.knowledge.quotas import FileQuota, serialise_tenant
+from store.knowledge.records import LimitReached
 from store.knowledge.tables import FileRow
 
 Order = Literal["asc", "desc"]
@@ -48,9 +50,28 @@ class FileStore:
     def __init__(self, database: Database) -> None:
         self.database = database
 
-    async def add(self, tenant: str, file: StoredFile) -> None:
+    async def add(self, tenant: str, file: StoredFile, quota: FileQuota) -> None:
+        """Add the file's row; raises LimitReached, naming the setting, past the tenant's quota."""
         values = {**file.__dict__, "tenant_id": tenant}
-        await self.database.write(lambda tx: tx.execute(insert(FileRow), values))
+
+        def write(tx: Connection) -> None:
+            serialise_tenant(tx, "files", tenant)
+            count, total = tx.execute(
+                select(func.count(), func.coalesce(func.sum(FileRow.bytes), 0)).where(FileRow.tenant_id == tenant)
+            ).one()
+            if count + 1 > quota.max_files:
+                raise LimitReached(
+                    f"You have {count} files, this server's quota per tenant (DA_MAX_FILES_PER_TENANT); "
+                    "delete some to upload more."
+                )
+            if total + file.bytes > quota.max_bytes:
+                raise LimitReached(
+                    f"Your files hold {total} bytes; {file.bytes} more would pass this server's quota of "
+                    f"{quota.max_bytes} bytes per tenant (DA_MAX_FILE_BYTES_PER_TENANT); delete some to upload more."
+                )
+            tx.execute(insert(FileRow), values)
+
+        await self.database.write(write)
 
     async def get(self, tenant: str, file_id: str) -> StoredFile | None:
         def read(tx: Connection) -> StoredFile | None:

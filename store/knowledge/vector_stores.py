@@ -18,6 +18,7 @@ from sqlalchemy import Connection, String, delete, func, insert, literal_column,
 
 from store.knowledge.chunks import STORE_COLUMNS, VectorStoreChunks, attachment_is, owned_store
 from store.knowledge.files import UnknownCursor
+from store.knowledge.quotas import serialise_tenant
 from store.knowledge.records import (
     FINAL,
     Attachment,
@@ -121,7 +122,8 @@ class VectorStores(VectorStoreChunks):
             )
         )
 
-    async def create(self, tenant: str, store: VectorStore) -> None:
+    async def create(self, tenant: str, store: VectorStore, max_stores: int) -> None:
+        """Raises LimitReached, naming the setting, past the tenant's quota of vector stores."""
         values = {
             "vector_store_id": store.vector_store_id,
             "tenant_id": tenant,
@@ -134,7 +136,18 @@ class VectorStores(VectorStoreChunks):
             "last_active_at": store.last_active_at,
             "provider_vector_db_id": store.provider_vector_db_id,
         }
-        await self.database.write(lambda tx: tx.execute(insert(VectorStoreRow), values))
+
+        def write(tx: Connection) -> None:
+            serialise_tenant(tx, "vector_stores", tenant)
+            count = tx.execute(select(func.count()).where(VectorStoreRow.tenant_id == tenant)).scalar_one()
+            if count + 1 > max_stores:
+                raise LimitReached(
+                    f"You have {count} vector stores (vector DBs included), this server's quota per tenant "
+                    "(DA_MAX_VECTOR_STORES_PER_TENANT); delete some to make more."
+                )
+            tx.execute(insert(VectorStoreRow), values)
+
+        await self.database.write(write)
 
     async def get(self, tenant: str, vector_store_id: str) -> VectorStore | None:
         def read(tx: Connection) -> VectorStore | None:

@@ -19,13 +19,15 @@ from knowledge.blobs import PART_BYTES, DirectoryBlobs, blob_store
 from knowledge.engines import vector_index
 from store.database import open_database
 from store.knowledge.files import StoredFile
-from store.knowledge.records import Attachment, FileGone, VectorStore
+from store.knowledge.quotas import FileQuota
+from store.knowledge.records import Attachment, FileGone, LimitReached, VectorStore
 from store.knowledge.tables import FileBlobPartRow, VectorStoreFileRow
 from store.repository import Store
 from store.upgrade import upgrade_store
 from tests.support.databases import store_url
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
+UNLIMITED = FileQuota(1_000_000, 1 << 50)
 STRATEGY = {"type": "static", "static": {"max_chunk_size_tokens": 800, "chunk_overlap_tokens": 400}}
 
 
@@ -42,12 +44,12 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 async def _vector_store(store: Store, vector_store_id: str) -> None:
     await store.vector_stores.create(
-        "t", VectorStore(vector_store_id, "docs", {}, "all-MiniLM-L6-v2", 384, None, NOW, NOW, None)
+        "t", VectorStore(vector_store_id, "docs", {}, "all-MiniLM-L6-v2", 384, None, NOW, NOW, None), 100
     )
 
 
 async def _file(store: Store, file_id: str) -> None:
-    await store.files.add("t", StoredFile(file_id, "a.txt", "assistants", 3, NOW, None))
+    await store.files.add("t", StoredFile(file_id, "a.txt", "assistants", 3, NOW, None), UNLIMITED)
 
 
 async def _attachments(store: Store) -> list[tuple[str, str]]:
@@ -162,3 +164,32 @@ async def test_bytes_no_file_row_owns_are_swept_an_hour_on(store: tuple[Store, s
             lambda tx: set(tx.execute(select(FileBlobPartRow.file_id).distinct()).scalars())
         )
         assert parts == {"file-owned", "file-uploading"}
+
+
+async def test_tenant_quotas_hold_under_concurrent_requests(store: tuple[Store, str]) -> None:
+    knowledge, _ = store
+    quota = FileQuota(max_files=3, max_bytes=1_000)
+
+    async def upload(number: int) -> bool:
+        try:
+            await knowledge.files.add("t", StoredFile(f"file-{number}", "a.txt", "assistants", 10, NOW, None), quota)
+        except LimitReached as refused:
+            assert "DA_MAX_FILES_PER_TENANT" in str(refused)
+            return False
+        return True
+
+    assert sum(await asyncio.gather(*(upload(number) for number in range(12)))) == 3
+    await knowledge.files.add("other", StoredFile("file-other", "a.txt", "assistants", 10, NOW, None), quota)
+    with pytest.raises(LimitReached, match="DA_MAX_FILE_BYTES_PER_TENANT"):
+        await knowledge.files.add("u", StoredFile("file-big", "a.txt", "assistants", 1_001, NOW, None), quota)
+
+    async def create(number: int) -> bool:
+        made = VectorStore(f"vs_{number}", "docs", {}, "m", 384, None, NOW, NOW, None)
+        try:
+            await knowledge.vector_stores.create("t", made, 2)
+        except LimitReached as refused:
+            assert "DA_MAX_VECTOR_STORES_PER_TENANT" in str(refused)
+            return False
+        return True
+
+    assert sum(await asyncio.gather(*(create(number) for number in range(12)))) == 2

@@ -11,12 +11,13 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from api.guards.tenancy import TenantDep
-from api.knowledge import KnowledgeDep, owned_file
+from api.knowledge import KnowledgeDep, file_quota, owned_file
 from api.openai.errors import ERROR_RESPONSES, OpenAIError, invalid
 from api.openai.pages import cursors
 from api.openai.platform.uploads import receive_upload
 from knowledge import deletion
 from store.knowledge.files import StoredFile, UnknownCursor
+from store.knowledge.records import LimitReached
 
 router = APIRouter(tags=["Files"], responses=ERROR_RESPONSES)
 
@@ -92,9 +93,11 @@ async def upload_file(request: Request, tenant: TenantDep, knowledge: KnowledgeD
         raise
     stored = StoredFile(file_id, upload.filename or "upload", purpose, upload.size, created_at, expires_at)
     try:
-        await knowledge.files.add(tenant, stored)
-    except BaseException:
+        await knowledge.files.add(tenant, stored, file_quota(knowledge))
+    except BaseException as failed:
         await knowledge.blobs.delete(file_id)
+        if isinstance(failed, LimitReached):
+            raise OpenAIError(400, str(failed), None, "quota_exceeded") from None
         raise
     return file_object(stored)
 

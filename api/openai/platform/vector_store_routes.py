@@ -27,7 +27,7 @@ from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.query_rewrite import rewrite
 from knowledge.search import Hybrid, UnknownFilterKey, Unsearchable, search, searchable_model
 from store.knowledge.files import UnknownCursor
-from store.knowledge.records import Attachment, VectorStore
+from store.knowledge.records import Attachment, LimitReached, VectorStore
 
 router = APIRouter(tags=["Vector stores"], responses=ERROR_RESPONSES)
 
@@ -117,7 +117,10 @@ async def create_vector_store(body: CreateVectorStore, tenant: TenantDep, knowle
         created_at=now,
         last_active_at=now,
     )
-    await knowledge.stores.create(tenant, store)
+    try:
+        await knowledge.stores.create(tenant, store, knowledge.settings.max_vector_stores_per_tenant)
+    except LimitReached as quota:
+        raise OpenAIError(400, str(quota), None, "quota_exceeded") from None
     if body.file_ids:
         attachments = [Attachment(file_id, {}, strategy) for file_id in body.file_ids]
         await attach_files(knowledge, tenant, store.vector_store_id, attachments)
