@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from domain.content import TextContentItem, ToolCall, ToolResponse
+from knowledge import rag_config
 from knowledge.embeddings import EmbeddingCatalog, EmbeddingUnavailable
 from knowledge.rag_results import DEFAULT_TEMPLATE, file_search_answer, rag_answer
 from knowledge.search import Hybrid, SearchResult, UnknownFilterKey, Unsearchable, search, searchable_model
@@ -146,6 +147,8 @@ class KnowledgeSearch:
         queries = _queries(arguments)
         if not queries:
             return _response(call, 'Error: knowledge_search needs a "query".', {"is_error": True})
+        if (refused := rag_config.unsupported(config)) is not None:
+            return _response(call, f"Error: {refused}.", {"is_error": True})
         separator = str((config.get("query_generator_config") or {}).get("separator", " "))
         query = separator.join(queries)
         max_chunks = _bounded(config.get("max_chunks"), RAG_DEFAULT_CHUNKS, self._max_results)

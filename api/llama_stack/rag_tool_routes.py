@@ -22,6 +22,7 @@ from api.guards.tenancy import TenantDep
 from api.knowledge import Knowledge, KnowledgeDep, attach_files, file_quota
 from api.llama_stack.vector_db_routes import owned_vector_db
 from api.llama_stack.vector_io_routes import content_text, query_store
+from knowledge import rag_config
 from knowledge.deletion import delete_file
 from knowledge.rag_results import DEFAULT_TEMPLATE, rag_answer
 from knowledge.search import SearchResult
@@ -202,6 +203,8 @@ async def _attach_and_wait(
 @router.post("/tool-runtime/rag-tool/query", response_model=RAGQueryResult)
 async def query_documents(body: RAGQuery, tenant: TenantDep, knowledge: KnowledgeDep) -> RAGQueryResult:
     config = body.query_config or QueryConfig()
+    if (refused := rag_config.unsupported(config.model_dump(exclude_unset=True))) is not None:
+        raise HTTPException(400, refused)
     separator = (config.query_generator_config or {}).get("separator", " ")
     items = body.content if isinstance(body.content, list) else [body.content]
     query = str(separator).join(content_text(item, "content") for item in items)

@@ -83,6 +83,12 @@ async def owned_vector_db(knowledge: Knowledge, tenant: str, vector_db_id: str) 
 
 @router.post("/vector-dbs", response_model=VectorDB)
 async def register_vector_db(body: RegisterVectorDb, tenant: TenantDep, knowledge: KnowledgeDep) -> VectorDB:
+    if body.provider_id is not None and body.provider_id != engine_name(knowledge):
+        raise HTTPException(
+            400,
+            f"provider_id {body.provider_id!r} is not a vector provider here: this server's vector DBs are on "
+            f"{engine_name(knowledge)!r} (omit provider_id)",
+        )
     model = embedding_model(knowledge, body.embedding_model)
     if body.embedding_dimension is not None and body.embedding_dimension != model.dimension:
         raise HTTPException(
@@ -119,8 +125,15 @@ async def register_vector_db(body: RegisterVectorDb, tenant: TenantDep, knowledg
 
 @router.get("/vector-dbs", response_model=VectorDBList)
 async def list_vector_dbs(tenant: TenantDep, knowledge: KnowledgeDep) -> VectorDBList:
-    stores, _ = await knowledge.stores.page(tenant, "asc", None, knowledge.settings.page_limit_max)
-    return VectorDBList(data=[vector_db(knowledge, tenant, store) for store in stores])
+    """Every vector DB of the tenant (this dialect's list has no pages), read a page at a time."""
+    data: list[VectorDB] = []
+    after = None
+    while True:
+        stores, more = await knowledge.stores.page(tenant, "asc", after, knowledge.settings.page_limit_max)
+        data += [vector_db(knowledge, tenant, store) for store in stores]
+        if not more or not stores:
+            return VectorDBList(data=data)
+        after = stores[-1].vector_store_id
 
 
 @router.get("/vector-dbs/{vector_db_id}", response_model=VectorDB)

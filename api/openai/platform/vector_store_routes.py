@@ -100,6 +100,11 @@ class SearchPage(BaseModel):
 
 @router.post("/vector_stores", response_model=VectorStoreObject)
 async def create_vector_store(body: CreateVectorStore, tenant: TenantDep, knowledge: KnowledgeDep) -> VectorStoreObject:
+    if body.description is not None:
+        raise invalid(
+            "'description' is not kept by this server: put it in 'metadata' (e.g. {\"description\": \"...\"}).",
+            "description",
+        )
     model = embedding_model(knowledge, body.embedding_model or knowledge.settings.default_embedding_model)
     strategy = chunking(body.chunking_strategy)
     if len(set(body.file_ids)) != len(body.file_ids):
@@ -195,6 +200,12 @@ async def search_vector_store(
         except attribute_filters.InvalidFilter as bad:
             raise invalid(f"Invalid filters: {bad}.", "filters") from None
     options = body.ranking_options or RankingOptions()
+    if options.ranker not in (None, "auto", "none"):
+        raise invalid(
+            f"ranking_options.ranker {options.ranker!r} is OpenAI's own reranker, which this server does not have: "
+            "use 'auto' or 'none' (results rank by similarity, or by hybrid_search's fusion).",
+            "ranking_options.ranker",
+        )
     weights = options.hybrid_search
     hybrid = Hybrid(weights.embedding_weight, weights.text_weight) if weights else None
     try:
