@@ -39,6 +39,7 @@ from api.openai.responses.wire import (
 from domain.content import ToolCall, ToolResponse, content_as_text
 from domain.events import Payload
 from domain.turns import InferenceStep, ShieldCallStep, ToolExecutionStep, Turn, TurnStatus
+from knowledge.rag_results import searched_sources
 
 _payloads: TypeAdapter[Any] = TypeAdapter(Payload)
 _READ = frozenset({"step_progress", "step_complete", "turn_awaiting_input", "turn_complete"})
@@ -249,6 +250,8 @@ class SegmentFold:
     _running_calls: dict[str, int] = field(default_factory=dict)
     """Output indexes of the MCP calls shown in progress, by their tool step's id."""
     _running_searches: dict[str, int] = field(default_factory=dict)
+    _searched: set[str] = field(default_factory=set)
+    """The sources (file ids, vector-io document ids) the turn's file searches returned, whose markers are cited."""
     """Output indexes of the file_search calls shown in progress, by their tool step's id."""
 
     def feed(self, body: dict[str, Any], turn_status: TurnStatus | None = None) -> list[Move]:
@@ -324,7 +327,7 @@ class SegmentFold:
         message = self._open
         assert message is not None
         end = len(message.text) if final else showable_end(message.text, message.consumed)
-        visible, annotations = cited(message.text[message.consumed : end])
+        visible, annotations = cited(message.text[message.consumed : end], self._searched)
         for annotation in annotations:
             annotation["index"] += len(message.shown)
         message.consumed = end
@@ -343,6 +346,8 @@ class SegmentFold:
             searching = self._running_searches.pop(step.step_id, None)
             for call, response in zip(step.tool_calls, step.tool_responses, strict=False):
                 search = file_search_call_item(self.turn_id, step.step_id, call, response)
+                if search is not None:
+                    self._searched |= searched_sources(content_as_text(response.content))
                 if search is not None and searching is not None:
                     self.output[searching] = search
                     moves.append(FileSearchEnded(searching))
