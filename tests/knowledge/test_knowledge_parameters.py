@@ -9,6 +9,7 @@ import httpx
 import openai
 import pytest
 
+from configuration.settings import OFFLINE_MODEL_ID
 from tests.support.stack import Stack
 
 
@@ -29,6 +30,10 @@ def test_vector_store_parameters_are_honoured_or_refused_by_name(stack: Stack) -
     with pytest.raises(openai.BadRequestError) as reranked:
         client.vector_stores.search(store.id, query="q", ranking_options={"ranker": "default-2024-11-15"})
     assert "ranker" in reranked.value.message
+    tool = {"type": "file_search", "vector_store_ids": [store.id], "ranking_options": {"ranker": "default-2024-11-15"}}
+    with pytest.raises(openai.BadRequestError) as searched:
+        client.responses.create(model=OFFLINE_MODEL_ID, input="drills?", tools=[tool])  # type: ignore[list-item]
+    assert "ranker" in searched.value.message
 
 
 def test_rag_and_vector_db_parameters_are_honoured_or_refused_by_name(rest: httpx.Client) -> None:
