@@ -193,3 +193,41 @@ async def test_tenant_quotas_hold_under_concurrent_requests(store: tuple[Store, 
         return True
 
     assert sum(await asyncio.gather(*(create(number) for number in range(12)))) == 2
+
+
+async def test_the_files_per_store_limit_holds_under_concurrent_attaches(store: tuple[Store, str]) -> None:
+    knowledge, _ = store
+    await _vector_store(knowledge, "vs_busy")
+    for number in range(10):
+        await _file(knowledge, f"file-{number}")
+
+    async def attach(number: int) -> bool:
+        try:
+            await knowledge.vector_stores.attach("t", "vs_busy", [Attachment(f"file-{number}", {}, STRATEGY)], NOW, 3)
+        except LimitReached as refused:
+            assert "DA_MAX_FILES_PER_VECTOR_STORE" in str(refused)
+            return False
+        return True
+
+    assert sum(await asyncio.gather(*(attach(number) for number in range(10)))) == 3
+    assert len(await _attachments(knowledge)) == 3
+
+
+async def test_the_chunks_per_store_limit_holds_under_concurrent_ingestions(store: tuple[Store, str]) -> None:
+    knowledge, _ = store
+    await _vector_store(knowledge, "vs_chunks")
+    for number in range(5):
+        await _file(knowledge, f"file-{number}")
+    attachments = [Attachment(f"file-{number}", {}, STRATEGY) for number in range(5)]
+    attached = await knowledge.vector_stores.attach("t", "vs_chunks", attachments, NOW, 100)
+    assert attached is not None
+
+    async def ingest(file_id: str, ingestion_id: str | None) -> bool:
+        try:
+            await knowledge.vector_stores.write_chunks("vs_chunks", file_id, ingestion_id, [("text", 1)] * 10, 25)
+        except LimitReached as refused:
+            assert "DA_MAX_CHUNKS_PER_VECTOR_STORE" in str(refused)
+            return False
+        return True
+
+    assert sum(await asyncio.gather(*(ingest(file.file_id, file.ingestion_id) for file in attached))) == 2
