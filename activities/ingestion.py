@@ -18,7 +18,7 @@ from configuration.settings import Settings
 from knowledge.blobs import BlobStore
 from knowledge.chunking import Chunk, StaticChunking, chunks
 from knowledge.embeddings import EmbeddingCatalog, EmbeddingUnavailable, WordLlamaEmbeddings
-from knowledge.extraction import Unreadable, extract_text
+from knowledge.extraction import ExtractionLimits, Unreadable, extract_text
 from store.knowledge.records import Detached, IngestionTarget, LimitReached
 from store.knowledge.vector_index import IndexedChunk
 from store.knowledge.vector_stores import VectorStores
@@ -88,7 +88,8 @@ class IngestionActivities:
         strategy = StaticChunking(**(target.chunking_strategy.get("static") or {}))
         try:
             async with self._blobs.local_copy(file.file_id) as path:
-                text = await self._on_cpu(partial(asyncio.to_thread, extract_text, path, target.filename))
+                limits = ExtractionLimits(self._settings.max_extracted_characters, self._settings.max_pdf_pages)
+                text = await self._on_cpu(partial(asyncio.to_thread, extract_text, path, target.filename, limits))
         except FileNotFoundError:
             raise ApplicationError(
                 f"The bytes of {target.filename} are missing from the file store; upload the file again.",

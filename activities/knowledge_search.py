@@ -9,12 +9,14 @@ and no file's bytes travel in the activity's result.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from domain.content import TextContentItem, ToolCall, ToolResponse
-from knowledge.embeddings import EmbeddingCatalog, EmbeddingUnavailable, UnknownEmbeddingModel
+from knowledge import rag_config
+from knowledge.embeddings import EmbeddingCatalog, EmbeddingUnavailable
 from knowledge.rag_results import DEFAULT_TEMPLATE, file_search_answer, rag_answer
-from knowledge.search import Hybrid, SearchResult, UnknownFilterKey, search
+from knowledge.search import Hybrid, SearchResult, UnknownFilterKey, Unsearchable, search, searchable_model
 from store.knowledge.vector_stores import VectorStores
 from workflows.contracts import FileSearchConfig, ServerTool
 from workflows.knowledge_tools import FILE_SEARCH
@@ -76,7 +78,7 @@ class KnowledgeSearch:
             if store is None:
                 raise _Missing(store_id)
             try:
-                model = self._embeddings.get(store.embedding_model)
+                model = searchable_model(self._embeddings, store, datetime.now(UTC))
                 results += await search(
                     self._stores, model, tenant, store, queries, max_results, filters, threshold, hybrid
                 )
@@ -84,8 +86,8 @@ class KnowledgeSearch:
                 lacking.append(missing_key)  # this store's files lack the attribute; another's may have it
             except EmbeddingUnavailable as unavailable:
                 raise SearchUnavailable(str(unavailable)) from None
-            except UnknownEmbeddingModel as unknown:
-                raise SearchUnavailable(f"vector store {store_id}: {unknown}") from None
+            except Unsearchable as unsearchable:
+                raise SearchUnavailable(str(unsearchable)) from None
         if lacking and len(lacking) == len(store_ids):
             raise lacking[0]
         return sorted(results, key=lambda result: -result.score)[:max_results]
@@ -145,6 +147,8 @@ class KnowledgeSearch:
         queries = _queries(arguments)
         if not queries:
             return _response(call, 'Error: knowledge_search needs a "query".', {"is_error": True})
+        if (refused := rag_config.unsupported(config)) is not None:
+            return _response(call, f"Error: {refused}.", {"is_error": True})
         separator = str((config.get("query_generator_config") or {}).get("separator", " "))
         query = separator.join(queries)
         max_chunks = _bounded(config.get("max_chunks"), RAG_DEFAULT_CHUNKS, self._max_results)

@@ -21,6 +21,7 @@ from activities.heartbeat import heartbeating
 from configuration.settings import Settings
 from hosting.fault_points import AFTER_ERASE_BATCH, crash_point
 from knowledge.blobs import BlobStore
+from knowledge.deletion import delete_file, delete_vector_store
 from observability.metrics import RETENTION_OLDEST_AGE, RETENTION_PRUNED
 from store.knowledge.files import FileStore
 from store.knowledge.retention import (
@@ -84,7 +85,7 @@ class KnowledgeRetention:
         pick = expired_vector_stores if kind == EXPIRED_VECTOR_STORES else idle_vector_stores
         stores = await database.read(lambda tx: pick(tx, cutoff, limit))
         for tenant, vector_store_id in stores:
-            await self.stores.delete(tenant, vector_store_id)
+            await delete_vector_store(self.stores, self.files, self.blobs, tenant, vector_store_id)
         return len(stores)
 
     async def erase(self, tenant: str, limit: int) -> EraseResult | None:
@@ -92,7 +93,7 @@ class KnowledgeRetention:
         database = self.files.database
         stores = await database.read(lambda tx: tenant_vector_stores(tx, tenant, limit))
         for vector_store_id in stores:
-            await self.stores.delete(tenant, vector_store_id)
+            await delete_vector_store(self.stores, self.files, self.blobs, tenant, vector_store_id)
         if stores:
             return EraseResult(kind="vector_stores", deleted=len(stores))
         files = await database.read(lambda tx: tenant_files(tx, tenant, limit))
@@ -101,9 +102,7 @@ class KnowledgeRetention:
         return EraseResult(kind="files", deleted=len(files)) if files else None
 
     async def _delete_file(self, tenant: str, file_id: str) -> None:
-        await self.stores.detach_everywhere(tenant, file_id)
-        await self.blobs.delete(file_id)
-        await self.files.delete(tenant, file_id)
+        await delete_file(self.stores, self.files, self.blobs, tenant, file_id)
 
 
 class WebhookErasure:

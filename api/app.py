@@ -40,7 +40,7 @@ from configuration.settings import Settings, SettingsError
 from hosting import startup_heap
 from hosting.search_attribute_schema import MissingSearchAttributes, require_search_attributes
 from hosting.temporal_connection import connect_temporal
-from knowledge import ingestion_sweep
+from knowledge import blob_sweep, ingestion_sweep
 from knowledge.engines import vector_index
 from observability.api_tracing import fastapi_native_telemetry_off, instrument_api
 from observability.logs import configure_logging
@@ -139,6 +139,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if config.ingestion_sweep is not None:
             ingestions = ingestion_sweep.sweep_forever(knowledge.stores, knowledge.ingestion, config.ingestion_sweep)
             background.append(asyncio.create_task(ingestions))
+            background.append(asyncio.create_task(blob_sweep.sweep_forever(knowledge.blobs, knowledge.files)))
         try:
             if config.worker_in_api:
                 # Imported here: the worker's dependencies (the OpenAI SDK among them) add ~0.8 s to

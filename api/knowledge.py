@@ -20,7 +20,8 @@ from knowledge.blobs import BlobStore, blob_store
 from knowledge.embeddings import EmbeddingCatalog, EmbeddingModel, UnknownEmbeddingModel
 from knowledge.ingestion_starter import IngestionStarter
 from store.knowledge.files import FileStore, StoredFile
-from store.knowledge.records import Attachment, LimitReached, VectorStoreFile
+from store.knowledge.quotas import FileQuota
+from store.knowledge.records import Attachment, FileGone, LimitReached, VectorStoreFile
 from store.knowledge.vector_stores import VectorStores
 from store.repository import Store
 
@@ -91,8 +92,15 @@ async def attach_files(
         )
     except LimitReached as limit:
         raise HTTPException(400, str(limit)) from None
+    except FileGone as gone:
+        raise HTTPException(404, f"File with id '{gone}' not found.") from None
     if attached is None:
         raise HTTPException(404, f"Vector store with id '{vector_store_id}' not found.")
     crash_point(AFTER_ATTACHMENT_ROW)  # the sweep (knowledge/ingestion_sweep.py) starts what a crash here leaves
     await knowledge.ingestion.start(vector_store_id, [(file.file_id, file.ingestion_id) for file in attached])
     return attached
+
+
+def file_quota(knowledge: Knowledge) -> FileQuota:
+    settings = knowledge.settings
+    return FileQuota(settings.max_files_per_tenant, settings.max_file_bytes_per_tenant)

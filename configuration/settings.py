@@ -501,6 +501,17 @@ class Settings(BaseSettings):
     """Files one vector store may have attached."""
     max_chunks_per_vector_store: PositiveInt = 5_000_000
     """Chunks one vector store may hold; a file that would pass it fails with a `last_error` saying so."""
+    max_files_per_tenant: PositiveInt = 100_000
+    """Files one tenant may have (uploads and `rag-tool/insert` documents); past it an upload answers 400."""
+    max_file_bytes_per_tenant: PositiveInt = 1024**4
+    """Bytes one tenant's files may hold together (default 1 TiB: a quota for shared servers, not a disk guard)."""
+    max_vector_stores_per_tenant: PositiveInt = 10_000
+    """Vector stores (llama-stack vector DBs included) one tenant may have; past it a create answers 400."""
+    max_extracted_characters: PositiveInt = 20_000_000
+    """Characters of text one file may yield (what a worker holds while it chunks the file); a file with more
+    fails with a `last_error` naming this setting."""
+    max_pdf_pages: PositiveInt = 2_000
+    """Pages one PDF may have to be ingested; a longer one fails with a `last_error` naming this setting."""
     max_search_results: PositiveInt = 50
     """The largest `max_num_results` a vector store search may ask for."""
     vector_cache_mb: int = Field(default=256, ge=0)

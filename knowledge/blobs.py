@@ -13,7 +13,8 @@ import asyncio
 import contextlib
 import os
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -46,6 +47,14 @@ class BlobStore(Protocol):
 
     async def delete(self, file_id: str) -> None: ...
 
+    async def unowned(self, owned: Owned, cutoff: datetime, limit: int) -> list[str]:
+        """Ids of bytes written before the cutoff that no file row owns (`owned` says which ids have one): an
+        upload a crash cut short. The blob sweep (knowledge/blob_sweep.py) deletes them."""
+        ...
+
+
+Owned = Callable[[list[str]], Awaitable[set[str]]]
+
 
 class DirectoryBlobs:
     def __init__(self, root: Path) -> None:
@@ -68,6 +77,29 @@ class DirectoryBlobs:
 
     async def delete(self, file_id: str) -> None:
         await asyncio.to_thread(self.path(file_id).unlink, missing_ok=True)
+        await asyncio.to_thread(self.root.joinpath(f".{file_id}.partial").unlink, missing_ok=True)
+
+    async def unowned(self, owned: Owned, cutoff: datetime, limit: int) -> list[str]:
+        def old_enough() -> list[str]:
+            if not self.root.is_dir():
+                return []
+            with os.scandir(self.root) as entries:
+                return [
+                    entry.name.removeprefix(".").removesuffix(".partial")
+                    for entry in entries
+                    if entry.stat().st_mtime < cutoff.timestamp()
+                ]
+
+        # Every old file is looked at (most are owned), the rows asked for a page of ids at a time.
+        candidates = await asyncio.to_thread(old_enough)
+        found: list[str] = []
+        for start in range(0, len(candidates), 500):
+            page = candidates[start : start + 500]
+            present = await owned(page)
+            found += [file_id for file_id in page if file_id not in present]
+            if len(found) >= limit:
+                break
+        return found[:limit]
 
 
 class _FileWriter:
@@ -122,6 +154,9 @@ class DatabaseBlobs:
 
     async def delete(self, file_id: str) -> None:
         await self._parts.delete(file_id)
+
+    async def unowned(self, owned: Owned, cutoff: datetime, limit: int) -> list[str]:
+        return await self._parts.unowned(cutoff, limit)
 
 
 class _PartWriter:

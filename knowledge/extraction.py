@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html.parser
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -45,6 +46,16 @@ _MOSTLY_TEXT = 0.95
 """Share of printable characters below which decoded bytes are taken for binary data, not text."""
 
 
+@dataclass(frozen=True)
+class ExtractionLimits:
+    """What one file may make a worker hold: its text, and a PDF's pages (DA_MAX_EXTRACTED_CHARACTERS,
+    DA_MAX_PDF_PAGES). Past either the file fails with a message naming the setting; it is never cut short
+    silently."""
+
+    max_characters: int = 20_000_000
+    max_pdf_pages: int = 2_000
+
+
 class Unreadable(Exception):
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
@@ -52,16 +63,19 @@ class Unreadable(Exception):
         self.message = message
 
 
-def extract_text(path: Path, filename: str) -> str:
+def extract_text(path: Path, filename: str, limits: ExtractionLimits) -> str:
     """The text of the file at `path`, read by the kind its `filename` and its first bytes say it is."""
-    if path.stat().st_size == 0:
+    size = path.stat().st_size
+    if size == 0:
         raise Unreadable("invalid_file", f"{filename} is empty (0 bytes): upload a file with text in it.")
     with path.open("rb") as source:
         head = source.read(1024)
     suffix = Path(filename).suffix.lower()
     if head.startswith(b"%PDF") or suffix == ".pdf":
-        text = _pdf(path, filename)
+        text = _pdf(path, filename, limits)
     else:
+        if size > 4 * limits.max_characters:  # four bytes are the most one character takes in UTF-8
+            _too_long(filename, limits)
         raw = _decoded(path.read_bytes(), filename)
         if suffix in (".html", ".htm") or raw.lstrip()[:15].lower().startswith(("<!doctype html", "<html")):
             text = _html(raw)
@@ -69,9 +83,19 @@ def extract_text(path: Path, filename: str) -> str:
             text = _json(raw, filename)
         else:
             text = raw
+    if len(text) > limits.max_characters:
+        _too_long(filename, limits)
     if not text.strip():
         raise Unreadable("invalid_file", f"{filename} has no text to index (only whitespace or markup).")
     return text
+
+
+def _too_long(filename: str, limits: ExtractionLimits) -> None:
+    raise Unreadable(
+        "invalid_file",
+        f"{filename} holds more than {limits.max_characters} characters of text, this server's limit per file "
+        "(DA_MAX_EXTRACTED_CHARACTERS): split it into smaller files.",
+    )
 
 
 def _decoded(data: bytes, filename: str) -> str:
@@ -139,7 +163,7 @@ def _json(raw: str, filename: str) -> str:
     return raw
 
 
-def _pdf(path: Path, filename: str) -> str:
+def _pdf(path: Path, filename: str, limits: ExtractionLimits) -> str:
     import pypdf
     from pypdf.errors import PyPdfError
 
@@ -147,7 +171,19 @@ def _pdf(path: Path, filename: str) -> str:
         reader = pypdf.PdfReader(path)
         if reader.is_encrypted:
             raise Unreadable("unsupported_file", f"{filename} is an encrypted PDF: upload it without a password.")
-        pages = [page.extract_text() or "" for page in reader.pages]
+        if len(reader.pages) > limits.max_pdf_pages:
+            raise Unreadable(
+                "unsupported_file",
+                f"{filename} has {len(reader.pages)} pages, more than this server's limit of {limits.max_pdf_pages} "
+                "(DA_MAX_PDF_PAGES): split it into smaller PDFs.",
+            )
+        pages = []
+        characters = 0
+        for page in reader.pages:
+            pages.append(page.extract_text() or "")
+            characters += len(pages[-1]) + 2
+            if characters > limits.max_characters:
+                _too_long(filename, limits)
     except Unreadable:
         raise
     except (PyPdfError, ValueError, KeyError, TypeError, OSError) as exc:

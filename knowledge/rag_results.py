@@ -12,9 +12,17 @@ from knowledge.search import SearchResult
 
 DEFAULT_TEMPLATE = "Result {index}\nContent: {chunk.content}\nMetadata: {metadata}\n"
 
-CITATION = re.compile(r"【(file-[A-Za-z0-9_-]{1,64})†([^【】\n]{0,256})】")
-"""A citation marker, `【file-id†filename】`: written before each passage of a file_search answer, and copied by
-the model after what it took from it. The Responses view turns each into a `file_citation` annotation."""
+CITATION = re.compile(r"【([A-Za-z0-9_.:-]{1,64})†([^【】\n]{0,256})】")
+"""A citation marker, `【id†filename】`: written before each passage of a file_search answer, and copied by the
+model after what it took from it. The id is a file's (`file-…`), or for chunks `vector-io/insert` put in a
+vector DB, their document's. The Responses view takes out each marker naming a source a search of the turn
+returned, and makes a file's a `file_citation` annotation; a marker naming nothing searched is the model's own
+text and stays."""
+
+
+def searched_sources(answer: str) -> set[str]:
+    """The ids of the sources a file_search answer's passages came from (the markers it was written with)."""
+    return {found.group(1) for found in CITATION.finditer(answer)}
 
 
 def chunk_metadata(result: SearchResult) -> dict[str, Any]:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 from sqlalchemy import Connection
 
 from knowledge import filters as attribute_filters
-from knowledge.embeddings import EmbeddingModel, InProcessEmbeddingModel
+from knowledge.embeddings import EmbeddingCatalog, EmbeddingModel, InProcessEmbeddingModel, UnknownEmbeddingModel
 from store.database import ThreadedSQLite
 from store.knowledge.records import VectorStore
 from store.knowledge.vector_index import Hit
@@ -47,6 +48,28 @@ class SearchResult:
 
 class UnknownFilterKey(ValueError):
     pass
+
+
+class Unsearchable(LookupError):
+    """The store cannot answer a search: it expired, or the embedding model it was made with is gone. The
+    message says which and what to do."""
+
+
+def searchable_model(embeddings: EmbeddingCatalog, store: VectorStore, now: datetime) -> EmbeddingModel:
+    """The model to embed a search of this store with; raises Unsearchable when there is no search to make."""
+    if store.expired(now):
+        raise Unsearchable(
+            f"Vector store {store.vector_store_id} expired at {store.expires_at:%Y-%m-%dT%H:%M:%SZ} (its "
+            "expires_after counts from its last use) and is deleted at retention's next run; create a new one."
+        )
+    try:
+        return embeddings.get(store.embedding_model)
+    except UnknownEmbeddingModel:
+        raise Unsearchable(
+            f"Vector store {store.vector_store_id} was made with the embedding model {store.embedding_model!r}, "
+            "which this server no longer configures (DA_MODELS): configure it again to search this store, or make "
+            "a new store with a configured model."
+        ) from None
 
 
 def _fused(vector: list[Hit], keyword: list[Hit], hybrid: Hybrid) -> list[Hit]:
@@ -134,4 +157,6 @@ async def search(
             )
         return results
 
-    return await stores.search(read)
+    found = await stores.search(read)
+    await stores.touch(store.vector_store_id)
+    return found

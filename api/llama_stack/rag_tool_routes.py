@@ -19,15 +19,17 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.guards.tenancy import TenantDep
-from api.knowledge import Knowledge, KnowledgeDep, attach_files
+from api.knowledge import Knowledge, KnowledgeDep, attach_files, file_quota
 from api.llama_stack.vector_db_routes import owned_vector_db
 from api.llama_stack.vector_io_routes import content_text, query_store
+from knowledge import rag_config
+from knowledge.deletion import delete_file
 from knowledge.rag_results import DEFAULT_TEMPLATE, rag_answer
 from knowledge.search import SearchResult
 from outbound.http import ReplyTooLarge, outbound_from
 from outbound.policy import OutboundRefused
 from store.knowledge.files import StoredFile
-from store.knowledge.records import Attachment
+from store.knowledge.records import Attachment, LimitReached
 
 router = APIRouter(tags=["ToolRuntime"])
 
@@ -89,8 +91,8 @@ def _filename(document: RAGDocument, uri: str | None) -> str:
     return document.document_id + suffix if not PurePosixPath(document.document_id).suffix else document.document_id
 
 
-async def _store_document(knowledge: Knowledge, tenant: str, document: RAGDocument) -> StoredFile:
-    """The document's bytes written to the blob store as a new file of the tenant's."""
+async def _store_document(knowledge: Knowledge, tenant: str, vector_store_id: str, document: RAGDocument) -> StoredFile:
+    """The document's bytes written to the blob store as a new file of the tenant's, made for the vector DB."""
     file_id = "file-" + secrets.token_hex(12)
     writer = knowledge.blobs.writer(file_id)
     size = 0
@@ -108,8 +110,14 @@ async def _store_document(knowledge: Knowledge, tenant: str, document: RAGDocume
     except BaseException:
         await writer.abort()
         raise
-    stored = StoredFile(file_id, _filename(document, uri), "assistants", size, datetime.now(UTC), None)
-    await knowledge.files.add(tenant, stored)
+    stored = StoredFile(file_id, _filename(document, uri), "assistants", size, datetime.now(UTC), None, vector_store_id)
+    try:
+        await knowledge.files.add(tenant, stored, file_quota(knowledge))
+    except BaseException as failed:
+        await knowledge.blobs.delete(file_id)
+        if isinstance(failed, LimitReached):
+            raise HTTPException(400, f"Document {document.document_id!r}: {failed}") from None
+        raise
     return stored
 
 
@@ -156,12 +164,24 @@ async def _wait_until_ingested(knowledge: Knowledge, tenant: str, vector_store_i
 
 @router.post("/tool-runtime/rag-tool/insert")
 async def insert_documents(body: InsertDocuments, tenant: TenantDep, knowledge: KnowledgeDep) -> None:
+    """Answers once every document is indexed; if any is not, or anything fails on the way, none of the files
+    this insert made is left behind."""
     store = await owned_vector_db(knowledge, tenant, body.vector_db_id)
-    stored = {}
-    for document in body.documents:
-        file = await _store_document(knowledge, tenant, document)
-        stored[file.file_id] = document
-    size = body.chunk_size_in_tokens
+    stored: dict[str, RAGDocument] = {}
+    try:
+        for document in body.documents:
+            file = await _store_document(knowledge, tenant, store.vector_store_id, document)
+            stored[file.file_id] = document
+        await _attach_and_wait(knowledge, tenant, store.vector_store_id, body.chunk_size_in_tokens, stored)
+    except BaseException:
+        for file_id in stored:
+            await delete_file(knowledge.stores, knowledge.files, knowledge.blobs, tenant, file_id)
+        raise
+
+
+async def _attach_and_wait(
+    knowledge: Knowledge, tenant: str, vector_store_id: str, size: int, stored: dict[str, RAGDocument]
+) -> None:
     strategy = {"type": "static", "static": {"max_chunk_size_tokens": size, "chunk_overlap_tokens": size // 4}}
     attachments = [
         Attachment(
@@ -174,15 +194,17 @@ async def insert_documents(body: InsertDocuments, tenant: TenantDep, knowledge: 
         )
         for file_id, document in stored.items()
     ]
-    await attach_files(knowledge, tenant, store.vector_store_id, attachments)
+    await attach_files(knowledge, tenant, vector_store_id, attachments)
     await _wait_until_ingested(
-        knowledge, tenant, store.vector_store_id, {file_id: doc.document_id for file_id, doc in stored.items()}
+        knowledge, tenant, vector_store_id, {file_id: doc.document_id for file_id, doc in stored.items()}
     )
 
 
 @router.post("/tool-runtime/rag-tool/query", response_model=RAGQueryResult)
 async def query_documents(body: RAGQuery, tenant: TenantDep, knowledge: KnowledgeDep) -> RAGQueryResult:
     config = body.query_config or QueryConfig()
+    if (refused := rag_config.unsupported(config.model_dump(exclude_unset=True))) is not None:
+        raise HTTPException(400, refused)
     separator = (config.query_generator_config or {}).get("separator", " ")
     items = body.content if isinstance(body.content, list) else [body.content]
     query = str(separator).join(content_text(item, "content") for item in items)

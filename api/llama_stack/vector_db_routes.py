@@ -18,7 +18,8 @@ from sqlalchemy.exc import IntegrityError
 from api.guards.tenancy import TenantDep
 from api.knowledge import Knowledge, KnowledgeDep, embedding_model
 from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
-from store.knowledge.records import VectorStore
+from knowledge.deletion import delete_vector_store
+from store.knowledge.records import LimitReached, VectorStore
 from store.knowledge.vector_stores import vector_db_store_id
 
 router = APIRouter(tags=["VectorDBs"])
@@ -82,6 +83,12 @@ async def owned_vector_db(knowledge: Knowledge, tenant: str, vector_db_id: str) 
 
 @router.post("/vector-dbs", response_model=VectorDB)
 async def register_vector_db(body: RegisterVectorDb, tenant: TenantDep, knowledge: KnowledgeDep) -> VectorDB:
+    if body.provider_id is not None and body.provider_id != engine_name(knowledge):
+        raise HTTPException(
+            400,
+            f"provider_id {body.provider_id!r} is not a vector provider here: this server's vector DBs are on "
+            f"{engine_name(knowledge)!r} (omit provider_id)",
+        )
     model = embedding_model(knowledge, body.embedding_model)
     if body.embedding_dimension is not None and body.embedding_dimension != model.dimension:
         raise HTTPException(
@@ -108,7 +115,9 @@ async def register_vector_db(body: RegisterVectorDb, tenant: TenantDep, knowledg
         provider_vector_db_id=body.provider_vector_db_id,
     )
     try:
-        await knowledge.stores.create(tenant, store)
+        await knowledge.stores.create(tenant, store, knowledge.settings.max_vector_stores_per_tenant)
+    except LimitReached as quota:
+        raise HTTPException(400, str(quota)) from None
     except IntegrityError:
         raise HTTPException(400, f"The vector DB id {body.vector_db_id!r} is taken; choose another") from None
     return vector_db(knowledge, tenant, store)
@@ -116,8 +125,15 @@ async def register_vector_db(body: RegisterVectorDb, tenant: TenantDep, knowledg
 
 @router.get("/vector-dbs", response_model=VectorDBList)
 async def list_vector_dbs(tenant: TenantDep, knowledge: KnowledgeDep) -> VectorDBList:
-    stores, _ = await knowledge.stores.page(tenant, "asc", None, knowledge.settings.page_limit_max)
-    return VectorDBList(data=[vector_db(knowledge, tenant, store) for store in stores])
+    """Every vector DB of the tenant (this dialect's list has no pages), read a page at a time."""
+    data: list[VectorDB] = []
+    after = None
+    while True:
+        stores, more = await knowledge.stores.page(tenant, "asc", after, knowledge.settings.page_limit_max)
+        data += [vector_db(knowledge, tenant, store) for store in stores]
+        if not more or not stores:
+            return VectorDBList(data=data)
+        after = stores[-1].vector_store_id
 
 
 @router.get("/vector-dbs/{vector_db_id}", response_model=VectorDB)
@@ -128,5 +144,8 @@ async def get_vector_db(vector_db_id: str, tenant: TenantDep, knowledge: Knowled
 @router.delete("/vector-dbs/{vector_db_id}")
 async def unregister_vector_db(vector_db_id: str, tenant: TenantDep, knowledge: KnowledgeDep) -> None:
     store = await find_vector_db(knowledge, tenant, vector_db_id)
-    if store is None or not await knowledge.stores.delete(tenant, store.vector_store_id):
+    """The vector DB, its chunks, and the files `rag-tool/insert` stored for its documents."""
+    if store is None or not await delete_vector_store(
+        knowledge.stores, knowledge.files, knowledge.blobs, tenant, store.vector_store_id
+    ):
         raise HTTPException(404, f"Vector DB {vector_db_id!r} is not registered")

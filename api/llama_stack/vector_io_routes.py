@@ -15,7 +15,7 @@ from api.llama_stack.vector_db_routes import owned_vector_db
 from knowledge.chunking import count_tokens
 from knowledge.embeddings import EmbeddingUnavailable, unit_rows
 from knowledge.rag_results import chunk_metadata
-from knowledge.search import Hybrid, SearchResult, search
+from knowledge.search import Hybrid, SearchResult, Unsearchable, search, searchable_model
 from store.knowledge.records import LimitReached, VectorStore
 
 router = APIRouter(tags=["VectorIO"])
@@ -82,9 +82,13 @@ async def query_store(
     if mode not in (None, "vector", "keyword", "hybrid"):
         raise HTTPException(400, f"mode is vector, keyword or hybrid, not {mode!r}")
     try:
+        model = searchable_model(knowledge.embeddings, store, datetime.now(UTC))
+    except Unsearchable as unsearchable:
+        raise HTTPException(409, str(unsearchable)) from None
+    try:
         return await search(
             knowledge.stores,
-            knowledge.embeddings.get(store.embedding_model),
+            model,
             tenant,
             store,
             [query],
@@ -99,11 +103,20 @@ async def query_store(
 
 @router.post("/vector-io/insert")
 async def insert_chunks(body: InsertChunks, tenant: TenantDep, knowledge: KnowledgeDep) -> None:
+    if body.ttl_seconds is not None:
+        raise HTTPException(
+            400,
+            "ttl_seconds is not supported: inserted chunks live as long as their vector DB; give the vector "
+            "store an expires_after, or delete the chunks' document, to end them",
+        )
     store = await owned_vector_db(knowledge, tenant, body.vector_db_id)
     texts = [content_text(chunk.content, f"chunks[{index}].content") for index, chunk in enumerate(body.chunks)]
     missing = [index for index, chunk in enumerate(body.chunks) if chunk.embedding is None]
     if missing:
-        model = knowledge.embeddings.get(store.embedding_model)
+        try:
+            model = searchable_model(knowledge.embeddings, store, datetime.now(UTC))
+        except Unsearchable as unsearchable:
+            raise HTTPException(409, str(unsearchable)) from None
         try:
             embedded = (await model.embed([texts[index] for index in missing])).vectors
         except EmbeddingUnavailable as unavailable:
@@ -134,6 +147,7 @@ async def insert_chunks(body: InsertChunks, tenant: TenantDep, knowledge: Knowle
                 chunks,
                 datetime.now(UTC),
                 knowledge.settings.max_chunks_per_vector_store,
+                knowledge.settings.max_files_per_vector_store,
             )
         except LimitReached as limit:
             raise HTTPException(400, str(limit)) from None

@@ -6,10 +6,12 @@ every API process and worker reaches a file's bytes without a shared disk.
 
 from __future__ import annotations
 
-from sqlalchemy import delete, insert, select
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, delete, exists, func, insert, select, update
 
 from store.database import Database
-from store.knowledge.tables import FileBlobPartRow
+from store.knowledge.tables import FileBlobPartRow, FileRow
 
 
 class BlobParts:
@@ -22,7 +24,7 @@ class BlobParts:
         return await self._database.read(lambda tx: tx.execute(query).scalar())
 
     async def add(self, file_id: str, part: int, data: bytes) -> None:
-        row = {"file_id": file_id, "part": part, "data": data}
+        row = {"file_id": file_id, "part": part, "data": data, "created_at": datetime.now(UTC)}
         await self._database.write(lambda tx: tx.execute(insert(FileBlobPartRow), row))
 
     async def delete(self, file_id: str) -> None:
@@ -30,3 +32,26 @@ class BlobParts:
         await self._database.write(
             lambda tx: tx.execute(delete(FileBlobPartRow).where(FileBlobPartRow.file_id == file_id))
         )
+
+    async def unowned(self, cutoff: datetime, limit: int) -> list[str]:
+        """Files whose parts no file row owns and were written before the cutoff: an upload a crash cut short
+        (or a delete that removed the row but not the bytes). Parts without a date are dated now, so they go
+        once they are as old."""
+        unowned = ~exists().where(FileRow.file_id == FileBlobPartRow.file_id)
+
+        def write(tx: Connection) -> list[str]:
+            tx.execute(
+                update(FileBlobPartRow)
+                .where(FileBlobPartRow.created_at.is_(None), unowned)
+                .values(created_at=datetime.now(UTC))
+            )
+            query = (
+                select(FileBlobPartRow.file_id)
+                .where(unowned)
+                .group_by(FileBlobPartRow.file_id)
+                .having(func.max(FileBlobPartRow.created_at) < cutoff)
+                .limit(limit)
+            )
+            return list(tx.execute(query).scalars())
+
+        return await self._database.write(write)

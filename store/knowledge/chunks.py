@@ -53,6 +53,8 @@ class VectorStoreChunks:
     def __init__(self, database: Database, index: VectorIndex) -> None:
         self.database = database
         self.index = index
+        self._touched: dict[str, float] = {}
+        """When (monotonic) this process last marked each store in use (VectorStores.touch)."""
 
     def remove_chunks(self, tx: Connection, dimension: int, *where: Any) -> None:
         chunk_ids = list(tx.execute(select(ChunkRow.chunk_id).where(*where)).scalars())
@@ -94,6 +96,12 @@ class VectorStoreChunks:
         `ingestion_id` names is gone."""
 
         def write(tx: Connection) -> int:
+            # The store row locked, so that files ingested side by side cannot pass the chunk limit together.
+            tx.execute(
+                select(VectorStoreRow.vector_store_id)
+                .where(VectorStoreRow.vector_store_id == vector_store_id)
+                .with_for_update()
+            )
             attachment_is(tx, vector_store_id, file_id, ingestion_id)
             mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
             written = tx.execute(select(func.count()).where(*mine)).scalar_one()
@@ -152,6 +160,12 @@ class VectorStoreChunks:
         if the attachment `ingestion_id` names is gone."""
 
         def write(tx: Connection) -> int:
+            # The store row locked, so that files ingested side by side cannot pass the chunk limit together.
+            tx.execute(
+                select(VectorStoreRow.vector_store_id)
+                .where(VectorStoreRow.vector_store_id == vector_store_id)
+                .with_for_update()
+            )
             attachment_is(tx, vector_store_id, file_id, ingestion_id)
             mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
             written = tx.execute(select(func.count()).where(*mine)).scalar_one()
@@ -277,13 +291,16 @@ class VectorStoreChunks:
         chunks: Sequence[tuple[str, int, dict[str, Any], Any]],
         created_at: datetime,
         max_chunks: int,
+        max_files: int,
     ) -> bool:
         """Chunks given whole with their vectors (text, tokens, metadata, vector) — the llama-stack dialect's
-        `vector-io/insert` — added to the document's attachment, which is made `completed` if new. One
-        transaction; False if the tenant has no such vector store."""
+        `vector-io/insert` — added to the document's attachment, which is made `completed` if new (a file of
+        the store, within its files limit). One transaction, which marks the store in use; False if the tenant
+        has no such vector store."""
 
         def write(tx: Connection) -> bool:
-            store = tx.execute(owned_store(tenant, vector_store_id)).first()
+            # Locked, so that concurrent inserts and ingestions cannot pass the limits together.
+            store = tx.execute(owned_store(tenant, vector_store_id).with_for_update()).first()
             if store is None:
                 return False
             total = tx.execute(select(func.count()).where(ChunkRow.vector_store_id == vector_store_id)).scalar_one()
@@ -294,6 +311,14 @@ class VectorStoreChunks:
                 )
             where = (VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.file_id == document_id)
             if tx.execute(select(VectorStoreFileRow.status).where(*where)).first() is None:
+                files = tx.execute(
+                    select(func.count()).where(VectorStoreFileRow.vector_store_id == vector_store_id)
+                ).scalar_one()
+                if files + 1 > max_files:
+                    raise LimitReached(
+                        f"Vector DB {vector_store_id} has {files} documents; another would pass this server's limit "
+                        f"of {max_files} (DA_MAX_FILES_PER_VECTOR_STORE)."
+                    )
                 tx.execute(
                     insert(VectorStoreFileRow),
                     {
@@ -328,6 +353,11 @@ class VectorStoreChunks:
                 for chunk_id, (text, _, _, vector) in zip(ids.scalars(), chunks, strict=True)
             ]
             self.index.add(tx, vector_store_id, store.embedding_dimension, indexed)
+            tx.execute(
+                update(VectorStoreRow)
+                .where(VectorStoreRow.vector_store_id == vector_store_id, VectorStoreRow.last_active_at < created_at)
+                .values(last_active_at=created_at)
+            )
             count, text_bytes = tx.execute(
                 select(func.count(), func.coalesce(func.sum(func.length(ChunkRow.text)), 0)).where(*mine)
             ).one()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, delete, insert, select, tuple_
+from sqlalchemy import Connection, delete, func, insert, or_, select, tuple_
 
 from store.database import Database
+from store.knowledge.quotas import FileQuota, serialise_tenant
+from store.knowledge.records import LimitReached
 from store.knowledge.tables import FileRow
 
 Order = Literal["asc", "desc"]
@@ -22,6 +24,8 @@ class StoredFile:
     bytes: int
     created_at: datetime
     expires_at: datetime | None
+    vector_store_id: str | None = None
+    """The vector DB `rag-tool/insert` made this file for (it goes with it); None for an upload."""
 
 
 class UnknownCursor(LookupError):
@@ -46,9 +50,28 @@ class FileStore:
     def __init__(self, database: Database) -> None:
         self.database = database
 
-    async def add(self, tenant: str, file: StoredFile) -> None:
+    async def add(self, tenant: str, file: StoredFile, quota: FileQuota) -> None:
+        """Add the file's row; raises LimitReached, naming the setting, past the tenant's quota."""
         values = {**file.__dict__, "tenant_id": tenant}
-        await self.database.write(lambda tx: tx.execute(insert(FileRow), values))
+
+        def write(tx: Connection) -> None:
+            serialise_tenant(tx, "files", tenant)
+            count, total = tx.execute(
+                select(func.count(), func.coalesce(func.sum(FileRow.bytes), 0)).where(FileRow.tenant_id == tenant)
+            ).one()
+            if count + 1 > quota.max_files:
+                raise LimitReached(
+                    f"You have {count} files, this server's quota per tenant (DA_MAX_FILES_PER_TENANT); "
+                    "delete some to upload more."
+                )
+            if total + file.bytes > quota.max_bytes:
+                raise LimitReached(
+                    f"Your files hold {total} bytes; {file.bytes} more would pass this server's quota of "
+                    f"{quota.max_bytes} bytes per tenant (DA_MAX_FILE_BYTES_PER_TENANT); delete some to upload more."
+                )
+            tx.execute(insert(FileRow), values)
+
+        await self.database.write(write)
 
     async def get(self, tenant: str, file_id: str) -> StoredFile | None:
         def read(tx: Connection) -> StoredFile | None:
@@ -60,8 +83,12 @@ class FileStore:
     async def page(
         self, tenant: str, purpose: str | None, order: Order, after: str | None, limit: int
     ) -> tuple[list[StoredFile], bool]:
+        now = datetime.now(UTC)
+
         def read(tx: Connection) -> tuple[list[StoredFile], bool]:
-            query = select(*_COLUMNS).where(FileRow.tenant_id == tenant)
+            # An expired file is not listed, as retrieve and delete answer 404 for it until retention deletes it.
+            live = or_(FileRow.expires_at.is_(None), FileRow.expires_at > now)
+            query = select(*_COLUMNS).where(FileRow.tenant_id == tenant, live)
             if purpose is not None:
                 query = query.where(FileRow.purpose == purpose)
             position = tuple_(FileRow.created_at, FileRow.file_id)
@@ -83,6 +110,16 @@ class FileStore:
             return [_file(row) for row in rows[:limit]], len(rows) > limit
 
         return await self.database.read(read)
+
+    async def made_for(self, tenant: str, vector_store_id: str) -> list[str]:
+        """The files `rag-tool/insert` made for the vector store."""
+        query = select(FileRow.file_id).where(FileRow.tenant_id == tenant, FileRow.vector_store_id == vector_store_id)
+        return await self.database.read(lambda tx: list(tx.execute(query).scalars()))
+
+    async def existing(self, file_ids: list[str]) -> set[str]:
+        """Those of the ids that have a file row, of any tenant (the blob sweep's question)."""
+        query = select(FileRow.file_id).where(FileRow.file_id.in_(file_ids))
+        return await self.database.read(lambda tx: set(tx.execute(query).scalars()))
 
     async def delete(self, tenant: str, file_id: str) -> bool:
         def remove(tx: Connection) -> bool:

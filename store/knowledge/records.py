@@ -4,7 +4,7 @@ chunks ingested, and the refusal when a configured cap would be passed."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 Order = Literal["asc", "desc"]
@@ -40,6 +40,18 @@ class VectorStore:
     provider_vector_db_id: str | None = None
     file_counts: FileCounts = field(default_factory=FileCounts)
     usage_bytes: int = 0
+
+    @property
+    def expires_at(self) -> datetime | None:
+        """When its own `expires_after` ({"anchor": "last_active_at", "days": N}) ends it, counted from its last
+        use (a create, update, attach, insert or search)."""
+        days = (self.expires_after or {}).get("days")
+        return self.last_active_at + timedelta(days=days) if isinstance(days, int) else None
+
+    def expired(self, now: datetime) -> bool:
+        """Expired stores answer no search: retention deletes them at its next run."""
+        expires_at = self.expires_at
+        return expires_at is not None and expires_at <= now
 
 
 @dataclass(frozen=True)
@@ -85,6 +97,10 @@ class IngestionTarget:
     ingestion_id: str | None = None
 
 
+class FileGone(LookupError):
+    """A file to attach was deleted meanwhile; its id is the argument."""
+
+
 class Detached(Exception):
     """The attachment an ingestion run was started for is gone: the file was detached or attached anew."""
 
@@ -97,6 +113,8 @@ class PendingIngestion:
     file_id: str
     batch_cancelled: bool
     ingestion_id: str | None = None
+    store_gone: bool = False
+    """Its vector store was deleted (an attachment a release without the store lock could leave)."""
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,10 @@ class FileRow(Base):
     read with it."""
 
     __tablename__ = "files"
-    __table_args__ = (Index("ix_files_tenant_order", "tenant_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_files_tenant_order", "tenant_id", "created_at"),
+        Index("ix_files_vector_store", "vector_store_id"),
+    )
 
     file_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(64))
@@ -29,6 +32,8 @@ class FileRow(Base):
     bytes: Mapped[int] = mapped_column(BigInteger)
     created_at: Mapped[datetime]
     expires_at: Mapped[datetime | None]
+    vector_store_id: Mapped[str | None] = mapped_column(String(64))
+    """The vector DB a llama-stack `rag-tool/insert` made this file of a document for: it is deleted with it."""
 
 
 class FileBlobPartRow(Base):
@@ -40,6 +45,10 @@ class FileBlobPartRow(Base):
     file_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     part: Mapped[int] = mapped_column(Integer, primary_key=True)
     data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime | None]
+    """When the part was written: parts no file row owns an hour on are an upload a crash cut short, and the
+    sweep (knowledge/blob_sweep.py) removes them. None for parts written before it was kept: the sweep dates
+    those when it first finds them unowned."""
 
 
 class VectorStoreRow(Base):

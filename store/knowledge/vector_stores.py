@@ -9,27 +9,30 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, String, delete, func, insert, literal_column, select, tuple_, update
 
 from store.knowledge.chunks import STORE_COLUMNS, VectorStoreChunks, attachment_is, owned_store
 from store.knowledge.files import UnknownCursor
+from store.knowledge.quotas import serialise_tenant
 from store.knowledge.records import (
     FINAL,
     Attachment,
     Detached,
     FileBatch,
     FileCounts,
+    FileGone,
     LimitReached,
     Order,
     PendingIngestion,
     VectorStore,
     VectorStoreFile,
 )
-from store.knowledge.tables import ChunkRow, VectorStoreFileBatchRow, VectorStoreFileRow, VectorStoreRow
+from store.knowledge.tables import ChunkRow, FileRow, VectorStoreFileBatchRow, VectorStoreFileRow, VectorStoreRow
 
 _IN_PROGRESS = literal_column("'in_progress'", String)
 
@@ -93,10 +96,34 @@ def _after(tx: Connection, query: Any, position: Any, cursor_query: Any, after: 
     return query.where(position < tuple_(*cursor) if order == "desc" else position > tuple_(*cursor))
 
 
+TOUCH_EVERY_SECONDS = 60.0
+"""A store's `last_active_at` is written at most this often per process by searches and inserts."""
+
+
 class VectorStores(VectorStoreChunks):
     # The API's reads and writes, scoped to a tenant.
 
-    async def create(self, tenant: str, store: VectorStore) -> None:
+    async def touch(self, vector_store_id: str) -> None:
+        """Mark the store in use (searched, chunks inserted), so its `expires_after` and the vector-store TTL
+        count from now. At most once a minute per store and process, so a search stays one read."""
+        now = time.monotonic()
+        touched = self._touched.get(vector_store_id)
+        if touched is not None and now - touched < TOUCH_EVERY_SECONDS:
+            return
+        if len(self._touched) > 10_000:
+            self._touched = {key: at for key, at in self._touched.items() if now - at < TOUCH_EVERY_SECONDS}
+        self._touched[vector_store_id] = now
+        at = datetime.now(UTC)
+        await self.database.write(
+            lambda tx: tx.execute(
+                update(VectorStoreRow)
+                .where(VectorStoreRow.vector_store_id == vector_store_id, VectorStoreRow.last_active_at < at)
+                .values(last_active_at=at)
+            )
+        )
+
+    async def create(self, tenant: str, store: VectorStore, max_stores: int) -> None:
+        """Raises LimitReached, naming the setting, past the tenant's quota of vector stores."""
         values = {
             "vector_store_id": store.vector_store_id,
             "tenant_id": tenant,
@@ -109,7 +136,18 @@ class VectorStores(VectorStoreChunks):
             "last_active_at": store.last_active_at,
             "provider_vector_db_id": store.provider_vector_db_id,
         }
-        await self.database.write(lambda tx: tx.execute(insert(VectorStoreRow), values))
+
+        def write(tx: Connection) -> None:
+            serialise_tenant(tx, "vector_stores", tenant)
+            count = tx.execute(select(func.count()).where(VectorStoreRow.tenant_id == tenant)).scalar_one()
+            if count + 1 > max_stores:
+                raise LimitReached(
+                    f"You have {count} vector stores (vector DBs included), this server's quota per tenant "
+                    "(DA_MAX_VECTOR_STORES_PER_TENANT); delete some to make more."
+                )
+            tx.execute(insert(VectorStoreRow), values)
+
+        await self.database.write(write)
 
     async def get(self, tenant: str, vector_store_id: str) -> VectorStore | None:
         def read(tx: Connection) -> VectorStore | None:
@@ -172,7 +210,9 @@ class VectorStores(VectorStoreChunks):
         """The store, its file attachments and batches, its chunks and their index entries, in one transaction."""
 
         def write(tx: Connection) -> bool:
-            row = tx.execute(owned_store(tenant, vector_store_id)).first()
+            # Locked, as attach locks it: an attach racing this delete either commits first (and its rows go
+            # here) or finds the store gone; it never leaves an attachment of a deleted store.
+            row = tx.execute(owned_store(tenant, vector_store_id).with_for_update()).first()
             if row is None:
                 return False
             self.remove_chunks(tx, row.embedding_dimension, ChunkRow.vector_store_id == vector_store_id)
@@ -198,10 +238,23 @@ class VectorStores(VectorStoreChunks):
         attached anew (its chunks removed). None if the tenant has no such vector store."""
 
         def write(tx: Connection) -> list[VectorStoreFile] | None:
-            store = tx.execute(owned_store(tenant, vector_store_id)).first()
+            # The store row locked (PostgreSQL; SQLite writes one at a time anyway) against a racing delete, and
+            # against another attach passing the files-per-store limit with this one.
+            store = tx.execute(owned_store(tenant, vector_store_id).with_for_update()).first()
             if store is None:
                 return None
             file_ids = [attachment.file_id for attachment in attachments]
+            # The files locked against a racing delete, which detaches a file only once this has committed; a
+            # file deleted since the caller looked is refused, never attached to fail and be counted forever.
+            present = set(
+                tx.execute(
+                    select(FileRow.file_id)
+                    .where(FileRow.tenant_id == tenant, FileRow.file_id.in_(file_ids))
+                    .with_for_update(read=True)
+                ).scalars()
+            )
+            if missing := [file_id for file_id in file_ids if file_id not in present]:
+                raise FileGone(missing[0])
             existing = set(
                 tx.execute(
                     select(VectorStoreFileRow.file_id).where(
@@ -414,8 +467,10 @@ class VectorStores(VectorStoreChunks):
                     VectorStoreFileRow.file_id,
                     func.coalesce(VectorStoreFileBatchRow.cancelled, False),
                     VectorStoreFileRow.ingestion_id,
+                    VectorStoreRow.vector_store_id.is_(None),
                 )
                 .outerjoin(VectorStoreFileBatchRow, VectorStoreFileBatchRow.batch_id == VectorStoreFileRow.batch_id)
+                .outerjoin(VectorStoreRow, VectorStoreRow.vector_store_id == VectorStoreFileRow.vector_store_id)
                 # A literal, not a parameter: so that a generic (prepared) plan can still use the partial index.
                 .where(VectorStoreFileRow.status == _IN_PROGRESS, VectorStoreFileRow.created_at < created_before)
                 .order_by(VectorStoreFileRow.created_at)
@@ -452,13 +507,37 @@ class VectorStores(VectorStoreChunks):
                 return False
             dimension = tx.execute(
                 select(VectorStoreRow.embedding_dimension).where(VectorStoreRow.vector_store_id == vector_store_id)
-            ).scalar_one()
+            ).scalar()
+            if dimension is None:
+                self._drop_orphan(tx, vector_store_id, file_id)
+                return True
             self.remove_chunks(tx, dimension, ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
             tx.execute(
                 update(VectorStoreFileRow)
                 .where(VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.file_id == file_id)
                 .values(status="failed", last_error=last_error, chunk_count=0, usage_bytes=0)
             )
+            return True
+
+        return await self.database.write(write)
+
+    def _drop_orphan(self, tx: Connection, vector_store_id: str, file_id: str) -> None:
+        """An attachment whose vector store is gone (left by a release without the store lock): its rows go; its
+        index entries, if any, went with the store's."""
+        where = (VectorStoreFileRow.vector_store_id == vector_store_id, VectorStoreFileRow.file_id == file_id)
+        tx.execute(delete(ChunkRow).where(ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id))
+        tx.execute(delete(VectorStoreFileRow).where(*where))
+
+    async def drop_orphan(self, vector_store_id: str, file_id: str) -> bool:
+        """Remove the attachment if its vector store is gone; whether it was."""
+
+        def write(tx: Connection) -> bool:
+            store = tx.execute(
+                select(VectorStoreRow.vector_store_id).where(VectorStoreRow.vector_store_id == vector_store_id)
+            ).first()
+            if store is not None:
+                return False
+            self._drop_orphan(tx, vector_store_id, file_id)
             return True
 
         return await self.database.write(write)

@@ -103,3 +103,37 @@ def test_files_are_each_tenants_own(stack: Stack) -> None:
             bob.files.delete(mine.id)
         assert mine.id not in [file.id for file in bob.files.list()]
         assert alice.files.retrieve(mine.id).id == mine.id
+
+
+def test_an_upload_of_endless_form_fields_is_refused(http: httpx.Client) -> None:
+    fields = b"".join(
+        b'--b\r\nContent-Disposition: form-data; name="f%d"\r\n\r\n' % number + b"v" * 1000 + b"\r\n"
+        for number in range(300)
+    )
+    body = fields + b'--b\r\nContent-Disposition: form-data; name="file"; filename="x"\r\n\r\nzz\r\n--b--\r\n'
+    refused = http.post("/v1/files", content=body, headers={"content-type": "multipart/form-data; boundary=b"})
+    assert refused.status_code == 400 and "form fields" in refused.json()["error"]["message"]
+
+
+def test_tenant_quotas_answer_400_naming_the_setting(stack: Stack) -> None:
+    settings = stack.settings.model_copy(
+        update={
+            "api_keys": ("quota:quota-key",),
+            "max_files_per_tenant": 1,
+            "max_vector_stores_per_tenant": 1,
+        }
+    )
+    with stack.other_api(settings) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="quota-key", max_retries=0)
+        client.files.create(file=("one.txt", b"one"), purpose="assistants")
+        with pytest.raises(openai.BadRequestError) as files:
+            client.files.create(file=("two.txt", b"two"), purpose="assistants")
+        assert "DA_MAX_FILES_PER_TENANT" in files.value.message
+        client.vector_stores.create(name="one")
+        with pytest.raises(openai.BadRequestError) as stores:
+            client.vector_stores.create(name="two")
+        assert "DA_MAX_VECTOR_STORES_PER_TENANT" in stores.value.message
+        registered = httpx.post(
+            f"{url}/v1/vector-dbs", json={"vector_db_id": "two"}, headers={"authorization": "Bearer quota-key"}
+        )
+        assert registered.status_code == 400 and "DA_MAX_VECTOR_STORES_PER_TENANT" in registered.text

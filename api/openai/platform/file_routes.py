@@ -11,11 +11,13 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from api.guards.tenancy import TenantDep
-from api.knowledge import KnowledgeDep, owned_file
+from api.knowledge import KnowledgeDep, file_quota, owned_file
 from api.openai.errors import ERROR_RESPONSES, OpenAIError, invalid
 from api.openai.pages import cursors
 from api.openai.platform.uploads import receive_upload
+from knowledge import deletion
 from store.knowledge.files import StoredFile, UnknownCursor
+from store.knowledge.records import LimitReached
 
 router = APIRouter(tags=["Files"], responses=ERROR_RESPONSES)
 
@@ -91,9 +93,11 @@ async def upload_file(request: Request, tenant: TenantDep, knowledge: KnowledgeD
         raise
     stored = StoredFile(file_id, upload.filename or "upload", purpose, upload.size, created_at, expires_at)
     try:
-        await knowledge.files.add(tenant, stored)
-    except BaseException:
+        await knowledge.files.add(tenant, stored, file_quota(knowledge))
+    except BaseException as failed:
         await knowledge.blobs.delete(file_id)
+        if isinstance(failed, LimitReached):
+            raise OpenAIError(400, str(failed), None, "quota_exceeded") from None
         raise
     return file_object(stored)
 
@@ -136,10 +140,8 @@ async def file_content(file_id: str, tenant: TenantDep, knowledge: KnowledgeDep)
 
 @router.delete("/files/{file_id}", response_model=FileDeleted)
 async def delete_file(file_id: str, tenant: TenantDep, knowledge: KnowledgeDep) -> FileDeleted:
-    """The file leaves every vector store it is attached to (its chunks and vectors go; an ingestion under way
-    finds it gone and stops), then its bytes go."""
+    """The file leaves every vector store it is attached to, then its bytes go, then its row
+    (knowledge/deletion.py)."""
     await owned_file(knowledge, tenant, file_id)
-    await knowledge.stores.detach_everywhere(tenant, file_id)
-    await knowledge.files.delete(tenant, file_id)
-    await knowledge.blobs.delete(file_id)
+    await deletion.delete_file(knowledge.stores, knowledge.files, knowledge.blobs, tenant, file_id)
     return FileDeleted(id=file_id)

@@ -16,6 +16,11 @@ from api.openai.errors import OpenAIError, invalid
 from knowledge.blobs import BlobWriter
 
 MAX_FIELD_BYTES = 64 * 1024
+MAX_FIELDS = 32
+"""Form fields besides the file an upload may carry (the Files API's are `purpose` and `expires_after[…]`)."""
+MAX_FORM_BYTES = 256 * 1024
+"""Bytes of all form fields and part headers together: past these limits an upload is refused (400), so a body
+of endless small fields cannot make a process hold it."""
 
 
 @dataclass
@@ -39,16 +44,22 @@ class _Parts:
         self.finished_fields: list[tuple[str, bytes]] = []
         self.file_parts = 0
         self.uploaded_name: str | None = None
+        self.form_bytes = 0
+        """Bytes of form fields and part headers so far."""
 
     def on_part_begin(self) -> None:
         self.headers, self.name, self.filename = {}, None, None
         self.field_data = bytearray()
 
     def on_header_field(self, data: bytes, start: int, end: int) -> None:
-        self.header_field += data[start:end]
+        self.form_bytes += end - start
+        if self.form_bytes <= MAX_FORM_BYTES:
+            self.header_field += data[start:end]
 
     def on_header_value(self, data: bytes, start: int, end: int) -> None:
-        self.header_value += data[start:end]
+        self.form_bytes += end - start
+        if self.form_bytes <= MAX_FORM_BYTES:
+            self.header_value += data[start:end]
 
     def on_header_end(self) -> None:
         self.headers[bytes(self.header_field).decode("latin-1").lower()] = bytes(self.header_value)
@@ -67,8 +78,10 @@ class _Parts:
         if self.filename is not None:
             if self.file_parts == 1:
                 self.file_data.append(data[start:end])
-        elif len(self.field_data) + end - start <= MAX_FIELD_BYTES:
-            self.field_data += data[start:end]
+        else:
+            self.form_bytes += end - start
+            if len(self.field_data) + end - start <= MAX_FIELD_BYTES:
+                self.field_data += data[start:end]
 
     def on_part_end(self) -> None:
         if self.filename is None and self.name:
@@ -91,6 +104,12 @@ async def receive_upload(request: Request, writer: BlobWriter, limit: int) -> Up
             parser.write(piece)
         except Exception as malformed:  # the parser's errors have no common public base
             raise invalid(f"The multipart body is malformed: {malformed}", "file") from None
+        if len(parts.finished_fields) > MAX_FIELDS or parts.form_bytes > MAX_FORM_BYTES:
+            raise invalid(
+                f"The upload carries more than {MAX_FIELDS} form fields or {MAX_FORM_BYTES} bytes of them; "
+                "send the file with 'purpose' (and 'expires_after') only.",
+                "file",
+            )
         for data in parts.file_data:
             upload.size += len(data)
             if upload.size > limit:

@@ -21,12 +21,13 @@ from api.openai.platform.vector_store_shapes import (
     owned_store,
     store_object,
 )
+from knowledge import deletion
 from knowledge import filters as attribute_filters
 from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.query_rewrite import rewrite
-from knowledge.search import Hybrid, UnknownFilterKey, search
+from knowledge.search import Hybrid, UnknownFilterKey, Unsearchable, search, searchable_model
 from store.knowledge.files import UnknownCursor
-from store.knowledge.records import Attachment, VectorStore
+from store.knowledge.records import Attachment, LimitReached, VectorStore
 
 router = APIRouter(tags=["Vector stores"], responses=ERROR_RESPONSES)
 
@@ -99,6 +100,11 @@ class SearchPage(BaseModel):
 
 @router.post("/vector_stores", response_model=VectorStoreObject)
 async def create_vector_store(body: CreateVectorStore, tenant: TenantDep, knowledge: KnowledgeDep) -> VectorStoreObject:
+    if body.description is not None:
+        raise invalid(
+            "'description' is not kept by this server: put it in 'metadata' (e.g. {\"description\": \"...\"}).",
+            "description",
+        )
     model = embedding_model(knowledge, body.embedding_model or knowledge.settings.default_embedding_model)
     strategy = chunking(body.chunking_strategy)
     if len(set(body.file_ids)) != len(body.file_ids):
@@ -116,7 +122,10 @@ async def create_vector_store(body: CreateVectorStore, tenant: TenantDep, knowle
         created_at=now,
         last_active_at=now,
     )
-    await knowledge.stores.create(tenant, store)
+    try:
+        await knowledge.stores.create(tenant, store, knowledge.settings.max_vector_stores_per_tenant)
+    except LimitReached as quota:
+        raise OpenAIError(400, str(quota), None, "quota_exceeded") from None
     if body.file_ids:
         attachments = [Attachment(file_id, {}, strategy) for file_id in body.file_ids]
         await attach_files(knowledge, tenant, store.vector_store_id, attachments)
@@ -165,7 +174,9 @@ async def update_vector_store(
 @router.delete("/vector_stores/{vector_store_id}", response_model=VectorStoreDeleted)
 async def delete_vector_store(vector_store_id: str, tenant: TenantDep, knowledge: KnowledgeDep) -> VectorStoreDeleted:
     """The store goes with its chunks and vectors; the files themselves stay (delete them with the Files API)."""
-    if not await knowledge.stores.delete(tenant, vector_store_id):
+    if not await deletion.delete_vector_store(
+        knowledge.stores, knowledge.files, knowledge.blobs, tenant, vector_store_id
+    ):
         raise not_found("Vector store", vector_store_id)
     return VectorStoreDeleted(id=vector_store_id)
 
@@ -189,12 +200,22 @@ async def search_vector_store(
         except attribute_filters.InvalidFilter as bad:
             raise invalid(f"Invalid filters: {bad}.", "filters") from None
     options = body.ranking_options or RankingOptions()
+    if options.ranker not in (None, "auto", "none"):
+        raise invalid(
+            f"ranking_options.ranker {options.ranker!r} is OpenAI's own reranker, which this server does not have: "
+            "use 'auto' or 'none' (results rank by similarity, or by hybrid_search's fusion).",
+            "ranking_options.ranker",
+        )
     weights = options.hybrid_search
     hybrid = Hybrid(weights.embedding_weight, weights.text_weight) if weights else None
     try:
+        model = searchable_model(knowledge.embeddings, store, datetime.now(UTC))
+    except Unsearchable as unsearchable:
+        raise OpenAIError(409, str(unsearchable), None, "vector_store_unsearchable") from None
+    try:
         results = await search(
             knowledge.stores,
-            knowledge.embeddings.get(store.embedding_model),
+            model,
             tenant,
             store,
             queries,

@@ -3,8 +3,7 @@ what requests share: chunking strategies, attributes, the tenant's store looked 
 
 from __future__ import annotations
 
-import time
-from datetime import timedelta
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -102,11 +101,11 @@ def counts(file_counts: FileCounts) -> FileCountsOut:
 
 def store_object(store: VectorStore) -> VectorStoreObject:
     expires = ExpiresAfter(**store.expires_after) if store.expires_after else None
-    expires_at = store.last_active_at + timedelta(days=expires.days) if expires else None
+    expires_at = store.expires_at
     status: Literal["expired", "in_progress", "completed"] = "completed"
     if store.file_counts.in_progress:
         status = "in_progress"
-    if expires_at is not None and expires_at.timestamp() <= time.time():
+    if store.expired(datetime.now(UTC)):
         status = "expired"
     return VectorStoreObject(
         id=store.vector_store_id,

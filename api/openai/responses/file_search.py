@@ -72,19 +72,24 @@ def running_file_search_item(turn_id: str, started: dict[str, Any]) -> FileSearc
     )
 
 
-def cited(text: str) -> tuple[str, list[dict[str, Any]]]:
-    """The text without its citation markers, and a `file_citation` annotation for each, at the position in
-    the shown text where its marker stood (knowledge/rag_results.py writes the markers the model copies)."""
+def cited(text: str, searched: set[str]) -> tuple[str, list[dict[str, Any]]]:
+    """The text without the citation markers that name a source the turn's searches returned (`searched`),
+    and a `file_citation` annotation for each of a file, at the position in the shown text where its marker
+    stood (knowledge/rag_results.py writes the markers the model copies). A marker naming nothing searched is
+    left as the model wrote it, unannotated: no citation of a file no search found."""
     shown: list[str] = []
     annotations: list[dict[str, Any]] = []
     length = 0
     last = 0
     for found in CITATION.finditer(text):
+        source, filename = found.group(1), found.group(2).strip()
+        if source not in searched:
+            continue
         before = text[last : found.start()]
         shown.append(before)
         length += len(before)
-        file_id, filename = found.group(1), found.group(2).strip()
-        annotations.append({"type": "file_citation", "file_id": file_id, "filename": filename, "index": length})
+        if source.startswith("file-"):
+            annotations.append({"type": "file_citation", "file_id": source, "filename": filename, "index": length})
         last = found.end()
     shown.append(text[last:])
     return "".join(shown), annotations

@@ -42,6 +42,7 @@ from api.openai.responses.wire import (
 from domain.content import ToolCall, ToolResponse, content_as_text
 from domain.events import Payload
 from domain.turns import InferenceStep, ShieldCallStep, ToolExecutionStep, Turn, TurnStatus
+from knowledge.rag_results import searched_sources
 from workflows.code_tools import SHELL
 
 _payloads: TypeAdapter[Any] = TypeAdapter(Payload)
@@ -272,6 +273,8 @@ class SegmentFold:
     """Output indexes of the MCP calls shown in progress, by their tool step's id."""
     _running_searches: dict[str, int] = field(default_factory=dict)
     """Output indexes of the file_search calls shown in progress, by their tool step's id."""
+    _searched: set[str] = field(default_factory=set)
+    """The sources (file ids, vector-io document ids) the turn's file searches returned, whose markers are cited."""
     _running_web_searches: dict[str, int] = field(default_factory=dict)
     """Output indexes of the web_search calls shown in progress, by their tool step's id."""
     _pages: dict[str, str] = field(default_factory=dict)
@@ -356,7 +359,7 @@ class SegmentFold:
         message = self._open
         assert message is not None
         end = len(message.text) if final else showable_end(message.text, message.consumed)
-        visible, annotations = cited(message.text[message.consumed : end])
+        visible, annotations = cited(message.text[message.consumed : end], self._searched)
         for annotation in annotations:
             annotation["index"] += len(message.shown)
         message.consumed = end
@@ -395,6 +398,8 @@ class SegmentFold:
                     moves += self._whole(code)
                     continue
                 search = file_search_call_item(self.turn_id, step.step_id, call, response)
+                if search is not None:
+                    self._searched |= searched_sources(content_as_text(response.content))
                 if search is not None and searching is not None:
                     self.output[searching] = search
                     moves.append(FileSearchEnded(searching))

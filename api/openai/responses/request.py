@@ -696,6 +696,13 @@ def _check_combinations(request: CreateResponse) -> None:
             attribute_filters.validate(searching.filters)
         except attribute_filters.InvalidFilter as bad:
             raise invalid(f"Invalid file_search filters: {bad}.", "tools") from None
+    ranker = searching.ranking_options.ranker if searching is not None and searching.ranking_options else None
+    if ranker not in (None, "auto", "none"):
+        raise invalid(
+            f"file_search ranking_options.ranker {ranker!r} is OpenAI's own reranker, which this server does not "
+            "have: use 'auto' or 'none' (results rank by similarity, or by hybrid_search's fusion).",
+            "tools",
+        )
     if not request.items() and request.previous_response_id is None and request.conversation is None:
         raise invalid("'input' is empty: send a message or items.", "input")
 
