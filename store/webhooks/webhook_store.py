@@ -499,6 +499,35 @@ class WebhookStore:
             )
         )
 
+    async def started_pending(self, after: str | None, limit: int) -> list[DeliveryToStart]:
+        """Pending delivery rounds whose workflow was started, by delivery id after `after`: the sweep pages
+        through them to find one whose workflow ended without recording an outcome."""
+        query = _DELIVERY_KEYS.where(
+            WebhookDeliveryRow.status == PENDING, WebhookDeliveryRow.workflow_started.is_(True)
+        ).order_by(WebhookDeliveryRow.delivery_id)
+        if after is not None:
+            query = query.where(WebhookDeliveryRow.delivery_id > after)
+        rows = await self.database.read(lambda tx: tx.execute(query.limit(limit)).all())
+        return [DeliveryToStart(*row) for row in rows]
+
+    async def fail_ended(self, delivery_id: str, round_: int, error: str) -> bool:
+        """Mark the round failed, logging `error` as its last attempt, if it is still the delivery's pending
+        one: its workflow ended (terminated, cancelled, timed out) without recording an outcome. True if it was."""
+        attempt = Attempt(datetime.now(UTC), None, error, 0)
+
+        def run(tx: Connection) -> bool:
+            current = (
+                (WebhookDeliveryRow.delivery_id == delivery_id)
+                & (WebhookDeliveryRow.round == round_)
+                & (WebhookDeliveryRow.status == PENDING)
+            )
+            if tx.execute(update(WebhookDeliveryRow).where(current).values(status=FAILED)).rowcount == 0:
+                return False
+            tx.execute(insert(WebhookAttemptRow).values(delivery_id=delivery_id, **attempt.__dict__))
+            return True
+
+        return await self.database.write(run)
+
     async def attempt_target(self, delivery_id: str, round_: int) -> AttemptTarget | None:
         """What the next attempt of this round sends; None when there is nothing to send any more (the
         endpoint or the delivery is gone, the round has ended or another began)."""

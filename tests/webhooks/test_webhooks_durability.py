@@ -140,3 +140,36 @@ def test_a_delivery_whose_start_a_crash_lost_is_started_by_the_sweep(stack: Proc
     finally:
         receiver.stop()
         client.webhooks.delete(endpoint.id)
+
+
+def test_a_delivery_whose_workflow_was_terminated_fails_and_can_be_redelivered(
+    stack: ProcessStack, client: OpenAI
+) -> None:
+    receiver = Receiver(free_port())  # not listening yet: the delivery keeps retrying, pending
+    endpoint = client.webhooks.create(name="stopped", url=receiver.url, event_types=["response.completed"])
+    stack.model.script(text("its delivery was terminated"))
+    created = client.responses.create(model=SCRIPTED_MODEL, input="go", background=True)
+    (pending,) = wait_until(
+        lambda: [d for d in deliveries(stack, endpoint.id) if d["attempts"]], "a failed attempt", EVENT_SECONDS
+    )
+    assert pending["status"] == "pending"
+
+    async def terminate() -> None:
+        workflow_id = delivery_workflow_id(endpoint.id, pending["event_id"], 0)
+        await (await stack.temporal_client()).get_workflow_handle(workflow_id).terminate("an operator stopped it")
+
+    asyncio.run(terminate())
+    (failed,) = wait_until(
+        lambda: [d for d in deliveries(stack, endpoint.id) if d["status"] == "failed"], "failed", EVENT_SECONDS
+    )
+    assert "terminated" in failed["attempts"][-1]["error"]
+    receiver.start()
+    try:
+        redelivered = httpx.post(
+            f"{stack.url}/v1/webhook_endpoints/{endpoint.id}/deliveries/{failed['id']}/redeliver", timeout=30
+        )
+        assert redelivered.status_code == 200, redelivered.text
+        accepted_once(receiver, endpoint.signing_secret, created.id)
+    finally:
+        receiver.stop()
+        client.webhooks.delete(endpoint.id)
