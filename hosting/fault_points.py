@@ -8,7 +8,9 @@ it reported its result; with `after_compaction`, a worker dies right after a tur
 its summary and before it reported so; with `after_erase_batch`, a worker dies right after a tenant
 erasure deleted a batch; with `after_attachment_row`, an API process dies right after it attached files to a
 vector store (their rows `in_progress`) and before it started their ingestion; with `during_search`, a worker
-dies after a knowledge tool's search found its results and before the activity reported them.
+dies after a knowledge tool's search found its results and before the activity reported them; with
+`after_session_row`, an API process dies right after it recorded a new Agents API session and before anything
+else.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ AFTER_COMPACTION = "after_compaction"
 AFTER_ERASE_BATCH = "after_erase_batch"
 AFTER_ATTACHMENT_ROW = "after_attachment_row"
 DURING_SEARCH = "during_search"
+AFTER_SESSION_ROW = "after_session_row"
 
 
 def crash_point(name: str) -> None:
