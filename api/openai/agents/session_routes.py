@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Body, Query, Request
 from fastapi.responses import StreamingResponse
+from temporalio.common import WorkflowIDConflictPolicy
 
 from agent_sessions.agent_snapshot import check_model
 from agent_sessions.announce import announce
@@ -30,6 +31,7 @@ from api.openai.errors import invalid, not_found
 from api.openai.pages import list_page
 from api.services import Services, ServicesDep
 from store.agent_sessions.sessions import BetaSessionRecord
+from workflows.session_deletion import AgentSessionDeletion, SessionDeletionRequest, session_deletion_workflow_id
 
 log = logging.getLogger(__name__)
 
@@ -148,13 +150,14 @@ async def update(
 
 @router.delete("/agents/sessions/{session_id}")
 async def delete(session_id: str, services: ServicesDep, tenant: TenantDep) -> Any:
-    """Delete the session with its turns; a running or waiting turn is stopped first."""
+    """Delete the session with its turns, a running or waiting turn stopped first: one durable workflow, which
+    Temporal finishes if this process dies during it (workflows/session_deletion.py)."""
     await stored_session(services, tenant, session_id)
-    turns = await services.store.agent_sessions.delete_session(tenant, session_id) or []
-    for turn_id in turns:
-        status = await services.store.turns.turn_status(turn_id)
-        if status is not None and not status.is_final:
-            await services.turns.terminate(turn_id, f"Its session {session_id} was deleted.")
-        await services.store.turns.delete_detached_turn(tenant, turn_id)
-    await services.store.spend.forget(session_id)
+    await services.turns.client.execute_workflow(
+        AgentSessionDeletion.run,
+        SessionDeletionRequest(tenant=tenant, session_id=session_id),
+        id=session_deletion_workflow_id(session_id),
+        task_queue=services.settings.task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,  # a concurrent delete waits for the same one
+    )
     return {"id": session_id, "object": "agent.session.deleted", "deleted": True}
