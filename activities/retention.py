@@ -17,6 +17,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.heartbeat import heartbeating
+from agent_sessions.automation_schedules import delete_schedule
 from configuration.settings import Settings
 from hosting.fault_points import AFTER_ERASE_BATCH, crash_point
 from knowledge.blobs import BlobStore
@@ -33,7 +34,13 @@ from store.knowledge.retention import (
 )
 from store.knowledge.vector_stores import VectorStores
 from store.repository import Store
-from store.retention import KINDS, delete_stopped_turns, unfinished_turns_of
+from store.retention import (
+    KINDS,
+    delete_automations,
+    delete_stopped_turns,
+    tenant_automations,
+    unfinished_turns_of,
+)
 from store.webhooks.webhook_store import WebhookStore, tenant_endpoints
 from webhooks.dispatch import DeliveryStarter
 from workflows.contracts import turn_workflow_id
@@ -184,8 +191,8 @@ class RetentionActivities:
     @activity.defn(name=ERASE_ACTIVITY)
     async def erase_tenant_batch(self, request: EraseRequest) -> EraseResult:
         """One batch of the first kind the tenant still has rows of: webhook endpoints first (stopping their
-        pending deliveries before the outbox goes), then the store's registered kinds, then vector stores
-        and files."""
+        pending deliveries before the outbox goes), automations (their Schedules, then their rows), then the
+        store's registered kinds, then vector stores and files."""
 
         def run(tx: Connection) -> EraseResult | None:
             for name, kind in KINDS.items():
@@ -197,6 +204,7 @@ class RetentionActivities:
         async with heartbeating():
             result = (
                 await self._webhooks.erase(request.tenant, request.limit)
+                or await self._erase_automations(request.tenant, request.limit)
                 or await self._store.database.write(run)
                 or await self._knowledge.erase(request.tenant, request.limit)
                 or EraseResult(kind=None, deleted=0)
@@ -205,3 +213,14 @@ class RetentionActivities:
             RETENTION_PRUNED.labels(result.kind, "tenant").inc(result.deleted)
             crash_point(AFTER_ERASE_BATCH)
         return result
+
+    async def _erase_automations(self, tenant: str, limit: int) -> EraseResult | None:
+        """A batch of the tenant's automations: Schedules first (a paused one has no next run to delete itself
+        with), rows after, so a crash between the two leaves rows the next batch finds again."""
+        automations = await self._store.database.read(lambda tx: tenant_automations(tx, tenant, limit))
+        if not automations:
+            return None
+        for automation_id in automations:
+            await delete_schedule(self._client, automation_id)
+        deleted = await self._store.database.write(lambda tx: delete_automations(tx, automations))
+        return EraseResult(kind="automations", deleted=deleted)
