@@ -8,10 +8,12 @@ from typing import Any
 
 from agent_sessions.agent_snapshot import AgentChoice, resolve_agent
 from agent_sessions.announce import session_event, start_deliveries
+from agent_sessions.refusals import SessionRefused
 from agent_sessions.services import SessionServices
 from agent_sessions.session_turns import SessionTurn, input_messages, new_id, now, start_turn_on
 from hosting.fault_points import AFTER_SESSION_ROW, crash_point
 from store.agent_sessions.sessions import BetaSessionRecord
+from store.tenancy.quotas import QuotaReached
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,11 @@ async def create_session(
         last_active_at=created_at,
     )
     created = session_event("agent.session.created", record.session_id, record.session_id)
-    deliveries = await services.store.agent_sessions.add_session(record, created)
+    try:
+        most = services.settings.max_sessions_per_tenant
+        deliveries = await services.store.agent_sessions.add_session(record, created, most)
+    except QuotaReached as quota:
+        raise SessionRefused(409, str(quota), code="limit_reached") from None
     crash_point(AFTER_SESSION_ROW)
     if new.spend_limit is not None:  # before the first turn's first model call, which checks it
         await services.store.spend.set_limit(record.session_id, new.spend_limit)

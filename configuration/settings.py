@@ -429,6 +429,12 @@ class Settings(BaseSettings):
     """Turns one session may have."""
     max_toolgroups_per_tenant: PositiveInt = 100
     """Toolgroups one tenant may register."""
+    max_agents_per_tenant: PositiveInt = 10_000
+    """Saved agents one tenant may have, in each dialect (llama-stack agents, Agents API agents)."""
+    max_sessions_per_tenant: PositiveInt = 100_000
+    """Agents API sessions one tenant may have: far above what one machine holds waiting (docs/limits.md)."""
+    max_automations_per_tenant: PositiveInt = 1_000
+    """Agents API automations one tenant may have; each is a Temporal Schedule the cluster keeps and runs."""
     allowed_hosts: Annotated[tuple[str, ...] | None, NoDecode, BeforeValidator(_comma_list_or_unset)] = None
     """Host header names served (`*`: any), others 403; unset: loopback names only without API keys, any with them."""
     allowed_origins: CommaList = ()

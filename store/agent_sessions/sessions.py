@@ -19,6 +19,7 @@ from store.agent_sessions.tables import (
     BetaToolResultRow,
 )
 from store.database import Database
+from store.tenancy.quotas import within_quota
 
 Order = Literal["asc", "desc"]
 EventOutbox = Callable[[Connection, str, str, dict[str, Any], str, str], bool]
@@ -122,7 +123,8 @@ class AgentSessionStore:
 
     # -- agents
 
-    async def add_agent(self, record: BetaAgentRecord) -> None:
+    async def add_agent(self, record: BetaAgentRecord, most: int | None = None) -> None:
+        """Raises QuotaReached when the tenant has `most` agents already."""
         values = {
             "agent_id": record.agent_id,
             "tenant_id": record.tenant_id,
@@ -130,7 +132,12 @@ class AgentSessionStore:
             "created_at": record.created_at,
             "updated_at": record.updated_at,
         }
-        await self.database.write(lambda tx: tx.execute(insert(BetaAgentRow).values(**values)))
+
+        def run(tx: Connection) -> None:
+            within_quota(tx, BetaAgentRow.tenant_id, record.tenant_id, most, "DA_MAX_AGENTS_PER_TENANT", "agents")
+            tx.execute(insert(BetaAgentRow).values(**values))
+
+        await self.database.write(run)
 
     async def agent(self, tenant: str, agent_id: str) -> BetaAgentRecord | None:
         query = select(BetaAgentRow.__table__).where(
@@ -170,8 +177,11 @@ class AgentSessionStore:
 
     # -- sessions
 
-    async def add_session(self, record: BetaSessionRecord, event: SessionEvent | None = None) -> bool:
-        """Add the session, recording `event` with it; true when the event has deliveries to start."""
+    async def add_session(
+        self, record: BetaSessionRecord, event: SessionEvent | None = None, most: int | None = None
+    ) -> bool:
+        """Add the session, recording `event` with it; true when the event has deliveries to start. Raises
+        QuotaReached when the tenant has `most` sessions already."""
         values = {
             "session_id": record.session_id,
             "tenant_id": record.tenant_id,
@@ -184,6 +194,8 @@ class AgentSessionStore:
         }
 
         def run(tx: Connection) -> bool:
+            tenant_column = BetaSessionRow.tenant_id
+            within_quota(tx, tenant_column, record.tenant_id, most, "DA_MAX_SESSIONS_PER_TENANT", "sessions")
             tx.execute(insert(BetaSessionRow).values(**values))
             return self._announce(tx, record.tenant_id, event)
 

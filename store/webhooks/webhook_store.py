@@ -26,14 +26,11 @@ from domain.webhook_events import (
 from store.agent_sessions.tables import BetaSessionTurnRow
 from store.database import Database
 from store.responses.tables import ResponseRow
+from store.tenancy.quotas import within_quota
 from store.turns.tables import AgentRow, TurnRow
 from store.webhooks.tables import WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow
 
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
-
-
-class EndpointLimitReached(Exception):
-    """The tenant has as many endpoints as it may."""
 
 
 class StillDelivering(Exception):
@@ -280,12 +277,8 @@ class WebhookStore:
         record = EndpointRecord(_new_id("we"), tenant, name, url, event_types, hint, now, now)
 
         def run(tx: Connection) -> None:
-            owned = select(func.count()).select_from(WebhookEndpointRow).where(WebhookEndpointRow.tenant_id == tenant)
-            if (tx.scalar(owned) or 0) >= most:
-                raise EndpointLimitReached(
-                    f"This project has {most} webhook endpoints, the most allowed "
-                    "(DA_MAX_WEBHOOK_ENDPOINTS_PER_TENANT); delete one first"
-                )
+            tenant_column = WebhookEndpointRow.tenant_id
+            within_quota(tx, tenant_column, tenant, most, "DA_MAX_WEBHOOK_ENDPOINTS_PER_TENANT", "webhook endpoints")
             tx.execute(insert(WebhookEndpointRow).values(**record.__dict__, secret_sealed=sealed))
 
         await self.database.write(run)
