@@ -59,14 +59,19 @@ from workflows.retention import (
 )
 
 WEBHOOK_LOG_KIND = "webhook_deliveries"
+COMPACTION_KIND = "compactions"
 _EXPIRY_KINDS = {EXPIRED_VECTOR_STORES: "vector_stores", EXPIRED_FILES: "files"}
 """The sweeps of things past their own `expires_after`, by the kind their metrics count them as."""
 
 
 def worker_policy(settings: Settings) -> RetentionPolicy:
-    """The TTLs this worker's sweeps apply: DA_RETENTION's, and the webhook delivery log's own
-    DA_WEBHOOK_LOG_RETENTION unless DA_RETENTION names `webhook_deliveries`."""
-    ttls = {WEBHOOK_LOG_KIND: timedelta(seconds=settings.webhook_log_retention)} | settings.retention
+    """The TTLs this worker's sweeps apply: DA_RETENTION's, and the defaults of the kinds that have one
+    (DA_WEBHOOK_LOG_RETENTION, DA_COMPACTION_RETENTION) unless DA_RETENTION names them."""
+    defaults = {
+        WEBHOOK_LOG_KIND: timedelta(seconds=settings.webhook_log_retention),
+        COMPACTION_KIND: timedelta(seconds=settings.compaction_retention),
+    }
+    ttls = defaults | settings.retention
     return RetentionPolicy(ttls=ttls, batch=settings.retention_batch)
 
 

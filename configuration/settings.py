@@ -477,6 +477,10 @@ class Settings(BaseSettings):
     """Webhook endpoints one tenant may have."""
     webhook_sweep_interval: PositiveSeconds = 30.0
     """How often each API process starts delivery workflows that a crash left unstarted (and once at start)."""
+    compaction_retention: PositiveSeconds = 7 * 24 * 3600.0
+    """Seconds a `/responses/compact` record (the summary, or the messages of one that never finished) is kept:
+    the client holds the summary in its sealed item, so the record is only a log; `compactions` in DA_RETENTION
+    overrides it."""
     webhook_log_retention: PositiveSeconds = 30 * 24 * 3600.0
     """Seconds webhook events, their deliveries and attempts are kept (the delivery log) once none is pending;
     `webhook_deliveries` in DA_RETENTION overrides it."""
