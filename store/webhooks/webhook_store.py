@@ -506,20 +506,7 @@ class WebhookStore:
     async def fail_ended(self, delivery_id: str, round_: int, error: str) -> bool:
         """Mark the round failed, logging `error` as its last attempt, if it is still the delivery's pending
         one: its workflow ended (terminated, cancelled, timed out) without recording an outcome. True if it was."""
-        attempt = Attempt(datetime.now(UTC), None, error, 0)
-
-        def run(tx: Connection) -> bool:
-            current = (
-                (WebhookDeliveryRow.delivery_id == delivery_id)
-                & (WebhookDeliveryRow.round == round_)
-                & (WebhookDeliveryRow.status == PENDING)
-            )
-            if tx.execute(update(WebhookDeliveryRow).where(current).values(status=FAILED)).rowcount == 0:
-                return False
-            tx.execute(insert(WebhookAttemptRow).values(delivery_id=delivery_id, **attempt.__dict__))
-            return True
-
-        return await self.database.write(run)
+        return await self.record_attempt(delivery_id, round_, Attempt(datetime.now(UTC), None, error, 0), FAILED)
 
     async def attempt_target(self, delivery_id: str, round_: int) -> AttemptTarget | None:
         """What the next attempt of this round sends; None when there is nothing to send any more (the
@@ -552,21 +539,22 @@ class WebhookStore:
 
         return await self.database.read(run)
 
-    async def record_attempt(self, delivery_id: str, round_: int, attempt: Attempt, status: str) -> None:
-        """Log an attempt of the round and leave the delivery `status`; nothing if the round is no longer
+    async def record_attempt(self, delivery_id: str, round_: int, attempt: Attempt, status: str) -> bool:
+        """Log an attempt of the round and leave the delivery `status`; nothing (false) if the round is no longer
         the delivery's pending one (its endpoint was deleted meanwhile, say)."""
 
-        def run(tx: Connection) -> None:
+        def run(tx: Connection) -> bool:
             current = (
                 (WebhookDeliveryRow.delivery_id == delivery_id)
                 & (WebhookDeliveryRow.round == round_)
                 & (WebhookDeliveryRow.status == PENDING)
             )
             if tx.execute(update(WebhookDeliveryRow).where(current).values(status=status)).rowcount == 0:
-                return
+                return False
             tx.execute(insert(WebhookAttemptRow).values(delivery_id=delivery_id, **attempt.__dict__))
+            return True
 
-        await self.database.write(run)
+        return await self.database.write(run)
 
     async def oldest_pending(self) -> datetime | None:
         query = select(func.min(WebhookDeliveryRow.pending_since)).where(WebhookDeliveryRow.status == PENDING)
