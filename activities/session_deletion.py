@@ -7,6 +7,8 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.heartbeat import heartbeating
+from hosting.fault_points import AFTER_SESSION_TURNS_STOPPED, crash_point
 from store.repository import Store
 from workflows.contracts import turn_workflow_id
 from workflows.session_deletion import DELETE_SESSION_ACTIVITY, SessionDeletionRequest
@@ -22,11 +24,13 @@ class SessionDeletionActivities:
         sessions = self._store.agent_sessions
         if await sessions.session(request.tenant, request.session_id) is None:
             return False
-        for turn in await sessions.session_turns(request.session_id):
-            status = await self._store.turns.turn_status(turn.turn_id)
-            if status is not None and not status.is_final:
-                await self._terminate(turn.turn_id, f"Its session {request.session_id} was deleted.")
-        return await sessions.delete_session(request.tenant, request.session_id)
+        async with heartbeating():
+            for turn in await sessions.session_turns(request.session_id):
+                status = await self._store.turns.turn_status(turn.turn_id)
+                if status is not None and not status.is_final:
+                    await self._terminate(turn.turn_id, f"Its session {request.session_id} was deleted.")
+            crash_point(AFTER_SESSION_TURNS_STOPPED)
+            return await sessions.delete_session(request.tenant, request.session_id)
 
     async def _terminate(self, turn_id: str, reason: str) -> None:
         try:

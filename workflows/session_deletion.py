@@ -38,7 +38,8 @@ class AgentSessionDeletion:
             DELETE_SESSION_ACTIVITY,
             request,
             result_type=bool,
-            start_to_close_timeout=timedelta(minutes=5),
+            start_to_close_timeout=timedelta(minutes=10),  # a session of thousands of turns to stop
+            heartbeat_timeout=timedelta(seconds=10),  # a dead worker is noticed by its missing heartbeats
             retry_policy=_RETRY,
         )
         return deleted
