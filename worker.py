@@ -28,6 +28,7 @@ from activities.inference import InferenceActivities
 from activities.ingestion import IngestionActivities
 from activities.knowledge_search import KnowledgeSearch
 from activities.retention import KnowledgeRetention, RetentionActivities, WebhookErasure
+from activities.session_deletion import SessionDeletionActivities
 from activities.shields import ShieldActivities
 from activities.spend import SpendActivities
 from activities.tools import ToolActivities
@@ -62,6 +63,7 @@ from workflows.compaction import CompactionWorkflow
 from workflows.ingestion import IngestFileWorkflow
 from workflows.retention import RetentionSweep, TenantErasure
 from workflows.retention_schedule import ensure_retention_schedule
+from workflows.session_deletion import AgentSessionDeletion
 from workflows.turn import TurnWorkflow
 from workflows.webhook_delivery import WebhookDeliveryWorkflow
 
@@ -135,6 +137,7 @@ def build_worker(
             RetentionSweep,
             TenantErasure,
             AutomationRun,
+            AgentSessionDeletion,
         ],
         activities=[
             inference.infer,
@@ -158,6 +161,7 @@ def build_worker(
             retention.prune_expired,
             retention.stop_tenant_turns,
             retention.erase_tenant_batch,
+            SessionDeletionActivities(store, client).delete_agent_session,
             automations.deliver_automation,
             automations.fail_automation_invocation,
         ],

@@ -18,6 +18,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.container_retention import ContainerRetention
 from activities.heartbeat import heartbeating
+from agent_sessions.automation_schedules import delete_schedule
 from configuration.settings import Settings
 from hosting.fault_points import AFTER_ERASE_BATCH, crash_point
 from knowledge.blobs import BlobStore
@@ -35,7 +36,13 @@ from store.knowledge.retention import (
 )
 from store.knowledge.vector_stores import VectorStores
 from store.repository import Store
-from store.retention import KINDS, delete_stopped_turns, unfinished_turns_of
+from store.retention import (
+    KINDS,
+    delete_automations,
+    delete_stopped_turns,
+    tenant_automations,
+    unfinished_turns_of,
+)
 from store.webhooks.webhook_store import WebhookStore, tenant_endpoints
 from webhooks.dispatch import DeliveryStarter
 from workflows.contracts import turn_workflow_id
@@ -55,14 +62,19 @@ from workflows.retention import (
 )
 
 WEBHOOK_LOG_KIND = "webhook_deliveries"
+COMPACTION_KIND = "compactions"
 _EXPIRY_KINDS = {EXPIRED_VECTOR_STORES: "vector_stores", EXPIRED_FILES: "files"}
 """The sweeps of things past their own `expires_after`, by the kind their metrics count them as."""
 
 
 def worker_policy(settings: Settings) -> RetentionPolicy:
-    """The TTLs this worker's sweeps apply: DA_RETENTION's, and the webhook delivery log's own
-    DA_WEBHOOK_LOG_RETENTION unless DA_RETENTION names `webhook_deliveries`."""
-    ttls = {WEBHOOK_LOG_KIND: timedelta(seconds=settings.webhook_log_retention)} | settings.retention
+    """The TTLs this worker's sweeps apply: DA_RETENTION's, and the defaults of the kinds that have one
+    (DA_WEBHOOK_LOG_RETENTION, DA_COMPACTION_RETENTION) unless DA_RETENTION names them."""
+    defaults = {
+        WEBHOOK_LOG_KIND: timedelta(seconds=settings.webhook_log_retention),
+        COMPACTION_KIND: timedelta(seconds=settings.compaction_retention),
+    }
+    ttls = defaults | settings.retention
     return RetentionPolicy(ttls=ttls, batch=settings.retention_batch)
 
 
@@ -195,8 +207,8 @@ class RetentionActivities:
     @activity.defn(name=ERASE_ACTIVITY)
     async def erase_tenant_batch(self, request: EraseRequest) -> EraseResult:
         """One batch of the first kind the tenant still has rows of: webhook endpoints first (stopping their
-        pending deliveries before the outbox goes), then the store's registered kinds, then vector stores
-        and files, then containers with their workspaces."""
+        pending deliveries before the outbox goes), automations (their Schedules, then their rows), then the
+        store's registered kinds, then vector stores and files, then containers with their workspaces."""
 
         def run(tx: Connection) -> EraseResult | None:
             for name, kind in KINDS.items():
@@ -208,6 +220,7 @@ class RetentionActivities:
         async with heartbeating():
             result = (
                 await self._webhooks.erase(request.tenant, request.limit)
+                or await self._erase_automations(request.tenant, request.limit)
                 or await self._store.database.write(run)
                 or await self._knowledge.erase(request.tenant, request.limit)
                 or (await self._containers.erase(request.tenant, request.limit) if self._containers else None)
@@ -217,3 +230,14 @@ class RetentionActivities:
             RETENTION_PRUNED.labels(result.kind, "tenant").inc(result.deleted)
             crash_point(AFTER_ERASE_BATCH)
         return result
+
+    async def _erase_automations(self, tenant: str, limit: int) -> EraseResult | None:
+        """A batch of the tenant's automations: Schedules first (a paused one has no next run to delete itself
+        with), rows after, so a crash between the two leaves rows the next batch finds again."""
+        automations = await self._store.database.read(lambda tx: tenant_automations(tx, tenant, limit))
+        if not automations:
+            return None
+        for automation_id in automations:
+            await delete_schedule(self._client, automation_id)
+        deleted = await self._store.database.write(lambda tx: delete_automations(tx, automations))
+        return EraseResult(kind="automations", deleted=deleted)

@@ -7,10 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_sessions.agent_snapshot import AgentChoice, resolve_agent
-from agent_sessions.announce import announce
+from agent_sessions.announce import session_event, start_deliveries
+from agent_sessions.refusals import SessionRefused
 from agent_sessions.services import SessionServices
 from agent_sessions.session_turns import SessionTurn, input_messages, new_id, now, start_turn_on
+from hosting.fault_points import AFTER_SESSION_ROW, crash_point
 from store.agent_sessions.sessions import BetaSessionRecord
+from store.tenancy.quotas import QuotaReached
 
 
 @dataclass(frozen=True)
@@ -63,10 +66,17 @@ async def create_session(
         created_at=created_at,
         last_active_at=created_at,
     )
-    await services.store.agent_sessions.add_session(record)
+    created = session_event("agent.session.created", record.session_id, record.session_id)
+    try:
+        most = services.settings.max_sessions_per_tenant
+        deliveries = await services.store.agent_sessions.add_session(record, created, most)
+    except QuotaReached as quota:
+        raise SessionRefused(409, str(quota), code="limit_reached") from None
+    crash_point(AFTER_SESSION_ROW)
     if new.spend_limit is not None:  # before the first turn's first model call, which checks it
         await services.store.spend.set_limit(record.session_id, new.spend_limit)
-    await announce(services, tenant, "agent.session.created", record.session_id, record.session_id)
+    if deliveries:
+        await start_deliveries(services, record.session_id)
     turn = await start_turn_on(services, tenant, record, messages, idempotency_key)
     stored = await services.store.agent_sessions.session(tenant, record.session_id)
     return CreatedSession(stored or record, turn)

@@ -16,7 +16,7 @@ from typing import Any
 
 from temporalio.common import SearchAttributePair
 
-from agent_sessions.announce import announce
+from agent_sessions.announce import session_event, start_deliveries
 from agent_sessions.mcp_tools import mcp_servers, turn_credentials
 from agent_sessions.refusals import SessionRefused, invalid, not_found
 from agent_sessions.services import SessionServices
@@ -142,13 +142,16 @@ async def start_turn_on(
     context = await _context_after(services, previous)
     started_at = now()
     await services.store.turns.begin_detached_turn(tenant, turn_id, messages, context, turn_id, settings, started_at)
-    ordinal = await sessions.claim_turn(tenant, record.session_id, turn_id, previous, started_at)
-    if ordinal is None:  # another input got there first
+    in_progress = session_event("agent.session.in_progress", record.session_id, turn_id)
+    claimed = await sessions.claim_turn(tenant, record.session_id, turn_id, previous, started_at, in_progress)
+    if claimed is None:  # another input got there first
         await services.store.turns.delete_detached_turn(tenant, turn_id)
         raise busy(record.session_id, None)
+    ordinal, deliveries = claimed
     if credentials is not None:  # kept before its workflow can call a tool
         await services.store.turns.keep_turn_credentials(turn_id, credentials)
-    await announce(services, tenant, "agent.session.in_progress", record.session_id, turn_id)
+    if deliveries:
+        await start_deliveries(services, turn_id)
     await _start_workflow(services, tenant, record, turn_id, messages, started_at)
     return SessionTurn(record.session_id, turn_id, ordinal, created=True)
 

@@ -66,6 +66,9 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "max_sessions_per_agent",
         "max_turns_per_session",
         "max_toolgroups_per_tenant",
+        "max_agents_per_tenant",
+        "max_sessions_per_tenant",
+        "max_automations_per_tenant",
     ),
     "Outbound requests and MCP servers": (
         "outbound_allow",

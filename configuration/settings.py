@@ -443,6 +443,12 @@ class Settings(BaseSettings):
     """Turns one session may have."""
     max_toolgroups_per_tenant: PositiveInt = 100
     """Toolgroups one tenant may register."""
+    max_agents_per_tenant: PositiveInt = 10_000
+    """Saved agents one tenant may have, in each dialect (llama-stack agents, Agents API agents)."""
+    max_sessions_per_tenant: PositiveInt = 100_000
+    """Agents API sessions one tenant may have: far above what one machine holds waiting (docs/limits.md)."""
+    max_automations_per_tenant: PositiveInt = 1_000
+    """Agents API automations one tenant may have; each is a Temporal Schedule the cluster keeps and runs."""
     allowed_hosts: Annotated[tuple[str, ...] | None, NoDecode, BeforeValidator(_comma_list_or_unset)] = None
     """Host header names served (`*`: any), others 403; unset: loopback names only without API keys, any with them."""
     allowed_origins: CommaList = ()
@@ -485,6 +491,10 @@ class Settings(BaseSettings):
     """Webhook endpoints one tenant may have."""
     webhook_sweep_interval: PositiveSeconds = 30.0
     """How often each API process starts delivery workflows that a crash left unstarted (and once at start)."""
+    compaction_retention: PositiveSeconds = 7 * 24 * 3600.0
+    """Seconds a `/responses/compact` record (the summary, or the messages of one that never finished) is kept:
+    the client holds the summary in its sealed item, so the record is only a log; `compactions` in DA_RETENTION
+    overrides it."""
     webhook_log_retention: PositiveSeconds = 30 * 24 * 3600.0
     """Seconds webhook events, their deliveries and attempts are kept (the delivery log) once none is pending;
     `webhook_deliveries` in DA_RETENTION overrides it."""

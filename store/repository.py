@@ -20,7 +20,7 @@ from store.responses.conversations import ConversationStore
 from store.responses.responses import ResponseStore
 from store.tenancy.spend import SpendStore
 from store.turns.turn_store import TurnStore
-from store.webhooks.webhook_store import WebhookStore, record_turn_status
+from store.webhooks.webhook_store import WebhookStore, record_event, record_turn_status
 
 
 class Store:
@@ -33,7 +33,7 @@ class Store:
         self.responses = ResponseStore(database)
         self.conversations = ConversationStore(database)
         self.compactions = CompactionStore(database)
-        self.agent_sessions = AgentSessionStore(database)
+        self.agent_sessions = AgentSessionStore(database, record_event=record_event)
         self.automations = AutomationStore(database)
         self.spend = SpendStore(database)
         self.files = FileStore(database)

@@ -318,13 +318,22 @@ def _erase_agent_sessions(tx: Connection, tenant: str, limit: int) -> int:
 register(Kind("agent_sessions", None, None, _erase_agent_sessions))
 
 
-def _erase_automations(tx: Connection, tenant: str, limit: int) -> int:
-    """A tenant's automations and their logs; each Schedule left behind deletes itself at its next run."""
-    automations = _ids(tx, select(AutomationRow.automation_id).where(AutomationRow.tenant_id == tenant).limit(limit))
+def tenant_automations(tx: Connection, tenant: str, limit: int) -> list[str]:
+    """Up to `limit` of the tenant's automations: an erasure deletes their Schedules, then `delete_automations`."""
+    return _ids(tx, select(AutomationRow.automation_id).where(AutomationRow.tenant_id == tenant).limit(limit))
+
+
+def delete_automations(tx: Connection, automations: list[str]) -> int:
+    """These automations and their logs (their Schedules deleted first: a paused one never runs to delete itself)."""
     if automations:
         tx.execute(delete(AutomationInvocationRow).where(AutomationInvocationRow.automation_id.in_(automations)))
         tx.execute(delete(AutomationRow).where(AutomationRow.automation_id.in_(automations)))
     return len(automations)
+
+
+def _erase_automations(tx: Connection, tenant: str, limit: int) -> int:
+    """What the erasure's Schedule step left (none, normally); an active Schedule left deletes itself at its run."""
+    return delete_automations(tx, tenant_automations(tx, tenant, limit))
 
 
 register(Kind("automations", None, None, _erase_automations))

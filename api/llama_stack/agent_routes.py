@@ -17,6 +17,7 @@ from api.llama_stack.toolgroup_check import require_toolgroups
 from api.services import Services, ServicesDep
 from api.turns.deletion import delete_with_turns
 from domain.agents import Agent, AgentConfig
+from store.tenancy.quotas import QuotaReached
 
 router = APIRouter(tags=["agents"])
 
@@ -63,7 +64,10 @@ async def create_agent(
 ) -> CreateAgentResponse:
     await check_agent_config(body.agent_config, services, tenant)
     agent = Agent(agent_id=str(uuid.uuid4()), agent_config=body.agent_config, created_at=datetime.now(UTC))
-    await services.store.turns.create_agent(tenant, agent)
+    try:
+        await services.store.turns.create_agent(tenant, agent, services.settings.max_agents_per_tenant)
+    except QuotaReached as quota:
+        raise HTTPException(409, str(quota)) from None
     return CreateAgentResponse(agent_id=agent.agent_id)
 
 

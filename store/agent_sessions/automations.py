@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Row, delete, insert, select, update
 from store.agent_sessions.automation_tables import AutomationInvocationRow, AutomationRow
 from store.agent_sessions.sessions import Order, tenant_page_query
 from store.database import Database
+from store.tenancy.quotas import within_quota
 
 InvocationStatus = Literal["queued", "completed", "failed", "skipped"]
 
@@ -91,7 +92,8 @@ class AutomationStore:
 
     # -- automations
 
-    async def add(self, record: AutomationRecord) -> None:
+    async def add(self, record: AutomationRecord, most: int | None = None) -> None:
+        """Raises QuotaReached when the tenant has `most` automations already."""
         values = {
             "automation_id": record.automation_id,
             "tenant_id": record.tenant_id,
@@ -103,7 +105,13 @@ class AutomationStore:
             "created_at": record.created_at,
             "updated_at": record.updated_at,
         }
-        await self.database.write(lambda tx: tx.execute(insert(AutomationRow).values(**values)))
+
+        def run(tx: Connection) -> None:
+            tenant_column = AutomationRow.tenant_id
+            within_quota(tx, tenant_column, record.tenant_id, most, "DA_MAX_AUTOMATIONS_PER_TENANT", "automations")
+            tx.execute(insert(AutomationRow).values(**values))
+
+        await self.database.write(run)
 
     async def get(self, tenant: str | None, automation_id: str) -> AutomationRecord | None:
         """The automation; `tenant` None: whoever owns it (the worker's delivery)."""

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from sqlalchemy import Connection, Row, delete, insert, select, update
 
+from store.agent_sessions.retention import delete_agent_sessions
 from store.agent_sessions.tables import (
     BetaAgentRow,
     BetaInputKeyRow,
@@ -18,10 +19,26 @@ from store.agent_sessions.tables import (
     BetaToolResultRow,
 )
 from store.database import Database
+from store.tenancy.quotas import within_quota
 
 Order = Literal["asc", "desc"]
+EventOutbox = Callable[[Connection, str, str, dict[str, Any], str, str], bool]
+"""`record_event` of the webhooks aggregate (tx, tenant, event type, data, cause, turn id): true when it added
+deliveries."""
 SCAN_BATCH = 200
 """Rows read at a time while a metadata filter skips sessions that do not match."""
+
+
+@dataclass(frozen=True)
+class SessionEvent:
+    """A webhook event a session write causes, recorded in that write's transaction (the outbox): if the write
+    commits, so does the event, and a retried write records it once (`cause`)."""
+
+    event_type: str
+    data: dict[str, Any]
+    cause: str
+    cause_id: str
+    """The session's or turn's id, under which its deliveries are found to be started."""
 
 
 @dataclass(frozen=True)
@@ -95,12 +112,19 @@ def tenant_page_query(
 
 
 class AgentSessionStore:
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, record_event: EventOutbox) -> None:
         self.database = database
+        self._record_event = record_event
+
+    def _announce(self, tx: Connection, tenant: str, event: SessionEvent | None) -> bool:
+        if event is None:
+            return False
+        return self._record_event(tx, tenant, event.event_type, event.data, event.cause, event.cause_id)
 
     # -- agents
 
-    async def add_agent(self, record: BetaAgentRecord) -> None:
+    async def add_agent(self, record: BetaAgentRecord, most: int | None = None) -> None:
+        """Raises QuotaReached when the tenant has `most` agents already."""
         values = {
             "agent_id": record.agent_id,
             "tenant_id": record.tenant_id,
@@ -108,7 +132,12 @@ class AgentSessionStore:
             "created_at": record.created_at,
             "updated_at": record.updated_at,
         }
-        await self.database.write(lambda tx: tx.execute(insert(BetaAgentRow).values(**values)))
+
+        def run(tx: Connection) -> None:
+            within_quota(tx, BetaAgentRow.tenant_id, record.tenant_id, most, "DA_MAX_AGENTS_PER_TENANT", "agents")
+            tx.execute(insert(BetaAgentRow).values(**values))
+
+        await self.database.write(run)
 
     async def agent(self, tenant: str, agent_id: str) -> BetaAgentRecord | None:
         query = select(BetaAgentRow.__table__).where(
@@ -148,7 +177,11 @@ class AgentSessionStore:
 
     # -- sessions
 
-    async def add_session(self, record: BetaSessionRecord) -> None:
+    async def add_session(
+        self, record: BetaSessionRecord, event: SessionEvent | None = None, most: int | None = None
+    ) -> bool:
+        """Add the session, recording `event` with it; true when the event has deliveries to start. Raises
+        QuotaReached when the tenant has `most` sessions already."""
         values = {
             "session_id": record.session_id,
             "tenant_id": record.tenant_id,
@@ -159,7 +192,14 @@ class AgentSessionStore:
             "created_at": record.created_at,
             "last_active_at": record.last_active_at,
         }
-        await self.database.write(lambda tx: tx.execute(insert(BetaSessionRow).values(**values)))
+
+        def run(tx: Connection) -> bool:
+            tenant_column = BetaSessionRow.tenant_id
+            within_quota(tx, tenant_column, record.tenant_id, most, "DA_MAX_SESSIONS_PER_TENANT", "sessions")
+            tx.execute(insert(BetaSessionRow).values(**values))
+            return self._announce(tx, record.tenant_id, event)
+
+        return await self.database.write(run)
 
     async def session(self, tenant: str, session_id: str) -> BetaSessionRecord | None:
         query = select(BetaSessionRow.__table__).where(
@@ -211,33 +251,35 @@ class AgentSessionStore:
 
         return await self.database.read(run)
 
-    async def delete_session(self, tenant: str, session_id: str) -> list[str] | None:
-        """Delete the session's rows; its turns' ids (their detached turns are the caller's to delete), or None."""
+    async def delete_session(self, tenant: str, session_id: str) -> bool:
+        """Delete the session with its turns (their rows, events and steps), tool results, input keys and spend
+        ledger, in one transaction; false if the tenant has no such session. Its running or paused turns'
+        workflows must be stopped first (workflows/session_deletion.py)."""
 
-        def run(tx: Connection) -> list[str] | None:
+        def run(tx: Connection) -> bool:
             which = (BetaSessionRow.tenant_id == tenant) & (BetaSessionRow.session_id == session_id)
-            if tx.execute(delete(BetaSessionRow).where(which)).rowcount == 0:
-                return None
-            turns = list(
-                tx.scalars(select(BetaSessionTurnRow.turn_id).where(BetaSessionTurnRow.session_id == session_id))
-            )
-            tx.execute(delete(BetaSessionTurnRow).where(BetaSessionTurnRow.session_id == session_id))
-            if turns:
-                tx.execute(delete(BetaToolResultRow).where(BetaToolResultRow.turn_id.in_(turns)))
-            tx.execute(delete(BetaInputKeyRow).where(BetaInputKeyRow.session_id == session_id))
-            return turns
+            if tx.scalar(select(BetaSessionRow.session_id).where(which)) is None:
+                return False
+            return delete_agent_sessions(tx, [session_id], with_turns=True) == 1
 
         return await self.database.write(run)
 
     # -- turns
 
     async def claim_turn(
-        self, tenant: str, session_id: str, turn_id: str, expected_current: str | None, now: datetime
-    ) -> int | None:
-        """Make `turn_id` the session's current turn if its current one is still `expected_current`; the new
-        turn's ordinal, or None when another turn got there first (the session is busy)."""
+        self,
+        tenant: str,
+        session_id: str,
+        turn_id: str,
+        expected_current: str | None,
+        now: datetime,
+        event: SessionEvent | None = None,
+    ) -> tuple[int, bool] | None:
+        """Make `turn_id` the session's current turn if its current one is still `expected_current`, recording
+        `event` with it; the new turn's ordinal and whether the event has deliveries to start, or None when
+        another turn got there first (the session is busy)."""
 
-        def run(tx: Connection) -> int | None:
+        def run(tx: Connection) -> tuple[int, bool] | None:
             which = (BetaSessionRow.tenant_id == tenant) & (BetaSessionRow.session_id == session_id)
             current = (
                 BetaSessionRow.current_turn_id.is_(None)
@@ -260,7 +302,7 @@ class AgentSessionStore:
                     turn_id=turn_id, session_id=session_id, tenant_id=tenant, ordinal=ordinal, created_at=now
                 )
             )
-            return ordinal
+            return ordinal, self._announce(tx, tenant, event)
 
         return await self.database.write(run)
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, delete, insert, select, update
 
 from store.database import Database
 from store.responses.tables import CompactionRow
@@ -72,6 +72,11 @@ class CompactionStore:
             )
 
         await self.database.write(run)
+
+    async def delete(self, tenant: str, compaction_id: str) -> bool:
+        """Delete the tenant's compaction (its summary, or the messages it had yet to summarise); false if none."""
+        which = (CompactionRow.compaction_id == compaction_id) & (CompactionRow.tenant_id == tenant)
+        return await self.database.write(lambda tx: tx.execute(delete(CompactionRow).where(which)).rowcount > 0)
 
     async def turn_compaction(self, turn_id: str) -> dict[str, Any] | None:
         """The runtime body of the turn's compaction event (its summary, sealed item), if it compacted."""

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, delete, func, insert, select, update
 
 from domain.agents import Agent, AgentConfig
+from store.tenancy.quotas import within_quota
 from store.turns.records import Page
 from store.turns.rows import StoreBase, delete_turns, read_page, unfinished_turns_of
 from store.turns.tables import AgentRow, SessionRow, TurnRow
@@ -19,9 +20,15 @@ def _agent(row: Row[Any]) -> Agent:
 
 
 class AgentStore(StoreBase):
-    async def create_agent(self, tenant: str, agent: Agent) -> None:
+    async def create_agent(self, tenant: str, agent: Agent, most: int | None = None) -> None:
+        """Raises QuotaReached when the tenant has `most` agents already."""
         row = {"agent_id": agent.agent_id, "tenant_id": tenant, "config": agent.agent_config.model_dump(mode="json")}
-        await self.database.write(lambda tx: tx.execute(insert(AgentRow).values(**row, created_at=agent.created_at)))
+
+        def run(tx: Connection) -> None:
+            within_quota(tx, AgentRow.tenant_id, tenant, most, "DA_MAX_AGENTS_PER_TENANT", "agents")
+            tx.execute(insert(AgentRow).values(**row, created_at=agent.created_at))
+
+        await self.database.write(run)
 
     async def get_agent(self, tenant: str, agent_id: str) -> Agent | None:
         """The tenant's agent; None for an unknown id and for another tenant's agent alike."""

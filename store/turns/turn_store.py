@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from store.database import Database
-from store.hand_over import HandOver
+from store.hand_over import HandOver, json_size
 from store.turns.agents import AgentStore
 from store.turns.events import StatusOutbox
 from store.turns.history import HistoryCache, HistoryStore
@@ -29,8 +29,10 @@ class TurnStore(AgentStore, ToolGroupStore, SessionStore, TurnLifecycle, History
         self._record_status = record_status
         self._event_listeners: list[Callable[[EventsWritten], None]] = []
         self._history = HistoryCache()
-        self._settings_written: HandOver[str, tuple[str, dict[str, Any]]] = HandOver()
-        self._turns_begun: HandOver[str, BegunTurn] = HandOver()
+        self._settings_written: HandOver[str, tuple[str, dict[str, Any]]] = HandOver(lambda kept: json_size(kept[1]))
+        self._turns_begun: HandOver[str, BegunTurn] = HandOver(
+            lambda begun: json_size(begun.input_messages) + json_size(begun.context_messages)
+        )
 
     def on_events_written(self, listener: Callable[[EventsWritten], None]) -> None:
         """Call `listener` with the events of each commit that added some through this object: readers in the

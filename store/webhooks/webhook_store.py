@@ -26,14 +26,11 @@ from domain.webhook_events import (
 from store.agent_sessions.tables import BetaSessionTurnRow
 from store.database import Database
 from store.responses.tables import ResponseRow
+from store.tenancy.quotas import within_quota
 from store.turns.tables import AgentRow, TurnRow
 from store.webhooks.tables import WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow
 
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
-
-
-class EndpointLimitReached(Exception):
-    """The tenant has as many endpoints as it may."""
 
 
 class StillDelivering(Exception):
@@ -280,12 +277,8 @@ class WebhookStore:
         record = EndpointRecord(_new_id("we"), tenant, name, url, event_types, hint, now, now)
 
         def run(tx: Connection) -> None:
-            owned = select(func.count()).select_from(WebhookEndpointRow).where(WebhookEndpointRow.tenant_id == tenant)
-            if (tx.scalar(owned) or 0) >= most:
-                raise EndpointLimitReached(
-                    f"This project has {most} webhook endpoints, the most allowed "
-                    "(DA_MAX_WEBHOOK_ENDPOINTS_PER_TENANT); delete one first"
-                )
+            tenant_column = WebhookEndpointRow.tenant_id
+            within_quota(tx, tenant_column, tenant, most, "DA_MAX_WEBHOOK_ENDPOINTS_PER_TENANT", "webhook endpoints")
             tx.execute(insert(WebhookEndpointRow).values(**record.__dict__, secret_sealed=sealed))
 
         await self.database.write(run)
@@ -499,6 +492,22 @@ class WebhookStore:
             )
         )
 
+    async def started_pending(self, after: str | None, limit: int) -> list[DeliveryToStart]:
+        """Pending delivery rounds whose workflow was started, by delivery id after `after`: the sweep pages
+        through them to find one whose workflow ended without recording an outcome."""
+        query = _DELIVERY_KEYS.where(
+            WebhookDeliveryRow.status == PENDING, WebhookDeliveryRow.workflow_started.is_(True)
+        ).order_by(WebhookDeliveryRow.delivery_id)
+        if after is not None:
+            query = query.where(WebhookDeliveryRow.delivery_id > after)
+        rows = await self.database.read(lambda tx: tx.execute(query.limit(limit)).all())
+        return [DeliveryToStart(*row) for row in rows]
+
+    async def fail_ended(self, delivery_id: str, round_: int, error: str) -> bool:
+        """Mark the round failed, logging `error` as its last attempt, if it is still the delivery's pending
+        one: its workflow ended (terminated, cancelled, timed out) without recording an outcome. True if it was."""
+        return await self.record_attempt(delivery_id, round_, Attempt(datetime.now(UTC), None, error, 0), FAILED)
+
     async def attempt_target(self, delivery_id: str, round_: int) -> AttemptTarget | None:
         """What the next attempt of this round sends; None when there is nothing to send any more (the
         endpoint or the delivery is gone, the round has ended or another began)."""
@@ -530,21 +539,22 @@ class WebhookStore:
 
         return await self.database.read(run)
 
-    async def record_attempt(self, delivery_id: str, round_: int, attempt: Attempt, status: str) -> None:
-        """Log an attempt of the round and leave the delivery `status`; nothing if the round is no longer
+    async def record_attempt(self, delivery_id: str, round_: int, attempt: Attempt, status: str) -> bool:
+        """Log an attempt of the round and leave the delivery `status`; nothing (false) if the round is no longer
         the delivery's pending one (its endpoint was deleted meanwhile, say)."""
 
-        def run(tx: Connection) -> None:
+        def run(tx: Connection) -> bool:
             current = (
                 (WebhookDeliveryRow.delivery_id == delivery_id)
                 & (WebhookDeliveryRow.round == round_)
                 & (WebhookDeliveryRow.status == PENDING)
             )
             if tx.execute(update(WebhookDeliveryRow).where(current).values(status=status)).rowcount == 0:
-                return
+                return False
             tx.execute(insert(WebhookAttemptRow).values(delivery_id=delivery_id, **attempt.__dict__))
+            return True
 
-        await self.database.write(run)
+        return await self.database.write(run)
 
     async def oldest_pending(self) -> datetime | None:
         query = select(func.min(WebhookDeliveryRow.pending_since)).where(WebhookDeliveryRow.status == PENDING)

@@ -12,6 +12,7 @@ import openai
 import pytest
 from openai import OpenAI
 from sqlalchemy import select
+from temporalio.service import RPCError, RPCStatusCode
 
 from store.agent_sessions.automation_tables import AutomationRow
 from store.tenancy.tables import SessionBudgetRow
@@ -20,6 +21,7 @@ from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.scripted_model import ScriptedModel, text
 from tests.support.spend_control import limit_body
 from tests.support.stack import SCRIPTED_MODEL, Stack
+from workflows.automation_run import schedule_id
 
 OWNER_KEY = "auto-owner-key-0123"
 OTHER_KEY = "auto-other-key-4567"
@@ -108,11 +110,22 @@ def test_an_erased_tenant_loses_its_automations_and_its_sessions_spend(stack: St
         automation = carol.beta.agents.automations.create(
             type="periodic", name="n", expression="0 9 * * *", timezone="UTC", target=target
         )
+        carol.beta.agents.automations.pause(automation.id)  # a paused Schedule never runs to delete itself
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {OPERATOR_KEY}"}, timeout=60) as operator:
             erased = operator.delete(f"{OPERATOR_PREFIX}tenants/carol")
         assert erased.status_code == 200 and erased.json()["deleted"]["automations"] == 1, erased.text
         with pytest.raises(openai.NotFoundError):
             carol.beta.agents.automations.retrieve(automation.id)
+
+    async def schedule_left() -> bool:
+        try:
+            await stack.client.get_schedule_handle(schedule_id(automation.id)).describe()
+        except RPCError as missing:
+            assert missing.status == RPCStatusCode.NOT_FOUND
+            return False
+        return True
+
+    assert not stack.background.run(schedule_left())
 
     def left(tx: Any) -> list[int]:
         automations = select(AutomationRow).where(AutomationRow.automation_id == automation.id)

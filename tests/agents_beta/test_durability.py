@@ -5,6 +5,7 @@ API dies — gets each event once, with no gap."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -12,12 +13,16 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import openai
 import pytest
 from openai import OpenAI
+from temporalio.client import WorkflowExecutionStatus
 
+from hosting.fault_points import AFTER_SESSION_TURNS_STOPPED
 from tests.support.processes import EVENT_SECONDS, ProcessStack, wait_until
 from tests.support.scripted_model import text, tool_call
 from tests.support.stack import SCRIPTED_MODEL
+from workflows.contracts import turn_workflow_id
 
 pytestmark = pytest.mark.processes
 
@@ -144,3 +149,39 @@ def test_killed_during_a_caller_run_tool_pause_the_turn_resumes_once(processes: 
     tool_messages = [m["content"] for m in processes.model.requests[-1]["messages"] if m["role"] == "tool"]
     assert tool_messages == ["sunny"]
     assert [turn.status for turn in client.beta.agents.sessions.turns.list(session.id).data] == ["completed"]
+
+
+def test_a_session_deletion_cut_short_by_a_dead_worker_finishes_on_the_next(processes: ProcessStack) -> None:
+    processes.model.script(tool_call("get_weather"))
+    client = sdk(processes)
+    session = client.beta.agents.sessions.create(
+        environment={"type": "none"}, agent={"model": SCRIPTED_MODEL, "tools": [WEATHER]}, input="Weather?"
+    )
+    waiting = wait_until(
+        lambda: client.beta.agents.sessions.retrieve(session.id).status == "requires_action", "the pause", EVENT_SECONDS
+    )
+    assert waiting
+    (turn,) = client.beta.agents.sessions.turns.list(session.id).data
+    processes.kill(processes.worker)
+    processes.start_worker(DA_TEST_FAULT=AFTER_SESSION_TURNS_STOPPED)  # dies between stopping and deleting
+    answers: list[httpx.Response] = []
+    deleting = in_background(
+        lambda: answers.append(
+            httpx.delete(f"{processes.url}/v1/agents/sessions/{session.id}", headers=BETA, timeout=120)
+        )
+    )
+    assert processes.worker is not None and processes.worker.wait(timeout=EVENT_SECONDS) != 0
+    assert client.beta.agents.sessions.retrieve(session.id).id == session.id  # the rows are still there
+    processes.start_worker()
+    deleting.join(timeout=120)
+    assert [answer.status_code for answer in answers] == [200], [answer.text for answer in answers]
+    with pytest.raises(openai.NotFoundError):
+        client.beta.agents.sessions.retrieve(session.id)
+    with pytest.raises(openai.NotFoundError):
+        client.beta.agents.sessions.turns.list(session.id)
+
+    async def turn_status() -> WorkflowExecutionStatus | None:
+        handle = (await processes.temporal_client()).get_workflow_handle(turn_workflow_id(turn.id))
+        return (await handle.describe()).status
+
+    assert asyncio.run(turn_status()) == WorkflowExecutionStatus.TERMINATED

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -17,6 +18,7 @@ from openai.types.responses import ResponseOutputItem, ResponseOutputMessage
 from openai.types.responses.response_create_params import ContextManagement
 from openai.types.responses.response_input_item_param import FunctionCallOutput
 
+from activities.retention import worker_policy
 from compaction.seal import CompactionSeal
 from compaction.summary import SUMMARY_INSTRUCTIONS, SUMMARY_PREFIX
 from tests.support.processes import EVENT_SECONDS
@@ -24,7 +26,7 @@ from tests.support.scripted_model import ScriptedModel, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
 CHAIN = 12
-COMPACTION_ROUTES = {("post", "/v1/responses/compact")}
+COMPACTION_ROUTES = {("post", "/v1/responses/compact"), ("delete", "/v1/responses/compact/{compaction_id}")}
 """Walked for tenancy here (another tenant's chain and items; tests/security/test_tenancy.py counts them as walked)."""
 
 
@@ -145,6 +147,35 @@ async def test_another_tenants_compaction_item_is_refused(stack: Stack, model: S
             with pytest.raises(openai.BadRequestError) as foreign_chain:
                 await bob.responses.compact(model=SCRIPTED_MODEL, previous_response_id=mine.id)
             assert foreign_chain.value.code == "previous_response_not_found"
+
+
+async def test_a_compaction_is_deleted_by_its_tenant_only_and_its_item_still_reads(
+    stack: Stack, model: ScriptedModel
+) -> None:
+    settings = stack.settings.model_copy(update={"api_keys": ("alice:key-alice-0123", "bob:key-bob-4567")})
+    with stack.other_api(settings) as url:
+        model.script(text("The user keeps a secret."), text("still answered"))
+        async with AsyncOpenAI(base_url=f"{url}/v1", api_key="key-alice-0123", max_retries=0) as alice:
+            compacted = await alice.responses.compact(model=SCRIPTED_MODEL, input="my secret is 42")
+            path = f"{url}/v1/responses/compact/{compacted.id}"
+            async with httpx.AsyncClient(timeout=60) as http:
+                bobs = await http.delete(path, headers={"Authorization": "Bearer key-bob-4567"})
+                assert bobs.status_code == 404  # another tenant's: as if it did not exist
+                assert stack.background.run(stack.store.compactions.get(compacted.id)) is not None
+                deleted = await http.delete(path, headers={"Authorization": "Bearer key-alice-0123"})
+                assert deleted.status_code == 200, deleted.text
+                assert deleted.json() == {"id": compacted.id, "object": "response.compaction.deleted", "deleted": True}
+                assert stack.background.run(stack.store.compactions.get(compacted.id)) is None
+                again = await http.delete(path, headers={"Authorization": "Bearer key-alice-0123"})
+                assert again.status_code == 404
+            answer = await alice.responses.create(model=SCRIPTED_MODEL, input=as_input(compacted.output))
+            assert answer.status == "completed"  # the summary travels in the sealed item
+
+
+def test_compactions_have_a_default_time_to_live_that_da_retention_overrides(stack: Stack) -> None:
+    assert worker_policy(stack.settings).ttls["compactions"] == timedelta(days=7)
+    configured = stack.settings.model_copy(update={"retention": {"compactions": timedelta(hours=1)}})
+    assert worker_policy(configured).ttls["compactions"] == timedelta(hours=1)
 
 
 async def test_compact_refuses_what_it_cannot_compact(client: AsyncOpenAI, stack: Stack) -> None:

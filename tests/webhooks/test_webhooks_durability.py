@@ -17,7 +17,7 @@ from cryptography.fernet import Fernet
 from openai import OpenAI
 from temporalio.service import RPCError, RPCStatusCode
 
-from hosting.fault_points import AFTER_TURN_END
+from hosting.fault_points import AFTER_SESSION_ROW, AFTER_TURN_END
 from tests.support.processes import EVENT_SECONDS, ProcessStack, wait_until
 from tests.support.scripted_model import text
 from tests.support.stack import SCRIPTED_MODEL, free_port
@@ -140,3 +140,61 @@ def test_a_delivery_whose_start_a_crash_lost_is_started_by_the_sweep(stack: Proc
     finally:
         receiver.stop()
         client.webhooks.delete(endpoint.id)
+
+
+def test_a_delivery_whose_workflow_was_terminated_fails_and_can_be_redelivered(
+    stack: ProcessStack, client: OpenAI
+) -> None:
+    receiver = Receiver(free_port())  # not listening yet: the delivery keeps retrying, pending
+    endpoint = client.webhooks.create(name="stopped", url=receiver.url, event_types=["response.completed"])
+    stack.model.script(text("its delivery was terminated"))
+    created = client.responses.create(model=SCRIPTED_MODEL, input="go", background=True)
+    (pending,) = wait_until(
+        lambda: [d for d in deliveries(stack, endpoint.id) if d["attempts"]], "a failed attempt", EVENT_SECONDS
+    )
+    assert pending["status"] == "pending"
+
+    async def terminate() -> None:
+        workflow_id = delivery_workflow_id(endpoint.id, pending["event_id"], 0)
+        await (await stack.temporal_client()).get_workflow_handle(workflow_id).terminate("an operator stopped it")
+
+    asyncio.run(terminate())
+    (failed,) = wait_until(
+        lambda: [d for d in deliveries(stack, endpoint.id) if d["status"] == "failed"], "failed", EVENT_SECONDS
+    )
+    assert "terminated" in failed["attempts"][-1]["error"]
+    receiver.start()
+    try:
+        redelivered = httpx.post(
+            f"{stack.url}/v1/webhook_endpoints/{endpoint.id}/deliveries/{failed['id']}/redeliver", timeout=30
+        )
+        assert redelivered.status_code == 200, redelivered.text
+        accepted_once(receiver, endpoint.signing_secret, created.id)
+    finally:
+        receiver.stop()
+        client.webhooks.delete(endpoint.id)
+
+
+def test_a_session_created_just_before_a_crash_still_announces_itself(stack: ProcessStack) -> None:
+    receiver = Receiver(free_port()).start()
+    beta = OpenAI(base_url=f"{stack.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    endpoint = beta.webhooks.create(name="sessions", url=receiver.url, event_types=["agent.session.created"])
+    stack.kill(stack.api)
+    stack.start_api(DA_TEST_FAULT=AFTER_SESSION_ROW)  # dies right after writing the session's row
+    try:
+        with pytest.raises(httpx.TransportError):
+            httpx.post(
+                f"{stack.url}/v1/agents/sessions",
+                headers={"OpenAI-Beta": "agents=v1"},
+                json={"environment": {"type": "none"}, "agent": {"model": SCRIPTED_MODEL}, "input": "hello"},
+                timeout=30,
+            )
+        assert stack.api is not None and stack.api.wait(timeout=EVENT_SECONDS) != 0
+        stack.start_api()
+        (delivery,) = receiver.wait_for(1)
+        event = delivery.event(endpoint.signing_secret)
+        assert event.type == "agent.session.created"
+        assert beta.beta.agents.sessions.retrieve(event.data.id).id == event.data.id
+    finally:
+        receiver.stop()
+        beta.webhooks.delete(endpoint.id)

@@ -18,6 +18,7 @@ from api.openai.errors import OpenAIError, not_found
 from api.openai.pages import list_page
 from api.services import ServicesDep
 from store.agent_sessions.sessions import BetaAgentRecord
+from store.tenancy.quotas import QuotaReached
 
 router = beta_router(tags=["agents (beta)"], include_in_schema=False)
 """Left out of the OpenAPI document: its paths and methods are the llama-stack dialect's, which the document
@@ -45,7 +46,10 @@ async def create_agent(
     await check_mcp_urls(body, services.tools.outbound_policy)
     now = datetime.now(UTC)
     record = BetaAgentRecord(new_id("agent"), tenant, body, now, now)
-    await services.store.agent_sessions.add_agent(record)
+    try:
+        await services.store.agent_sessions.add_agent(record, services.settings.max_agents_per_tenant)
+    except QuotaReached as quota:
+        raise OpenAIError(409, str(quota), code="limit_reached") from None
     return _shown(record)
 
 

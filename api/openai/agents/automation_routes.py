@@ -36,6 +36,7 @@ from api.openai.errors import OpenAIError, invalid, not_found
 from api.openai.pages import list_page
 from api.services import Services, ServicesDep
 from store.agent_sessions.automations import AutomationRecord, AutomationStore, InvocationRecord
+from store.tenancy.quotas import QuotaReached
 from workflows.automation_run import manual_run_key
 
 router = beta_router(tags=["automations (beta)"])
@@ -96,7 +97,10 @@ async def create_automation(
     now = datetime.now(UTC)
     record = AutomationRecord(new_id("auto"), tenant, body.type, stored, "active", None, now, now)
     automations = _store(services)
-    await automations.add(record)
+    try:
+        await automations.add(record, services.settings.max_automations_per_tenant)
+    except QuotaReached as quota:
+        raise OpenAIError(409, str(quota), code="limit_reached") from None
     settings = services.settings
     try:
         await create_schedule(services.turns.client, record, settings.task_queue, settings.automation_catchup_window)

@@ -5,6 +5,7 @@ Registered before the `/v1/agents/{agent_id}` routes: `sessions` is a path, neve
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -12,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Body, Query, Request
 from fastapi.responses import StreamingResponse
+from temporalio.common import WorkflowIDConflictPolicy
 
 from agent_sessions.agent_snapshot import check_model
 from agent_sessions.announce import announce
@@ -26,10 +28,11 @@ from api.openai.agents.session_stream import Cursor, session_sse
 from api.openai.agents.session_view import session_view
 from api.openai.agents.spend_control import change_spend_limit
 from api.openai.agents.wire import SessionUpdate, agent_body, check_metadata, parse
-from api.openai.errors import invalid, not_found
+from api.openai.errors import OpenAIError, invalid, not_found
 from api.openai.pages import list_page
 from api.services import Services, ServicesDep
 from store.agent_sessions.sessions import BetaSessionRecord
+from workflows.session_deletion import AgentSessionDeletion, SessionDeletionRequest, session_deletion_workflow_id
 
 log = logging.getLogger(__name__)
 
@@ -148,13 +151,23 @@ async def update(
 
 @router.delete("/agents/sessions/{session_id}")
 async def delete(session_id: str, services: ServicesDep, tenant: TenantDep) -> Any:
-    """Delete the session with its turns; a running or waiting turn is stopped first."""
+    """Delete the session with its turns, a running or waiting turn stopped first: one durable workflow, which
+    Temporal finishes if this process dies during it (workflows/session_deletion.py)."""
     await stored_session(services, tenant, session_id)
-    turns = await services.store.agent_sessions.delete_session(tenant, session_id) or []
-    for turn_id in turns:
-        status = await services.store.turns.turn_status(turn_id)
-        if status is not None and not status.is_final:
-            await services.turns.terminate(turn_id, f"Its session {session_id} was deleted.")
-        await services.store.turns.delete_detached_turn(tenant, turn_id)
-    await services.store.spend.forget(session_id)
+    handle = await services.turns.client.start_workflow(
+        AgentSessionDeletion.run,
+        SessionDeletionRequest(tenant=tenant, session_id=session_id),
+        id=session_deletion_workflow_id(session_id),
+        task_queue=services.settings.task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,  # a concurrent delete waits for the same one
+    )
+    wait = services.settings.response_wait
+    try:
+        await asyncio.wait_for(handle.result(), wait)
+    except TimeoutError:
+        raise OpenAIError(
+            503,
+            f"Session {session_id} is being deleted (not done within {wait:.0f} s, DA_RESPONSE_WAIT); it will "
+            "finish: delete again to wait for it.",
+        ) from None
     return {"id": session_id, "object": "agent.session.deleted", "deleted": True}

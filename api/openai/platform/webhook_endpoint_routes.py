@@ -20,10 +20,10 @@ from api.openai.pages import list_page
 from configuration.settings import Settings
 from domain.webhook_events import EVENT_TYPES, event_body, sample_data
 from outbound.http import Outbound
+from store.tenancy.quotas import QuotaReached
 from store.webhooks.webhook_store import (
     KEEP_OLD_SECRET,
     DeliveryRecord,
-    EndpointLimitReached,
     EndpointRecord,
     StillDelivering,
     WebhookStore,
@@ -167,7 +167,7 @@ async def create_endpoint(body: CreateEndpoint, tenant: TenantDep, webhooks: Web
         record = await webhooks.store.create_endpoint(
             tenant, body.name, url, event_types, sealed, secret_hint(secret), most
         )
-    except EndpointLimitReached as limit:
+    except QuotaReached as limit:
         raise OpenAIError(409, str(limit), code="limit_reached") from None
     return _endpoint(record, secret)
 

@@ -21,7 +21,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from api.guards.tenancy import PrincipalDep
-from api.openai.errors import ERROR_RESPONSES, OpenAIError, invalid
+from api.openai.errors import ERROR_RESPONSES, OpenAIError, invalid, not_found
 from api.openai.parameters import field_names, refuse_unknown
 from api.openai.responses import ids
 from api.openai.responses.compaction_items import NO_KEY, as_read, compaction_seal, open_compactions, user_messages
@@ -101,6 +101,7 @@ async def compact_response(
         )
         done: CompactionDone = await asyncio.wait_for(handle.result(), settings.response_wait)
     except WorkflowFailureError as failed:
+        await compactions.delete(tenant, compaction_id)  # nothing will read its messages again
         raise _failure(failed) from failed
     except TimeoutError:
         raise OpenAIError(
@@ -130,3 +131,12 @@ async def compact_response(
             "total_tokens": done.input_tokens + done.output_tokens,
         },
     }
+
+
+@router.delete("/responses/compact/{compaction_id}")
+async def delete_compaction(compaction_id: str, services: ServicesDep, principal: PrincipalDep) -> Any:
+    """Forget a compaction (OpenAI keeps none to delete): its summary, or the messages it had yet to summarise.
+    The sealed item the client holds stays readable: the summary travels in it."""
+    if not await services.store.compactions.delete(principal.tenant, compaction_id):
+        raise not_found("Compaction", compaction_id)
+    return {"id": compaction_id, "object": "response.compaction.deleted", "deleted": True}
