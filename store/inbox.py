@@ -64,6 +64,8 @@ class InboxQuery(BaseModel):
     started_before: datetime | None = None
     """Only turns started before this: the age filter."""
     after: InboxCursor | None = None
+    turn_id: str | None = None
+    """Only this turn: whether it still waits, and for what."""
     limit: int = 20
 
 
@@ -82,6 +84,8 @@ def _common(query: InboxQuery) -> list[Any]:
         where.append(TurnRow.started_at < query.started_before)
     if query.after is not None:
         where.append(tuple_(TurnRow.started_at, TurnRow.turn_id) > (query.after.started_at, query.after.turn_id))
+    if query.turn_id is not None:
+        where.append(TurnRow.turn_id == query.turn_id)
     if query.agent_id is not None:
         of_beta_agent = select(BetaSessionTurnRow.turn_id).join(
             BetaSessionRow, BetaSessionRow.session_id == BetaSessionTurnRow.session_id
@@ -216,6 +220,11 @@ class InboxStore:
             return items, len(rows) > query.limit
 
         return await self.database.read(read)
+
+    async def waiting_turn(self, tenant: str, turn_id: str) -> InboxItem | None:
+        """What the tenant's turn waits for now; None when it waits for nothing (or is not the tenant's)."""
+        items, _ = await self.waiting(InboxQuery(tenant=tenant, turn_id=turn_id, limit=1))
+        return items[0] if items else None
 
 
 def keyset_of(item: InboxItem) -> InboxCursor:

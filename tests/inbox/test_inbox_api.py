@@ -5,87 +5,19 @@ sees none of them."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-from typing import Any
+from tests.agents_beta.test_spend_control import paused_on_budget
+from tests.inbox.waiting import (
+    Tenant,
+    approval_response,
+    function_call_response,
+    paused_llama_turn,
+    waiting_session,
+)
+from tests.support.scripted_model import ScriptedModel, ThreadedServer
+from tests.support.stack import SCRIPTED_MODEL
 
-import httpx
-import pytest
-from openai import OpenAI
-
-from tests.agents_beta.test_spend_control import WEATHER, paused_on_budget, wait_status
-from tests.responses.test_responses_tools import mcp_tool
-from tests.support.rest import BOILING_TOOL, final_turn
-from tests.support.scripted_model import ScriptedModel, ThreadedServer, tool_call
-from tests.support.stack import SCRIPTED_MODEL, Stack
-
-NONE: Any = {"type": "none"}
 INBOX_ROUTES = {("get", "/v1/inbox")}
 """Tenancy walked here: another tenant's inbox is empty."""
-
-
-class Tenant:
-    """One tenant of the keyed API: its key, an httpx client and the openai SDK, both sending that key."""
-
-    def __init__(self, url: str, key: str) -> None:
-        self.http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
-        self.openai = OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=60)
-
-    def inbox(self, **params: Any) -> dict[str, Any]:
-        answer = self.http.get("/v1/inbox", params=params)
-        assert answer.status_code == 200, answer.text
-        return answer.json()
-
-    def close(self) -> None:
-        self.http.close()
-        self.openai.close()
-
-
-@pytest.fixture(scope="module")
-def tenants(stack: Stack) -> Iterator[tuple[Tenant, Tenant]]:
-    """Two fresh tenants on an API that requires keys: this module's items are theirs alone."""
-    suffix = uuid.uuid4().hex[:8]
-    keys = (f"inbox-a-{suffix}:key-a-{suffix}", f"inbox-b-{suffix}:key-b-{suffix}")
-    with stack.other_api(stack.settings.model_copy(update=dict(api_keys=keys))) as url:
-        made = (Tenant(url, f"key-a-{suffix}"), Tenant(url, f"key-b-{suffix}"))
-        yield made
-        for tenant in made:
-            tenant.close()
-
-
-def paused_llama_turn(tenant: Tenant, model: ScriptedModel) -> dict[str, Any]:
-    model.script(tool_call("get_boiling_point", {"liquid_name": "polyjuice"}))
-    config = {"model": SCRIPTED_MODEL, "instructions": "Be brief.", "client_tools": [BOILING_TOOL]}
-    agent_id = tenant.http.post("/v1/agents", json={"agent_config": config}).json()["agent_id"]
-    session_id = tenant.http.post(f"/v1/agents/{agent_id}/session", json={"session_name": "inbox"}).json()["session_id"]
-    ask = {"messages": [{"role": "user", "content": "boil"}], "stream": True}
-    turn = final_turn(tenant.http.post(f"/v1/agents/{agent_id}/session/{session_id}/turn", json=ask))
-    assert turn["status"] == "awaiting_input", turn
-    return {"agent_id": agent_id, "session_id": session_id, "turn_id": turn["turn_id"]}
-
-
-def function_call_response(tenant: Tenant, model: ScriptedModel) -> Any:
-    model.script(tool_call("get_weather", {"city": "Oslo"}))
-    response = tenant.openai.responses.create(model=SCRIPTED_MODEL, input="weather?", tools=[WEATHER])
-    assert [item.type for item in response.output] == ["function_call"]
-    return response
-
-
-def approval_response(tenant: Tenant, model: ScriptedModel, mcp: ThreadedServer) -> Any:
-    model.script(tool_call("add_numbers", {"a": 4, "b": 5}))
-    response = tenant.openai.responses.create(model=SCRIPTED_MODEL, input="add", tools=[mcp_tool(mcp, "always")])  # type: ignore[list-item]
-    assert [item.type for item in response.output] == ["mcp_list_tools", "mcp_approval_request"]
-    return response
-
-
-def waiting_session(tenant: Tenant, model: ScriptedModel) -> Any:
-    model.script(tool_call("get_weather", {"city": "Lima"}))
-    created = tenant.openai.beta.agents.sessions.create(
-        environment=NONE, agent={"model": SCRIPTED_MODEL, "instructions": "Brief.", "tools": [WEATHER]}, input="Lima?"
-    )
-    waiting = wait_status(tenant.openai, created.id, "requires_action")
-    assert waiting.status == "requires_action", waiting
-    return waiting
 
 
 def test_every_waiting_turn_of_the_three_dialects_oldest_first_paged_and_only_for_its_tenant(
