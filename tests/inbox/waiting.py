@@ -33,8 +33,10 @@ class Tenant:
         self.openai.close()
 
 
-def paused_llama_turn(tenant: Tenant, model: ScriptedModel) -> dict[str, Any]:
-    model.script(tool_call("get_boiling_point", {"liquid_name": "polyjuice"}))
+def paused_llama_turn(tenant: Tenant, model: ScriptedModel, script: bool = True) -> dict[str, Any]:
+    """`script`: False when the caller has scripted the model's tool call itself."""
+    if script:
+        model.script(tool_call("get_boiling_point", {"liquid_name": "polyjuice"}))
     config = {"model": SCRIPTED_MODEL, "instructions": "Be brief.", "client_tools": [BOILING_TOOL]}
     agent_id = tenant.http.post("/v1/agents", json={"agent_config": config}).json()["agent_id"]
     session_id = tenant.http.post(f"/v1/agents/{agent_id}/session", json={"session_name": "inbox"}).json()["session_id"]
