@@ -150,6 +150,8 @@ async def dialect_request(services: Any, item: InboxItem, action: InboxAction) -
         ]
         return "POST", path, {"tool_responses": responses, "stream": False}
     if item.dialect == "agents":
+        if action.reason:
+            raise HTTPException(400, "reason: an Agents API session's approval results carry no reason; leave it out")
         if action.action == "lift_limit":
             limit = None if action.limit is None else {"limit": action.limit}
             return "POST", f"/v1/agents/sessions/{item.session_id}", {"spend_control": limit}
