@@ -59,8 +59,23 @@ class ActionResult(BaseModel):
     """What the dialect's own request answered (the turn, the response, or the session)."""
 
 
+ALREADY_ANSWERED = "already_answered"
+"""How a 409's detail begins when the item no longer waits for what the action answers."""
+
+
 def already_answered(turn_id: str, what: str) -> HTTPException:
-    return HTTPException(409, {"code": "already_answered", "message": f"{what} of turn {turn_id} was already answered"})
+    return HTTPException(409, f"{ALREADY_ANSWERED}: {what} of turn {turn_id} was already answered (or waits no more)")
+
+
+def _message(answer: Any) -> str:
+    """The message of a dialect's refusal, whichever shape it has (`detail`, or OpenAI's `error.message`)."""
+    if isinstance(answer, dict):
+        if isinstance(answer.get("detail"), str):
+            return str(answer["detail"])
+        error = answer.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+    return str(answer)
 
 
 def _check(item: InboxItem | None, turn_id: str, action: InboxAction) -> InboxItem:
@@ -179,7 +194,7 @@ async def act(
     if answer.status_code >= 400:
         if await services.store.inbox.waiting_turn(tenant, turn_id) is None:
             raise already_answered(turn_id, "Everything")  # another submit won the race
-        raise HTTPException(answer.status_code, result)
+        raise HTTPException(answer.status_code, _message(result))
     return ActionResult(id=turn_id, action=action.action, dialect=item.dialect, result=result)
 
 

@@ -22,7 +22,7 @@ from starlette.responses import Response
 from api.guards.auth import CONSOLE_KEY_COOKIE, match_key
 from api.guards.tenancy import principals
 from api.inbox import console_guard as guard
-from api.inbox.actions import InboxAction, act
+from api.inbox.actions import ALREADY_ANSWERED, InboxAction, act
 from api.inbox.routes import inbox_page
 from api.services import ServicesDep
 
@@ -156,10 +156,9 @@ async def act_from_console(request: Request, services: ServicesDep, turn_id: str
     except ValidationError as invalid:
         status, error = 400, "; ".join(str(problem["msg"]) for problem in invalid.errors())
     except HTTPException as refused:
-        detail = refused.detail
-        already = isinstance(detail, dict) and detail.get("code") == "already_answered"
         status = refused.status_code
-        error = "This item was already answered." if already else f"Not taken: {detail}"
+        already = str(refused.detail).startswith(ALREADY_ANSWERED)
+        error = "This item was already answered." if already else f"Not taken: {refused.detail}"
     shown = await inbox_page(services, principal.tenant, limit=50)
     return page(
         request,
