@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # and stack); TEST_WORKERS=0 runs those tests in one process.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: run test lint revision docs sandbox-env
+.PHONY: run test lint revision docs sandbox-env browser
 
 # Packages are installed by uv (from PyPI, into the venv first): it resolves and installs the same packages
 # several times faster than pip. Where uv cannot be had or fails, pip installs them instead.
@@ -63,6 +63,18 @@ sandbox-env: | $(BIN)/python
 	|| { echo "$(SANDBOX_VENV) could not be built"; exit 1; }; \
 	touch $(SANDBOX_VENV)/.deps
 
+# The console's browser tests (tests/inbox/test_console_browser.py) drive Debian's chromium through Playwright's
+# Python package: chromium comes from apt where it is missing and we are root; no browser is ever downloaded
+# by Playwright. Elsewhere one line says what to install, and those tests are skipped, saying why.
+browser:
+	@command -v chromium >/dev/null || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing chromium (the console's browser tests) with apt-get"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else \
+			echo "the console's browser tests need chromium: install it (apt-get install chromium); until then they are skipped"; \
+		fi; }
+
 run: $(VENV)/.run-deps sandbox-env
 	@$(BYTECODE)
 	$(BIN)/python serve.py
@@ -86,7 +98,7 @@ PROCESS_WORKERS ?= 2
 LINT_LOG := .lint.log
 PROCESSES_LOG := .processes.log
 
-test: $(VENV)/.test-deps
+test: $(VENV)/.test-deps browser
 	@$(BYTECODE)
 	@status=0; \
 	( $(LINT) ) > $(LINT_LOG) 2>&1 & lint=$$!; \

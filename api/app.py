@@ -21,6 +21,9 @@ from api.guards.rate_limit import ProcessRateBuckets, RateLimit
 from api.guards.tenancy import DEFAULT_TENANT, principals
 from api.http.errors import install_error_handlers
 from api.http.openapi import install_openapi
+from api.inbox import actions as inbox_actions
+from api.inbox import routes as inbox
+from api.inbox.console import install_console
 from api.knowledge import knowledge_for
 from api.llama_stack import routes as llama_stack
 from api.openai import routes as openai_family
@@ -181,10 +184,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(HostOriginCheck, settings=current_settings)
     app.add_middleware(OpenAIErrorEnvelope)  # outermost: the Responses paths' errors in OpenAI's shape
     # The OpenAI family first: its Agents API routes share `/v1/agents` paths with llama-stack's (api/openai/routes.py).
-    for router in (openai_family.router, llama_stack.router, model_routes.router, operations.router):
+    for router in (
+        openai_family.router,
+        llama_stack.router,
+        model_routes.router,
+        operations.router,
+        inbox.router,
+        inbox_actions.router,
+    ):
         app.include_router(router, prefix="/v1")
     install_openapi(app, llama_stack.RESOURCE_ROUTERS, prefix="/v1")
     app.include_router(operations.root_router)
+    install_console(app)
     instrument_api(app, lambda turn_id: app.state.services.turns.trace_carrier(turn_id))
     return app
 

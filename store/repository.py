@@ -12,6 +12,7 @@ from store.agent_sessions.automations import AutomationStore
 from store.agent_sessions.sessions import AgentSessionStore
 from store.containers.containers import ContainerStore
 from store.database import Database
+from store.inbox import InboxStore
 from store.knowledge.files import FileStore
 from store.knowledge.vector_index import VectorIndex
 from store.knowledge.vector_stores import VectorStores
@@ -40,6 +41,7 @@ class Store:
         self.vector_stores = VectorStores(database, index)
         self.webhooks = WebhookStore(database)
         self.containers = ContainerStore(database)
+        self.inbox = InboxStore(database)
 
     async def ping(self) -> None:
         await self.database.read(lambda tx: tx.execute(select(1)))

@@ -9,10 +9,11 @@ The accepted key decides the request's tenant (api/guards/tenancy.py), left in t
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 
 from starlette.datastructures import Headers
+from starlette.requests import cookie_parser
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -24,6 +25,11 @@ OPEN_ROUTES = frozenset({("GET", "/v1/health"), ("GET", "/readyz"), ("GET", "/me
 """Load balancers and orchestrators probe liveness and readiness, and Prometheus scrapes, without credentials."""
 OPERATOR_PREFIX = "/v1/operator/"
 """Routes that check DA_OPERATOR_KEY themselves (api/operations/tenants.py): an operator is no tenant."""
+CONSOLE_PATH = "/console"
+CONSOLE_KEY_COOKIE = "da_console_key"
+"""The console's pages are signed in by this cookie (HttpOnly, SameSite=Strict) instead of the header: a browser
+cannot send the header on a page load. Without a valid one they are served with no principal, and the console
+sends the visitor to its sign-in page (api/inbox/console.py)."""
 
 
 class BearerAuth:
@@ -48,6 +54,13 @@ class BearerAuth:
             scope.setdefault("state", {})["principal"] = ANONYMOUS
             await self._app(scope, receive, send)
             return
+        if scope["path"] == CONSOLE_PATH or scope["path"].startswith(CONSOLE_PATH + "/"):
+            key = cookie_parser(Headers(scope=scope).get("cookie", "")).get(CONSOLE_KEY_COOKIE)
+            principal = self.match(key) if key else None
+            if principal is not None:
+                scope.setdefault("state", {})["principal"] = principal
+            await self._app(scope, receive, send)
+            return
         outcome = self._authenticate(Headers(scope=scope).get("authorization"))
         if isinstance(outcome, Principal):
             scope.setdefault("state", {})["principal"] = outcome
@@ -62,22 +75,26 @@ class BearerAuth:
         scheme, _, token = authorization.strip().partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return _unauthorized("The Authorization header must be 'Bearer <key>' with one of this server's API keys.")
-        principal = self._match(token.strip())
+        principal = self.match(token.strip())
         if principal is None:
             return _unauthorized(
                 "The API key in the Authorization header is not accepted by this server.", error="invalid_token"
             )
         return principal
 
-    def _match(self, token: str) -> Principal | None:
-        # Every key is compared, in constant time, and comparing fixed-length digests keeps even a key's
-        # length out of the response time: timing tells neither whether nor which key matched.
-        presented = key_digest(token)
-        matched: Principal | None = None
-        for digest, principal in self._principals:
-            if hmac.compare_digest(presented, digest):
-                matched = principal
-        return matched
+    def match(self, token: str) -> Principal | None:
+        return match_key(self._principals, token)
+
+
+def match_key(known: Iterable[tuple[bytes, Principal]], token: str) -> Principal | None:
+    """Whose key `token` is, if any. Every key is compared, in constant time, and comparing fixed-length digests
+    keeps even a key's length out of the response time: timing tells neither whether nor which key matched."""
+    presented = key_digest(token)
+    matched: Principal | None = None
+    for digest, principal in known:
+        if hmac.compare_digest(presented, digest):
+            matched = principal
+    return matched
 
 
 def _unauthorized(detail: str, error: str | None = None) -> JSONResponse:

@@ -74,6 +74,10 @@ CONFIGURATION_DEPENDENT = {
     "POST /v1/vector_stores/{vector_store_id}/files/{file_id}",
     "POST /v1/vector_stores/{vector_store_id}/file_batches",
     "POST /v1/vector-dbs",
+    # The inbox: `after` must be a cursor the inbox gave; an action needs the fields of its kind (outputs, an
+    # approval request id), and a lifted limit only Agents API sessions have.
+    "GET /v1/inbox",
+    "POST /v1/inbox/{turn_id}/actions",
     "POST /v1/tool-runtime/rag-tool/query",
     # The model must be configured; there must be something to compact.
     "POST /v1/responses/compact",
