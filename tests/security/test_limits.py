@@ -193,9 +193,7 @@ def test_caps_on_iterations_sessions_turns_and_toolgroups(limited_api: str) -> N
         assert http.post("/v1/toolgroups", json={**group, "toolgroup_id": "mcp::one"}).status_code == 200
         second = http.post("/v1/toolgroups", json={**group, "toolgroup_id": "mcp::two"})
         assert second.status_code == 409 and "DA_MAX_TOOLGROUPS_PER_TENANT" in second.json()["detail"]
-        assert [g["identifier"] for g in http.get("/v1/toolgroups").json()["data"]] == [
-            "builtin::calculator",
-            "builtin::rag",
-            "mcp::one",
-        ]
+        listed = [g["identifier"] for g in http.get("/v1/toolgroups").json()["data"]]
+        assert {"builtin::calculator", "builtin::rag"} <= set(listed)  # and the sandbox's, where there is one
+        assert [identifier for identifier in listed if not identifier.startswith("builtin::")] == ["mcp::one"]
         http.delete("/v1/toolgroups/mcp::one")

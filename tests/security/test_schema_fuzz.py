@@ -74,6 +74,11 @@ CONFIGURATION_DEPENDENT = {
     "POST /v1/vector_stores/{vector_store_id}/files/{file_id}",
     "POST /v1/vector_stores/{vector_store_id}/file_batches",
     "POST /v1/vector-dbs",
+    # llama-stack's wire types `ttl_seconds` as an integer, which this server refuses by name (chunks live as long
+    # as their vector DB).
+    "POST /v1/vector-io/insert",
+    # Containers: a network policy other than `disabled` only where the operator allows one; file_ids must exist.
+    "POST /v1/containers",
     # The inbox: `after` must be a cursor the inbox gave; an action needs the fields of its kind (outputs, an
     # approval request id), and a lifted limit only Agents API sessions have.
     "GET /v1/inbox",
