@@ -23,7 +23,8 @@ from activities.tools import tool_run_started
 from api.openai.responses import ids
 from api.openai.responses.items import render_response
 from api.openai.responses.stream import ResponseStream, render_stream
-from api.openai.responses.wire import EventBase, Response, sse_frame
+from api.openai.responses.stream_events import EventBase, sse_frame
+from api.openai.responses.wire import Response
 from domain.content import CompletionMessage, ToolCall, ToolResponse, UserMessage
 from domain.events import (
     ErrorChunk,

@@ -15,7 +15,8 @@ from typing import Any
 from api.openai.responses.compaction_items import compaction_first
 from api.openai.responses.items import fold_segment, render_response
 from api.openai.responses.stream import ResponseStream
-from api.openai.responses.wire import KEEPALIVE_FRAME, EventBase, Response, sse_frame
+from api.openai.responses.stream_events import KEEPALIVE_FRAME, EventBase, sse_frame
+from api.openai.responses.wire import Response
 from api.services import Services
 from api.streams.event_stream import is_final, tail_events
 from api.turns.stuck import still_running

@@ -22,7 +22,7 @@ from api.openai.errors import error_type
 from api.openai.responses import view
 from api.openai.responses.create import Created
 from api.openai.responses.response_routes import cancel_abandoned
-from api.openai.responses.wire import event_data
+from api.openai.responses.stream_events import event_data
 from api.services import Services
 from store.responses.responses import ResponseRecord
 
