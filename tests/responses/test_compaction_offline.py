@@ -12,7 +12,7 @@ from openai import AsyncOpenAI
 
 from activities.compaction import summarize
 from api.openai.responses.compaction_items import as_read
-from api.openai.responses.request import (
+from api.openai.responses.input_items import (
     CompactionItem,
     FunctionCallItem,
     FunctionCallOutputItem,

@@ -27,7 +27,8 @@ from api.openai.responses import ids
 from api.openai.responses.compaction_items import NO_KEY, as_read, compaction_seal, open_compactions, user_messages
 from api.openai.responses.context import resolve_references, to_messages
 from api.openai.responses.create import chain_items, stored_input
-from api.openai.responses.request import InputItem, Lenient, MessageItem, parse_body
+from api.openai.responses.input_items import InputItem, Lenient, MessageItem
+from api.openai.responses.request import parse_body
 from api.services import ServicesDep
 from providers import openai_format
 from workflows.compaction import CompactionDone, CompactionStart, CompactionWorkflow, compaction_workflow_id

@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from api.openai.errors import OpenAIError, invalid
-from api.openai.responses.request import (
+from api.openai.responses.input_items import (
     CompactionItem,
-    CreateResponse,
     FunctionCallItem,
     FunctionCallOutputItem,
     InputItem,
     MessageItem,
 )
+from api.openai.responses.request import CreateResponse
 from api.services import Services
 from compaction.seal import Compacted, CompactionSeal, SealBroken
 from compaction.summary import SUMMARY_PREFIX

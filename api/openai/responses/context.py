@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from api.openai.errors import invalid
-from api.openai.responses.request import (
+from api.openai.responses.input_items import (
     FunctionCallItem,
     FunctionCallOutputItem,
     InputItem,

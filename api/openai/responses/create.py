@@ -38,15 +38,15 @@ from api.openai.responses.context import (
     split_input,
     to_messages,
 )
-from api.openai.responses.plan import mcp_credentials, summary, turn_plan, turn_settings
-from api.openai.responses.request import (
-    CreateResponse,
+from api.openai.responses.input_items import (
     FunctionCallItem,
     FunctionCallOutputItem,
     InputItem,
     McpApprovalResponseItem,
     MessageItem,
 )
+from api.openai.responses.plan import mcp_credentials, summary, turn_plan, turn_settings
+from api.openai.responses.request import CreateResponse
 from api.services import Services
 from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
 from api.turns.mcp_headers import keep_mcp_headers

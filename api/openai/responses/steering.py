@@ -19,7 +19,7 @@ from typing import Any
 
 from api.openai.responses import ids, view
 from api.openai.responses.create import stored_input
-from api.openai.responses.request import MessageItem
+from api.openai.responses.input_items import MessageItem
 from api.openai.responses.websocket_connection import Connection, Lane, with_lane
 from api.turn_gateway import SteerRejected, TurnNotRunning, TurnUnavailable
 from domain.content import UserMessage
