@@ -9,9 +9,10 @@ from typing import Any, Literal
 from sqlalchemy import Connection, delete, func, insert, or_, select, tuple_
 
 from store.database import Database
-from store.knowledge.quotas import FileQuota, serialise_tenant
+from store.knowledge.quotas import FileQuota
 from store.knowledge.records import LimitReached
 from store.knowledge.tables import FileRow
+from store.tenancy.quotas import serialise_tenant
 
 Order = Literal["asc", "desc"]
 

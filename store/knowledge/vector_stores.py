@@ -18,7 +18,6 @@ from sqlalchemy import Connection, String, delete, func, insert, literal_column,
 
 from store.knowledge.chunks import STORE_COLUMNS, VectorStoreChunks, attachment_is, owned_store
 from store.knowledge.files import UnknownCursor
-from store.knowledge.quotas import serialise_tenant
 from store.knowledge.records import (
     FINAL,
     Attachment,
@@ -33,6 +32,7 @@ from store.knowledge.records import (
     VectorStoreFile,
 )
 from store.knowledge.tables import ChunkRow, FileRow, VectorStoreFileBatchRow, VectorStoreFileRow, VectorStoreRow
+from store.tenancy.quotas import serialise_tenant
 
 _IN_PROGRESS = literal_column("'in_progress'", String)
 

@@ -15,6 +15,13 @@ from sqlalchemy.orm import InstrumentedAttribute
 _LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
 
 
+def serialise_tenant(tx: Connection, kind: str, tenant: str) -> None:
+    """Make the tenant's additions of one kind count one at a time until the transaction ends: on PostgreSQL by a
+    transaction-scoped advisory lock on (kind, tenant); SQLite runs one write transaction at a time anyway."""
+    if tx.dialect.name == "postgresql":
+        tx.execute(_LOCK, {"key": f"quota:{kind}:{tenant}"})
+
+
 class QuotaReached(Exception):
     """The tenant has as many of a kind as its quota allows; the message names the setting."""
 
@@ -31,8 +38,7 @@ def within_quota(
     `most` None: no quota (the store's own tools and benchmarks, which set up data directly)."""
     if most is None:
         return
-    if tx.dialect.name == "postgresql":
-        tx.execute(_LOCK, {"key": f"quota:{setting}:{tenant}"})
+    serialise_tenant(tx, setting, tenant)
     owned = tx.scalar(select(func.count()).where(tenant_column == tenant)) or 0
     if owned >= most:
         raise QuotaReached(setting, most, what)
