@@ -557,7 +557,7 @@ class Settings(BaseSettings):
     container_idle_minutes: PositiveInt = 20
     """A container's `expires_after.minutes` when the request names none: it is deleted, files and all, after
     this long without a call or a file change."""
-    max_websockets_per_key: PositiveInt = 16
+    max_websockets_per_key: PositiveInt = 256
     """Open Responses WebSocket connections per API key, per API process; one more is refused (429) at the
     upgrade."""
     max_websocket_message_bytes: PositiveInt = DEFAULT_MAX_REQUEST_BYTES

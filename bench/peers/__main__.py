@@ -1,6 +1,6 @@
 """Side-by-side figures against the peers the performance targets name; one JSON line per figure.
 
-    .venv/bin/python -m bench.peers --peer ogx|llama-stack|all [--quick] [--parts responses,knowledge,agents]
+    .venv/bin/python -m bench.peers --peer ogx|llama-stack|all [--quick] [--parts responses,websocket,knowledge,agents]
 
 The same two bench/model_server.py processes (latency 0 with embeddings, and TTFT 100 ms + 30 ms per token)
 serve every system; the systems run one at a time (the peer, then ours) and the same client code measures
@@ -24,15 +24,28 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import log, runtime_revision
-from bench.peers import agents_figures, knowledge_figures, responses_figures
-from bench.peers.compare import KNOWLEDGE_TARGETS, LLAMA_STACK_TARGETS, RESPONSES_TARGETS, compare, print_rows
+from bench.peers import agents_figures, knowledge_figures, responses_figures, websocket_figures
+from bench.peers.compare import (
+    KNOWLEDGE_TARGETS,
+    LLAMA_STACK_TARGETS,
+    RESPONSES_TARGETS,
+    WEBSOCKET_TARGETS,
+    compare,
+    print_rows,
+    socket_against_http,
+)
 from bench.peers.llama_stack import LlamaStack
 from bench.peers.ogx import Ogx
 from bench.peers.plan import PeerPlan
 from bench.peers.systems import ModelServers, Ours, System
 
-PEER_PARTS = {"ogx": ("responses", "knowledge"), "llama-stack": ("agents",)}
-TARGETS = {"responses": RESPONSES_TARGETS, "knowledge": KNOWLEDGE_TARGETS, "agents": LLAMA_STACK_TARGETS}
+PEER_PARTS = {"ogx": ("responses", "websocket", "knowledge"), "llama-stack": ("agents",)}
+TARGETS = {
+    "responses": RESPONSES_TARGETS,
+    "websocket": WEBSOCKET_TARGETS,
+    "knowledge": KNOWLEDGE_TARGETS,
+    "agents": LLAMA_STACK_TARGETS,
+}
 
 
 def measure_parts(system: System, parts: tuple[str, ...], models: ModelServers, plan: PeerPlan) -> dict[str, Any]:
@@ -47,6 +60,12 @@ def measure_parts(system: System, parts: tuple[str, ...], models: ModelServers, 
                 if part == "responses":
                     found = asyncio.run(
                         responses_figures.measure(
+                            system.base_url, system.fast_model, system.slow_model, system.root_pid, plan
+                        )
+                    )
+                elif part == "websocket":
+                    found = asyncio.run(
+                        websocket_figures.measure(
                             system.base_url, system.fast_model, system.slow_model, system.root_pid, plan
                         )
                     )
@@ -78,6 +97,8 @@ def run_peer(peer: str, parts: tuple[str, ...], workdir: Path, plan: PeerPlan) -
     rows = []
     for part in parts:
         rows += compare(TARGETS[part], peer, ours[part], theirs[part], context)
+        if part == "websocket":
+            rows.append(socket_against_http(peer, ours[part], context))
         rows.append({"figure": f"{part}_details", "peer": peer, "ours": ours[part], "theirs": theirs[part], **context})
         for side, figures in (("ours", ours[part]), (peer, theirs[part])):
             if "failed" in figures:
@@ -88,7 +109,7 @@ def run_peer(peer: str, parts: tuple[str, ...], workdir: Path, plan: PeerPlan) -
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--peer", choices=("ogx", "llama-stack", "all"), default="all")
-    parser.add_argument("--parts", default="", help="only these parts (responses, knowledge, agents), comma-separated")
+    parser.add_argument("--parts", default="", help="only these parts (responses, websocket, knowledge, agents)")
     parser.add_argument("--quick", action="store_true", help="fewer iterations, turns and a 1 MB corpus: a smoke run")
     parser.add_argument("--iterations", type=int, default=None, help="measured requests per sequential figure")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, data)")

@@ -41,6 +41,17 @@ LLAMA_STACK_TARGETS = (
     ),
     Target("llama_stack_first_text_delta_p50_ttft100", ("first_text_delta_ms", "p50"), "ms", "<=", 0.75),
 )
+WEBSOCKET_TARGETS = (
+    Target("websocket_sequential_p50", ("ws_sequential_ms", "p50"), "ms", "<=", 1.0),
+    Target(
+        "websocket_20_sockets_throughput",
+        ("ws_concurrent", "per_s"),
+        "responses/s",
+        ">=",
+        1.0,
+        ("ws_concurrent", "errors"),
+    ),
+)
 KNOWLEDGE_TARGETS = (
     Target("knowledge_ingest_chunks_per_s", ("ingest", "chunks_per_s"), "chunks/s", ">=", 2.0),
     Target("knowledge_search_p50", ("search_ms", "p50"), "ms", "<=", 1.0),
@@ -80,6 +91,24 @@ def compare(
         row["loadavg_1m"] = {"ours": ours.get("loadavg_1m"), "theirs": theirs.get("loadavg_1m")}
         rows.append({**row, **context})
     return rows
+
+
+def socket_against_http(peer: str, ours: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+    """Our own first delta over an open socket against our own over HTTP (TTFT 100 ms model): a socket saves the
+    request's set-up, so it must not be slower."""
+    socket, http = _at(ours, ("ws_first_delta_ttft100_ms", "p50")), _at(ours, ("http_first_delta_ttft100_ms", "p50"))
+    ratio = round(socket / http, 2) if socket is not None and http else None
+    return {
+        "figure": "websocket_first_delta_p50_against_our_http",
+        "peer": peer,
+        "unit": "ms",
+        "ours_socket": socket,
+        "ours_http": http,
+        "ratio": ratio,
+        "target": "socket / http <= 1",
+        "met": None if ratio is None else ratio <= 1.0,
+        **context,
+    }
 
 
 def print_rows(rows: list[dict[str, Any]]) -> None:
