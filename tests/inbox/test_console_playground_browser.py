@@ -1,9 +1,9 @@
 """The console's playground in a real browser (Debian's headless chromium, as test_console_browser.py): a person
 picks a model, watches a reply stream in delta by delta, continues the conversation, attaches a vector store and
-sees the file_search call as it happens, adds an MCP server and sees its call, defines a client tool and answers its call inline until the response
-completes. A model's `<img onerror>` reply and tool arguments are shown as text and run nothing; a request to the
-playground's endpoint without the console's CSRF token is refused and starts nothing. With DA_CONSOLE_SCREENSHOTS
-set, the pages are saved there (docs/console.md)."""
+sees the file_search call as it happens, adds an MCP server and sees its call, defines a client tool and answers
+its call inline until the response completes. A model's `<img onerror>` reply and tool arguments are shown as text
+and run nothing; a request to the playground's endpoint without the console's CSRF token is refused and starts
+nothing. With DA_CONSOLE_SCREENSHOTS set, the pages are saved there (docs/console.md)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,16 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
-from tests.inbox.test_console_browser import browser, page, shot, sign_in  # noqa: F401 (fixtures)
+from tests.inbox import test_console_browser as console_browser
+from tests.inbox.test_console_browser import shot, sign_in
 from tests.inbox.waiting import Tenant
 from tests.support.knowledge_files import wait_for_file
 from tests.support.scripted_model import ScriptedModel, ThreadedServer, text, tool_call
 from tests.support.stack import SCRIPTED_MODEL
 
+browser = console_browser.browser
+page = console_browser.page
+"""That module's fixtures: its chromium, and a page that fails the test if any script of the page ran an alert."""
 XSS = "<img src=x onerror=alert(1)>"
 STREAMED = "The tide turns twice a day at the harbour and the keeper writes it down"
 WATCH_REPLY = """() => {
@@ -49,7 +53,7 @@ def _replies(page: Page) -> Any:
     return page.locator("#pg-transcript .turn.assistant")
 
 
-def test_a_reply_streams_in_delta_by_delta_and_the_next_message_continues_the_conversation(  # noqa: F811
+def test_a_reply_streams_in_delta_by_delta_and_the_next_message_continues_the_conversation(
     page: Page, tenants: tuple[Tenant, Tenant], model: ScriptedModel
 ) -> None:
     mine, _ = tenants
@@ -80,7 +84,7 @@ def test_a_reply_streams_in_delta_by_delta_and_the_next_message_continues_the_co
     assert [m["content"].strip() for m in sent if m["role"] == "assistant"] == [STREAMED]  # the first exchange came
 
 
-def test_file_search_shows_as_it_happens_and_a_client_tool_call_answered_inline_completes(  # noqa: F811
+def test_file_search_shows_as_it_happens_and_a_client_tool_call_answered_inline_completes(
     page: Page, tenants: tuple[Tenant, Tenant], model: ScriptedModel, mcp: ThreadedServer
 ) -> None:
     mine, theirs = tenants
@@ -138,7 +142,7 @@ def test_file_search_shows_as_it_happens_and_a_client_tool_call_answered_inline_
     assert waiting_id not in [i["response_id"] for i in mine.inbox(kind="tool_output", limit=100)["data"]]
 
 
-def test_a_request_without_the_csrf_token_or_with_an_unknown_parameter_is_refused_and_starts_nothing(  # noqa: F811
+def test_a_request_without_the_csrf_token_or_with_an_unknown_parameter_is_refused_and_starts_nothing(
     page: Page, tenants: tuple[Tenant, Tenant], model: ScriptedModel
 ) -> None:
     mine, _ = tenants
