@@ -160,8 +160,11 @@
         call_id: area.dataset.callId,
         output: area.value,
       }));
-      for (const control of box.querySelectorAll("textarea, button")) control.disabled = true;
-      run({ ...body, model, tool_outputs: outputs, previous_response_id: reply.responseId }, null);
+      const controls = box.querySelectorAll("textarea, button");
+      for (const control of controls) control.disabled = true;
+      run({ ...body, model, tool_outputs: outputs, previous_response_id: reply.responseId }, null).then((taken) => {
+        if (!taken) for (const control of controls) control.disabled = false; // refused: let the person retry
+      });
     });
     reply.li.append(box);
     box.querySelector("textarea").focus();
@@ -220,7 +223,7 @@
     }
   }
 
-  // Send one turn, then draw its events as they arrive.
+  // Send one turn, then draw its events as they arrive. True when the server took it.
   async function run(body, message) {
     showError("");
     sendButton.disabled = true;
@@ -240,7 +243,7 @@
       if (!answer.ok || !(answer.headers.get("content-type") || "").startsWith("text/event-stream")) {
         reply.li.remove();
         showError(`Refused (${answer.status}): ${await refusal(answer)}`);
-        return;
+        return false;
       }
       const reader = answer.body.pipeThrough(new TextDecoderStream()).getReader();
       let pending = "";
@@ -260,8 +263,10 @@
           if (data && data !== "[DONE]") handle(reply, JSON.parse(data), body.model);
         }
       }
+      return true;
     } catch (problem) {
       showError(`The stream broke off: ${problem.message}`);
+      return reply.responseId !== null; // once created, the response goes on in the API (and the inbox)
     } finally {
       sendButton.disabled = false;
     }
