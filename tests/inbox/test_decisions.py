@@ -193,4 +193,3 @@ def test_the_inbox_age_counts_from_the_pause_not_the_turns_start(
     assert item["waiting_since"] - item["created_at"] >= 2
     assert item["age_seconds"] <= int(time.time()) - item["waiting_since"] + 1
     assert item["age_seconds"] < int(time.time()) - item["created_at"] - 1
-
