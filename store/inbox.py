@@ -10,7 +10,7 @@ waiting turns as with ten thousand.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -52,6 +52,8 @@ class InboxItem(BaseModel):
     model: str | None = None
     calls: list[ToolCall] = Field(default_factory=list)
     approvals: list[ApprovalRequest] = Field(default_factory=list)
+    approvals_expire_at: datetime | None = None
+    """When the system denies the approvals if nobody has (DA_APPROVAL_TIMEOUT): a pause of approvals alone."""
 
 
 class InboxCursor(BaseModel):
@@ -136,23 +138,27 @@ def _held(query: InboxQuery) -> Any:
     )
 
 
-def _approvals(tx: Connection, turn_ids: list[str]) -> dict[str, list[ApprovalRequest]]:
-    """The approval requests the turns wait for, from their `approval_requested` events."""
+def _approvals(tx: Connection, turn_ids: list[str]) -> tuple[dict[str, list[ApprovalRequest]], dict[str, float]]:
+    """The approval requests the turns wait for, from their `approval_requested` events, and for the turns whose
+    approvals have a deadline, the shortest (seconds after the pause)."""
     pending = select(PendingCallRow.turn_id, PendingCallRow.call_id).where(
         PendingCallRow.turn_id.in_(turn_ids), _is_approval
     )
     keys = {(row.turn_id, f"approval:{row.call_id}") for row in tx.execute(pending)}
     if not keys:
-        return {}
+        return {}, {}
     events = select(EventRow.turn_id, EventRow.key, EventRow.body).where(
         EventRow.turn_id.in_({turn_id for turn_id, _ in keys}), EventRow.key.in_({key for _, key in keys})
     )
     found: dict[str, list[ApprovalRequest]] = {}
+    timeouts: dict[str, float] = {}
     for row in tx.execute(events.order_by(EventRow.event_id)):
         if (row.turn_id, row.key) in keys:
             request = ApprovalRequest.model_validate(row.body["runtime"])
             found.setdefault(row.turn_id, []).append(request)
-    return found
+            if (timeout := row.body["runtime"].get("timeout_seconds")) is not None:
+                timeouts[row.turn_id] = min(float(timeout), timeouts.get(row.turn_id, float(timeout)))
+    return found, timeouts
 
 
 def _detached_links(tx: Connection, turn_ids: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -202,23 +208,32 @@ def decisions_of(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _item(
-    row: Any, held: bool, approvals: list[ApprovalRequest], response: Any, beta: Any, ended: datetime | None
+    row: Any,
+    held: bool,
+    approvals: list[ApprovalRequest],
+    timeout: float | None,
+    response: Any,
+    beta: Any,
+    ended: datetime | None,
 ) -> InboxItem:
     calls = [] if held else [ToolCall.model_validate(call) for call in (row.output_message or {}).get("tool_calls", [])]
     approved_calls = {request.call.call_id for request in approvals}
     calls = [call for call in calls if call.call_id not in approved_calls]
     kind: InboxKind = "spend_limit" if held else ("tool_output" if calls else "approval")
+    since = max(ended, _aware(row.started_at)) if ended is not None else _aware(row.started_at)
+    expires = since + timedelta(seconds=timeout) if timeout is not None and kind == "approval" else None
     item = InboxItem(
         turn_id=row.turn_id,
         tenant_id=row.tenant,
         kind=kind,
         dialect="llama_stack",
         started_at=row.started_at,
-        waiting_since=max(ended, _aware(row.started_at)) if ended is not None else _aware(row.started_at),
+        waiting_since=since,
         agent_id=row.agent_id,
         session_id=row.session_id,
         calls=calls,
         approvals=approvals,
+        approvals_expire_at=expires,
     )
     if beta is not None:
         agent = beta.body.get("agent") or {}
@@ -247,7 +262,7 @@ class InboxStore:
             rows.sort(key=lambda pair: (pair[0].started_at, pair[0].turn_id))
             page = rows[: query.limit]
             turn_ids = [row.turn_id for row, _ in page]
-            approvals = _approvals(tx, turn_ids)
+            approvals, timeouts = _approvals(tx, turn_ids)
             responses, beta = _detached_links(tx, turn_ids)
             ended = _last_steps_ended(tx, turn_ids)
             items = [
@@ -255,6 +270,7 @@ class InboxStore:
                     row,
                     held,
                     approvals.get(row.turn_id, []),
+                    timeouts.get(row.turn_id),
                     responses.get(row.turn_id),
                     beta.get(row.turn_id),
                     ended.get(row.turn_id),

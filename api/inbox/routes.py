@@ -42,6 +42,8 @@ class InboxEntry(BaseModel):
     model: str | None
     tool_calls: list[dict[str, Any]]
     approvals: list[dict[str, Any]]
+    approvals_expire_at: int | None
+    """When the approvals are denied by the system if nobody decides them (DA_APPROVAL_TIMEOUT); None: never."""
     act: dict[str, Any]
     """How to act: `POST /v1/inbox/{id}/actions` with one of `actions`, or the dialect's own request."""
 
@@ -106,6 +108,7 @@ def entry_of(item: InboxItem, now: datetime) -> InboxEntry:
             }
             for request in item.approvals
         ],
+        approvals_expire_at=int(item.approvals_expire_at.timestamp()) if item.approvals_expire_at else None,
         act={
             "actions": _actions(item),
             "url": f"/v1/inbox/{item.turn_id}/actions",

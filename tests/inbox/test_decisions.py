@@ -82,6 +82,7 @@ def test_an_agents_api_rejection_with_a_reason_reaches_the_model_and_is_recorded
     waiting = approval_session(keyed.plain, model, mcp)
     [request] = waiting.required_actions
     [item] = [i for i in keyed.plain.inbox(kind="approval", limit=100)["data"] if i["session_id"] == waiting.id]
+    assert item["approvals_expire_at"] is None  # no DA_APPROVAL_TIMEOUT: it waits
     before = datetime.now(UTC)
     reason = "not on the production ledger"
 
@@ -125,6 +126,7 @@ def test_an_undecided_approval_is_denied_by_the_system_at_the_approval_timeout(
 ) -> None:
     waiting = approval_session(keyed.timed, model, mcp)
     [item] = [i for i in keyed.timed.inbox(kind="approval", limit=100)["data"] if i["session_id"] == waiting.id]
+    assert item["approvals_expire_at"] - item["waiting_since"] in (APPROVAL_TIMEOUT, APPROVAL_TIMEOUT + 1)
 
     done = wait_status(keyed.timed.openai, waiting.id, "idle", seconds=APPROVAL_TIMEOUT + EVENT_SECONDS)
 
