@@ -109,6 +109,12 @@ def test_an_approval_with_a_reason_sent_as_the_dialects_own_request_is_recorded_
         "request_id": request.request_id,
         "response": {"type": "mcp_tool_call", "decision": "approve", "reason": "checked the sum"},
     }
+    unreadable = keyed.plain.http.post(
+        f"/v1/agents/sessions/{waiting.id}/events",
+        headers={"OpenAI-Beta": "agents=v1"},
+        json={"events": [event | {"response": event["response"] | {"reason": 42}}]},
+    )
+    assert unreadable.status_code == 400 and "response.reason" in unreadable.text, unreadable.text
     keyed.plain.openai.beta.agents.sessions.events.create(waiting.id, events=[event])
     assert wait_status(keyed.plain.openai, waiting.id, "idle").status == "idle"
     [turn] = keyed.plain.openai.beta.agents.sessions.turns.list(waiting.id).data
