@@ -8,6 +8,7 @@ dialect (api/openai/agents/mcp_tools.py) makes it from the wire.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -42,14 +43,15 @@ def approval_policy(rule: Any) -> ApprovalPolicy:
     return ApprovalPolicy(default=not (always and not never), always=always, never=never)
 
 
-def mcp_servers(agent: dict[str, Any]) -> list[McpServer]:
-    """The agent's MCP servers as the turn's plan names them (no credentials)."""
+def mcp_servers(agent: dict[str, Any], approval_timeout: timedelta | None = None) -> list[McpServer]:
+    """The agent's MCP servers as the turn's plan names them (no credentials); their approvals wait at most
+    `approval_timeout` (DA_APPROVAL_TIMEOUT)."""
     return [
         McpServer(
             label=tool["server_label"],
             url=tool["transport"]["server_url"],
             allowed_tools=tool.get("allowed_tools"),
-            approval=approval_policy(tool.get("require_approval")),
+            approval=approval_policy(tool.get("require_approval")).model_copy(update={"timeout": approval_timeout}),
         )
         for tool in _mcp(agent)
     ]

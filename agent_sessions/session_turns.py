@@ -230,7 +230,7 @@ async def _start_workflow(
             client_tool_names=sorted(
                 tool["name"] for tool in agent.get("tools") or [] if tool.get("type") == "function"
             ),
-            mcp_servers=mcp_servers(agent),
+            mcp_servers=mcp_servers(agent, services.settings.approval_timeout),
             max_infer_iters=services.settings.max_infer_iters,
             settings_id=turn_id,
         ),

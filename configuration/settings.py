@@ -336,6 +336,9 @@ class Settings(BaseSettings):
     awaiting_input_timeout: Seconds = None
     """How long a paused turn waits for client tool results before it ends `expired` (a late resume gets 410);
     unset or 0: forever."""
+    approval_timeout: Seconds = None
+    """How long an MCP approval may wait undecided before the turn denies it on its own (decided by `system`,
+    "approval timed out"); a request's `approval_timeout` may shorten it, never lengthen it. Unset or 0: forever."""
     continue_as_new_after_events: PositiveInt = Field(default=4000, validation_alias="DA_CONTINUE_AS_NEW_EVENTS")
     """History length (events) at which a long turn continues as a new workflow run, which reloads its steps from
     the store; Temporal allows 51,200 events per run."""

@@ -6,6 +6,7 @@ the workflow and its activities read only these.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
@@ -30,6 +31,9 @@ class ApprovalPolicy(BaseModel):
     """True: every tool needs approval unless it is in `never`."""
     always: list[str] = Field(default_factory=list)
     never: list[str] = Field(default_factory=list)
+    timeout: timedelta | None = None
+    """After this long undecided, a pending approval is denied on its own (by `system`); None: it waits. The
+    API sets it: DA_APPROVAL_TIMEOUT, or a request's shorter `approval_timeout`."""
 
     def required(self, tool_name: str) -> bool:
         if tool_name in self.always:
@@ -77,10 +81,32 @@ class ApprovalRequest(BaseModel):
     call: ToolCall
 
 
+SYSTEM_DECIDER = "system"
+"""Who decided an approval the turn denied on its own, at its deadline."""
+TIMED_OUT = "approval timed out"
+
+
 class ApprovalDecision(BaseModel):
+    """A person's (or, at the deadline, the system's) decision on one approval request, and who made it when."""
+
     approval_request_id: str
     approve: bool
     reason: str | None = None
+    decided_by: str | None = None
+    """The API key's id (never the key), or `system`; None in decisions of earlier releases."""
+    tenant: str | None = None
+    decided_at: datetime | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The decision as the turn's step keeps it (the tool response's `metadata.decision`)."""
+        return {
+            "approval_request_id": self.approval_request_id,
+            "decision": "approved" if self.approve else "denied",
+            "reason": self.reason,
+            "decided_by": self.decided_by,
+            "tenant": self.tenant,
+            "decided_at": self.decided_at.isoformat() if self.decided_at else None,
+        }
 
 
 class SystemMessage(WireModel):

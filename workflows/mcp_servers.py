@@ -42,7 +42,7 @@ def approvals_needed(
     plan: TurnPlan, calls: list[ToolCall], tools: dict[str, ServerTool]
 ) -> tuple[list[ApprovalRequest], list[KeyedEvent]]:
     """The calls the caller must approve first (their server's require_approval), as approval requests,
-    with the approval_requested event of each."""
+    with the approval_requested event of each (with the seconds it may wait undecided, if it may not forever)."""
     policies = {server.label: server.approval for server in plan.mcp_servers}
     requests: list[ApprovalRequest] = []
     events: list[KeyedEvent] = []
@@ -51,6 +51,8 @@ def approvals_needed(
         if label is not None and label in policies and policies[label].required(call.tool_name):
             request_id = f"mcpr_{workflow.uuid4().hex}"
             requests.append(ApprovalRequest(approval_request_id=request_id, server_label=label, call=call))
+            timeout = policies[label].timeout
+            deadline = {"timeout_seconds": timeout.total_seconds()} if timeout is not None else {}
             events.append(
                 runtime_event(
                     f"approval:{request_id}",
@@ -58,6 +60,7 @@ def approvals_needed(
                     approval_request_id=request_id,
                     server_label=label,
                     call=call.model_dump(mode="json"),
+                    **deadline,
                 )
             )
     return requests, events

@@ -7,13 +7,15 @@ Runs inside the workflow sandbox: deterministic code.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from domain.content import ToolCall, ToolResponse, UserMessage
-    from domain.turn_settings import ApprovalDecision, ApprovalRequest
+    from domain.turn_settings import SYSTEM_DECIDER, TIMED_OUT, ApprovalDecision, ApprovalRequest, McpServer
     from domain.turns import TurnStatus
     from workflows import steps
     from workflows.contracts import NOT_AWAITING_INPUT, TOOL_RESPONSES_MISMATCH, ToolResponsesSubmission
@@ -103,18 +105,46 @@ def client_results(calls: list[ToolCall], submission: ToolResponsesSubmission) -
 def decide(
     approvals: list[ApprovalRequest], decisions: list[ApprovalDecision]
 ) -> tuple[list[ToolCall], list[ToolResponse], list[ApprovalRequest]]:
-    """Split the approval requests by the caller's decisions: the denied calls with the answers the
-    model reads for them (they do not run), and the approved requests (they run once)."""
+    """Split the approval requests by the decisions: the denied calls with the answers the model reads for
+    them (they do not run), and the approved requests (they run once). Each denial's answer keeps its
+    decision (who, when, why) in `metadata.decision`."""
     by_id = {decision.approval_request_id: decision for decision in decisions}
     denied = [request for request in approvals if not by_id[request.approval_request_id].approve]
     answers = []
     for request in denied:
-        reason = by_id[request.approval_request_id].reason
-        text = f"denied by the user: {reason}" if reason else "denied by the user"
-        metadata = {**steps.mcp_metadata(request.server_label, request.approval_request_id), "denied": True}
+        decision = by_id[request.approval_request_id]
+        who = "the system" if decision.decided_by == SYSTEM_DECIDER else "the user"
+        text = f"denied by {who}: {decision.reason}" if decision.reason else f"denied by {who}"
+        metadata = {
+            **steps.mcp_metadata(request.server_label, request.approval_request_id),
+            "denied": True,
+            "decision": decision.record(),
+        }
         answers.append(steps.answer(request.call, text, metadata))
     approved = [request for request in approvals if by_id[request.approval_request_id].approve]
     return [request.call for request in denied], answers, approved
+
+
+def approval_deadline(plan_servers: list[McpServer], approvals: list[ApprovalRequest]) -> timedelta | None:
+    """How long the pause's approvals may wait undecided: the shortest timeout of their servers; None: forever."""
+    timeouts = {server.label: server.approval.timeout for server in plan_servers}
+    found = [timeouts.get(request.server_label) for request in approvals]
+    return min((timeout for timeout in found if timeout is not None), default=None)
+
+
+def timed_out(approvals: list[ApprovalRequest], now: datetime) -> ToolResponsesSubmission:
+    """What ends a pause whose approvals reached their deadline: each denied by `system`, "approval timed out"."""
+    denials = [
+        ApprovalDecision(
+            approval_request_id=request.approval_request_id,
+            approve=False,
+            reason=TIMED_OUT,
+            decided_by=SYSTEM_DECIDER,
+            decided_at=now,
+        )
+        for request in approvals
+    ]
+    return ToolResponsesSubmission(tool_responses=[], approvals=denials)
 
 
 def _one_each(turn_id: str, awaited: str, expected: list[str], given: list[str], each: str) -> None:

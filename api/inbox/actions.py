@@ -46,6 +46,8 @@ class InboxAction(BaseModel):
             raise ValueError("submit_tool_output needs 'outputs': the output of each call, by call_id")
         if self.action in ("approve", "reject") and not self.approval_request_id:
             raise ValueError(f"{self.action} needs 'approval_request_id'")
+        if self.reason is not None and self.action not in ("approve", "reject"):
+            raise ValueError(f"reason: only approve and reject take a reason, not {self.action}")
         return self
 
 
@@ -144,12 +146,17 @@ def _agents_events(item: InboxItem, action: InboxAction) -> list[dict[str, Any]]
             }
             for call in item.calls
         ]
-    decision = "approve" if action.action == "approve" else "deny"
+    response: dict[str, Any] = {
+        "type": "mcp_tool_call",
+        "decision": "approve" if action.action == "approve" else "deny",
+    }
+    if action.reason:
+        response["reason"] = action.reason  # our extension of the Agents API's approval result
     return [
         {
             "type": "agent.session.input.mcp_approval_request_result",
             "request_id": action.approval_request_id,
-            "response": {"type": "mcp_tool_call", "decision": decision},
+            "response": response,
         }
     ]
 
@@ -165,8 +172,6 @@ async def dialect_request(services: Any, item: InboxItem, action: InboxAction) -
         ]
         return "POST", path, {"tool_responses": responses, "stream": False}
     if item.dialect == "agents":
-        if action.reason:
-            raise HTTPException(400, "reason: an Agents API session's approval results carry no reason; leave it out")
         if action.action == "lift_limit":
             limit = None if action.limit is None else {"limit": action.limit}
             return "POST", f"/v1/agents/sessions/{item.session_id}", {"spend_control": limit}

@@ -7,9 +7,9 @@ import base64
 import binascii
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Path, Query
 from pydantic import BaseModel, ValidationError
 
 from api.guards.tenancy import TenantDep
@@ -31,13 +31,19 @@ class InboxEntry(BaseModel):
     kind: InboxKind
     dialect: str
     created_at: int
+    """When the turn started."""
+    waiting_since: int
+    """When the turn began to wait (its pause, or its hold at the spend limit)."""
     age_seconds: int
+    """How long it has waited: since `waiting_since`."""
     agent_id: str | None
     session_id: str | None
     response_id: str | None
     model: str | None
     tool_calls: list[dict[str, Any]]
     approvals: list[dict[str, Any]]
+    approvals_expire_at: int | None
+    """When the approvals are denied by the system if nobody decides them (DA_APPROVAL_TIMEOUT); None: never."""
     act: dict[str, Any]
     """How to act: `POST /v1/inbox/{id}/actions` with one of `actions`, or the dialect's own request."""
 
@@ -83,7 +89,8 @@ def entry_of(item: InboxItem, now: datetime) -> InboxEntry:
         kind=item.kind,
         dialect=item.dialect,
         created_at=int(item.started_at.timestamp()),
-        age_seconds=max(0, int((now - item.started_at).total_seconds())),
+        waiting_since=int(item.waiting_since.timestamp()),
+        age_seconds=max(0, int((now - item.waiting_since).total_seconds())),
         agent_id=item.agent_id,
         session_id=item.session_id,
         response_id=item.response_id,
@@ -101,6 +108,7 @@ def entry_of(item: InboxItem, now: datetime) -> InboxEntry:
             }
             for request in item.approvals
         ],
+        approvals_expire_at=int(item.approvals_expire_at.timestamp()) if item.approvals_expire_at else None,
         act={
             "actions": _actions(item),
             "url": f"/v1/inbox/{item.turn_id}/actions",
@@ -134,6 +142,38 @@ async def inbox_page(
         has_more=more,
         next_after=encode_cursor(keyset_of(items[-1])) if more and items else None,
     )
+
+
+class Decision(BaseModel):
+    """One approval decision as the turn records it: what was decided, why, by whom and when."""
+
+    approval_request_id: str
+    call_id: str | None
+    tool_name: str | None
+    decision: Literal["approved", "denied"]
+    reason: str | None
+    decided_by: str | None
+    """The API key's id (`key-…`, never the key; `anonymous` without keys), or `system` for a timed-out approval."""
+    tenant: str | None
+    decided_at: str | None
+    """ISO 8601, UTC."""
+
+
+class Decisions(BaseModel):
+    object: str = "list"
+    turn_id: str
+    data: list[Decision]
+
+
+@router.get("/inbox/{turn_id}/decisions", response_model=Decisions)
+async def list_decisions(
+    services: ServicesDep, tenant: TenantDep, turn_id: Annotated[str, Path(max_length=64)]
+) -> Decisions:
+    """Every approval decision recorded in the turn, waiting or not, oldest first."""
+    found = await services.store.inbox.decisions(tenant, turn_id)
+    if found is None:
+        raise HTTPException(404, f"No turn {turn_id} of this tenant")
+    return Decisions(turn_id=turn_id, data=[Decision.model_validate(decision) for decision in found])
 
 
 @router.get("/inbox", response_model=InboxPage)

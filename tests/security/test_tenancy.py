@@ -21,6 +21,7 @@ from configuration.loading import load_settings
 from configuration.settings import OFFLINE_MODEL_ID, SettingsError
 from tests.agents_beta.test_automations_tenancy import AUTOMATION_ROUTES
 from tests.agents_beta.test_tenancy import AGENTS_BETA_ROUTES
+from tests.inbox.test_decisions import INBOX_DECISION_ROUTES
 from tests.inbox.test_inbox_actions import INBOX_ACTION_ROUTES
 from tests.inbox.test_inbox_api import INBOX_ROUTES
 from tests.knowledge.test_knowledge_tenancy import KNOWLEDGE_ROUTES
@@ -207,7 +208,7 @@ def test_every_route_of_the_openapi_document_is_walked(owner: httpx.Client) -> N
     walked = {(method, path) for method, path, _ in _foreign_requests({**templates, "call_id": "c"})}
     covered = TOOLGROUP_ROUTES | TENANT_FREE_ROUTES | CONVERSATION_ROUTES | RESPONSE_ROUTES | WEBHOOK_ROUTES
     covered |= COMPACTION_ROUTES | OPERATOR_ROUTES | AGENTS_BETA_ROUTES | AUTOMATION_ROUTES | CONTAINER_ROUTES
-    covered |= INBOX_ROUTES | INBOX_ACTION_ROUTES
+    covered |= INBOX_ROUTES | INBOX_ACTION_ROUTES | INBOX_DECISION_ROUTES
     assert routes - walked - covered - KNOWLEDGE_ROUTES == set()
 
 

@@ -10,6 +10,9 @@ from temporalio import workflow
 from workflows.turn_steps.shields import ShieldSteps
 from workflows.turn_steps.tools import ToolSteps
 
+APPROVAL_DEADLINE_PATCH = "approval-deadline-v1"
+"""A pause of approvals with a deadline (DA_APPROVAL_TIMEOUT) waits on a timer that denies them when it fires."""
+
 with workflow.unsafe.imports_passed_through():
     from domain.content import CompletionMessage, ToolCall, ToolResponse, UserMessage, content_as_text
     from domain.turn_settings import ApprovalRequest
@@ -37,16 +40,31 @@ class ClientInputSteps(ToolSteps, ShieldSteps):
         awaiting = [request.approval_request_id for request in approvals]
         await self._save(pause_event_key(self._pause.mark), "turn_awaiting_input", awaiting)
         try:
-            await workflow.wait_condition(
-                lambda: self._pause.submitted is not None, timeout=self._start.awaiting_input_timeout
-            )
+            in_time = await self._decided_in_time(calls, approvals)
         except TimeoutError:
             self._pause.clear()
             return None
+        if not in_time:  # nothing decided by the deadline: the system denies every pending approval itself
+            self._pause.submitted = pauses.timed_out(approvals, self._now())
         submission = self._pause.take()
         self._set_status(TurnStatus.RUNNING)
         self._output = None
         return submission
+
+    async def _decided_in_time(self, calls: list[ToolCall], approvals: list[ApprovalRequest]) -> bool:
+        """Wait for the submission; False if the approvals' deadline came first (a pause of approvals alone:
+        one that also waits for a client's output waits for it as before). Raises TimeoutError at the expiry."""
+        expiry = self._start.awaiting_input_timeout
+        deadline = None if calls else pauses.approval_deadline(self._plan.mcp_servers, approvals)
+        # Only a pause with a deadline asks: histories of earlier releases never had one, and replay as they ran.
+        if deadline is not None and (expiry is None or deadline < expiry) and workflow.patched(APPROVAL_DEADLINE_PATCH):
+            try:
+                await workflow.wait_condition(lambda: self._pause.submitted is not None, timeout=deadline)
+                return True
+            except TimeoutError:
+                return self._pause.submitted is not None
+        await workflow.wait_condition(lambda: self._pause.submitted is not None, timeout=expiry)
+        return True
 
     async def _resume(
         self,
@@ -86,7 +104,9 @@ class ClientInputSteps(ToolSteps, ShieldSteps):
             if approved:
                 tools = {tool.name: tool for tool in self._server_tools}
                 ids = {request.call.call_id: request.approval_request_id for request in approved}
-                await self._run_server_tools([request.call for request in approved], tools, ids)
+                by_id = {decision.approval_request_id: decision for decision in submission.approvals}
+                records = {request.call.call_id: by_id[request.approval_request_id].record() for request in approved}
+                await self._run_server_tools([request.call for request in approved], tools, ids, records)
         followups = [message for message in submission.followup_messages if isinstance(message, UserMessage)]
         if followups:
             last = self._steps[-1]

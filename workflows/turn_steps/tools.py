@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -60,12 +61,18 @@ class ToolSteps(CodeCalls):
         self._runtime_events += listed
 
     async def _run_server_tools(
-        self, calls: list[ToolCall], tools: dict[str, ServerTool], approved: dict[str, str] | None = None
+        self,
+        calls: list[ToolCall],
+        tools: dict[str, ServerTool],
+        approved: dict[str, str] | None = None,
+        decisions: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         """Run the calls concurrently, each its own activity and step; a failure is that call's answer.
-        `approved`: call id → the approval request it runs under. Calls beyond the segment's
-        max_tool_calls are answered unexecuted."""
+        `approved`: call id → the approval request it runs under; `decisions`: call id → the decision that
+        let it run, kept in its response's `metadata.decision`. Calls beyond the segment's max_tool_calls are
+        answered unexecuted."""
         approved = approved or {}
+        decisions = decisions or {}
         if self._plan.max_tool_calls is not None:
             room = max(0, self._plan.max_tool_calls - self._segment_server_calls)
             calls, over = calls[:room], calls[room:]
@@ -107,6 +114,9 @@ class ToolSteps(CodeCalls):
         step_ids = [request.step_id for request in requests]
         self._written(pending)
         for step_id, call, response in zip(step_ids, calls, responses, strict=True):
+            if call.call_id in decisions:
+                metadata = {**(response.metadata or {}), "decision": decisions[call.call_id]}
+                response = response.model_copy(update={"metadata": metadata})
             self._add_step(
                 steps.tool_execution(self._start.turn_id, step_id, started_at, self._now(), [call], [response])
             )

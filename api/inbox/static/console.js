@@ -26,7 +26,7 @@ function ageText(seconds) {
 
 setInterval(() => {
   const now = Date.now() / 1000;
-  for (const age of document.querySelectorAll(".age[data-created]")) {
-    age.textContent = `waiting ${ageText(Math.max(0, Math.floor(now - Number(age.dataset.created))))}`;
+  for (const age of document.querySelectorAll(".age[data-since]")) {
+    age.textContent = `waiting ${ageText(Math.max(0, Math.floor(now - Number(age.dataset.since))))}`;
   }
 }, 10000);

@@ -3,7 +3,8 @@
 
 Input: `input.message` starts a turn on an idle session, `input.cancel` cancels the active turn,
 `input.tool_result` answers one pending function call, `input.mcp_approval_request_result` decides one pending
-MCP call (`approve` runs it; `deny` and `cancel` do not, and the model reads that it was denied). The SDK posts
+MCP call (`approve` runs it; `deny` and `cancel` do not, and the model reads that it was denied, with the
+decision's `reason`, our extension). The SDK posts
 one result per call while the turn's workflow resumes once per pause, so results and decisions are kept until
 every pending call and approval request has one, then delivered together. A call id the session's turn does
 not wait for gets exactly the 400 the SDK's retry rule recognises (`Unknown pending tool call: <id>`). With an
@@ -70,7 +71,7 @@ async def post_events(
         elif kind == "agent.session.input.tool_result":
             await _tool_result(services, record, event)
         elif kind == "agent.session.input.mcp_approval_request_result":
-            await _approval_result(services, record, event, index)
+            await _approval_result(services, record, event, index, principal.key_id)
         elif kind in OUT_OF_SCOPE_INPUTS:
             raise invalid(f"events[{index}]: {kind} is not accepted: {OUT_OF_SCOPE_INPUTS[kind]}.", "events")
         else:
@@ -134,7 +135,11 @@ async def _tool_result(services: Services, record: BetaSessionRecord, event: dic
     await _answer(services, record, turn_id, call_id, content, failed)
 
 
-async def _approval_result(services: Services, record: BetaSessionRecord, event: dict[str, Any], index: int) -> None:
+async def _approval_result(
+    services: Services, record: BetaSessionRecord, event: dict[str, Any], index: int, key_id: str
+) -> None:
+    """Keep one request's decision with who made it (the caller's key id) and when; `response.reason` is our
+    extension: why, which a denial's model reads."""
     request_id = str(event.get("request_id") or "")
     response = event.get("response")
     decision = response.get("decision") if isinstance(response, dict) else None
@@ -143,6 +148,9 @@ async def _approval_result(services: Services, record: BetaSessionRecord, event:
             f"events[{index}].response must be {{'type': 'mcp_tool_call', 'decision': 'approve' | 'deny' | 'cancel'}}.",
             "events",
         )
+    reason = response.get("reason")
+    if reason is not None and (not isinstance(reason, str) or len(reason) > REASON_MAX):
+        raise invalid(f"events[{index}].response.reason must be a string of at most {REASON_MAX} characters.", "events")
     fresh = await services.store.agent_sessions.session(record.tenant_id, record.session_id)
     current = [fresh.current_turn_id] if fresh is not None and fresh.current_turn_id is not None else []
     turn_id = (await services.store.turns.pending_calls(record.tenant_id, [request_id], current)).get(request_id)
@@ -152,10 +160,17 @@ async def _approval_result(services: Services, record: BetaSessionRecord, event:
             "request_id of one of the session's required_actions.",
             "events",
         )
-    await _answer(services, record, turn_id, request_id, {"decision": decision}, False)
+    decided = {
+        "decision": decision,
+        "reason": reason,
+        "decided_by": key_id,
+        "decided_at": datetime.now(UTC).isoformat(),
+    }
+    await _answer(services, record, turn_id, request_id, decided, False)
 
 
 DECISIONS = ("approve", "deny", "cancel")
+REASON_MAX = 2000
 
 
 async def _answer(
@@ -191,7 +206,7 @@ async def _answer(
                 metadata={"is_error": True} if is_error else None,
             )
         )
-    decisions = [_decision(request, results[request][0]["decision"]) for request in requests]
+    decisions = [_decision(request, results[request][0], record.tenant_id) for request in requests]
     try:
         mark = await services.turns.submit(
             turn_id, ToolResponsesSubmission(tool_responses=responses, approvals=decisions)
@@ -211,9 +226,19 @@ async def _answer(
     await sessions.forget_tool_results(turn_id)
 
 
-def _decision(request_id: str, decision: str) -> ApprovalDecision:
-    reason = "the user dismissed the request" if decision == "cancel" else None
-    return ApprovalDecision(approval_request_id=request_id, approve=decision == "approve", reason=reason)
+def _decision(request_id: str, kept: dict[str, Any], tenant: str) -> ApprovalDecision:
+    """The decision as `_approval_result` kept it (one kept by an earlier release has only `decision`)."""
+    decision = kept["decision"]
+    reason = kept.get("reason") or ("the user dismissed the request" if decision == "cancel" else None)
+    decided_at = kept.get("decided_at")
+    return ApprovalDecision(
+        approval_request_id=request_id,
+        approve=decision == "approve",
+        reason=reason,
+        decided_by=kept.get("decided_by"),
+        tenant=tenant if kept.get("decided_by") else None,
+        decided_at=datetime.fromisoformat(decided_at) if decided_at else None,
+    )
 
 
 @router.get("/agents/sessions/{session_id}/events")

@@ -45,7 +45,7 @@ from api.openai.responses.input_items import (
     McpApprovalResponseItem,
     MessageItem,
 )
-from api.openai.responses.plan import mcp_credentials, summary, turn_plan, turn_settings
+from api.openai.responses.plan import check_approval_timeouts, mcp_credentials, summary, turn_plan, turn_settings
 from api.openai.responses.request import CreateResponse
 from api.services import Services
 from api.turn_gateway import ResumeRejected, TurnNotRunning, TurnUnavailable
@@ -206,6 +206,8 @@ class _Creation:
 
     services: Services
     tenant: str
+    key_id: str
+    """The caller's API key id: who decides the approvals the input answers."""
     response_id: str
     body: CreateResponse
     stored: list[dict[str, Any]]
@@ -258,17 +260,20 @@ async def create(
     keyed: bool = True,
     request_hash: str | None = None,
     steerable: bool = False,
+    *,
+    key_id: str,
 ) -> Created:
     """Resume the turn the input answers, or start a new one; the response is recorded either way. `keyed`: the
     id comes from an Idempotency-Key, so an earlier attempt that crashed may have recorded its turn already.
     `request_hash`: an unkeyed request's, by which the SDK's retries of it find it (`latest_with_request`)."""
     items = resolve_references(body.items(), context.items)
     check_tool_outputs(context.items, items)
+    check_approval_timeouts(body, services.settings.approval_timeout)
     opened = open_compactions(services.settings, tenant, [*context.items, *items])
     threshold = compact_threshold(services.settings, body)  # a 400 for compaction no key can seal, early
     credentials = _seal(services, mcp_credentials(body))
     creation = _Creation(
-        services, tenant, response_id, body, stored_input(items), credentials, keyed, request_hash, steerable
+        services, tenant, key_id, response_id, body, stored_input(items), credentials, keyed, request_hash, steerable
     )
     resumed = await _resume_waiting(creation, context, items)
     if resumed is not None:
@@ -278,14 +283,17 @@ async def create(
 
 
 async def resume_only(
-    services: Services, tenant: str, response_id: str, body: CreateResponse, context: Context
+    services: Services, tenant: str, response_id: str, body: CreateResponse, context: Context, key_id: str
 ) -> Created | None:
     """Resume the paused turn the input answers, exactly as `create` would; None, with nothing written or
     started, when no paused turn takes it (a WebSocket's `response.inject` then fails instead of starting one)."""
     items = resolve_references(body.items(), context.items)
     check_tool_outputs(context.items, items)
+    check_approval_timeouts(body, services.settings.approval_timeout)
     credentials = _seal(services, mcp_credentials(body))
-    creation = _Creation(services, tenant, response_id, body, stored_input(items), credentials, False, None, True)
+    creation = _Creation(
+        services, tenant, key_id, response_id, body, stored_input(items), credentials, False, None, True
+    )
     return await _resume_waiting(creation, context, items)
 
 
@@ -325,6 +333,7 @@ async def _start_workflow(
             record.response_id,
             services.settings.max_infer_iters,
             compact_threshold(services.settings, body),
+            services.settings.approval_timeout,
         ),
         segment_id=record.response_id,
         started_at=started_at,
@@ -372,9 +381,11 @@ async def retried(services: Services, record: ResponseRecord, body: CreateRespon
 
 
 def _answers(
-    items: list[InputItem], prior: list[InputItem], waiting: dict[str, str], turn_id: str
+    creation: _Creation, items: list[InputItem], prior: list[InputItem], waiting: dict[str, str], turn_id: str
 ) -> tuple[list[ToolResponse], list[ApprovalDecision], list[UserMessage]]:
-    """The outputs and decisions for the waiting turn's calls, and the user input after the last of them."""
+    """The outputs and decisions (made by the caller, now) for the waiting turn's calls, and the user input after
+    the last of them."""
+    now = datetime.now(UTC)
     names = {item.call_id: item.name for item in [*prior, *items] if isinstance(item, FunctionCallItem)}
     outputs: list[ToolResponse] = []
     decisions: list[ApprovalDecision] = []
@@ -387,7 +398,14 @@ def _answers(
             last = index
         elif isinstance(item, McpApprovalResponseItem) and waiting.get(item.approval_request_id) == turn_id:
             decisions.append(
-                ApprovalDecision(approval_request_id=item.approval_request_id, approve=item.approve, reason=item.reason)
+                ApprovalDecision(
+                    approval_request_id=item.approval_request_id,
+                    approve=item.approve,
+                    reason=item.reason,
+                    decided_by=creation.key_id,
+                    tenant=creation.tenant,
+                    decided_at=now,
+                )
             )
             last = index
     followups = [
@@ -413,7 +431,7 @@ async def _resume_waiting(creation: _Creation, context: Context, items: list[Inp
     if len(turn_ids) > 1 and context.chained:
         raise invalid("The input answers the calls of more than one response; answer one response at a time.", "input")
     turn_id = turn_ids[-1]
-    outputs, decisions, followups = _answers(items, context.items, waiting, turn_id)
+    outputs, decisions, followups = _answers(creation, items, context.items, waiting, turn_id)
     limit = services.settings.max_tool_output_chars
     outputs = [output.model_copy(update={"content": truncate_content(output.content, limit)}) for output in outputs]
     segment = len(await responses.of_turn(turn_id))
@@ -427,7 +445,9 @@ async def _resume_waiting(creation: _Creation, context: Context, items: list[Inp
         tool_responses=outputs,
         approvals=decisions,
         followup_messages=followups,
-        plan=turn_plan(body, response_id, services.settings.max_infer_iters),
+        plan=turn_plan(
+            body, response_id, services.settings.max_infer_iters, approval_ceiling=services.settings.approval_timeout
+        ),
         segment_id=response_id,
         local_inference=not body.background and not creation.steerable,
     )

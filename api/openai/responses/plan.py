@@ -7,6 +7,7 @@ conversation (spec §2.4), so a resumed turn gets the new response's settings an
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -107,21 +108,47 @@ def _names(filter_: ToolNames | list[str] | None) -> list[str]:
     return filter_.tool_names if isinstance(filter_, ToolNames) else list(filter_)
 
 
-def approval_policy(tool: McpTool) -> ApprovalPolicy:
+def approval_policy(tool: McpTool, ceiling: timedelta | None = None) -> ApprovalPolicy:
     """OpenAI's default is "always". A filter that names only the tools that always need approval lets the
-    others run; one that names those that never do holds the rest."""
+    others run; one that names those that never do holds the rest. `ceiling`: DA_APPROVAL_TIMEOUT."""
+    timeout = approval_timeout(tool, ceiling)
     rule = tool.require_approval
     if rule is None or rule == "always":
-        return ApprovalPolicy(default=True)
+        return ApprovalPolicy(default=True, timeout=timeout)
     if rule == "never":
-        return ApprovalPolicy(default=False)
+        return ApprovalPolicy(default=False, timeout=timeout)
     assert isinstance(rule, ApprovalFilter)
     always, never = _names(rule.always), _names(rule.never)
-    return ApprovalPolicy(default=not (always and not never), always=always, never=never)
+    return ApprovalPolicy(default=not (always and not never), always=always, never=never, timeout=timeout)
+
+
+def approval_timeout(tool: McpTool, ceiling: timedelta | None) -> timedelta | None:
+    """How long the tool's approvals wait undecided: its `approval_timeout`, which may only shorten `ceiling`."""
+    if tool.approval_timeout is None:
+        return ceiling
+    asked = timedelta(seconds=tool.approval_timeout)
+    if ceiling is not None and asked > ceiling:
+        raise invalid(
+            f"tools: mcp tool {tool.server_label!r}: approval_timeout {tool.approval_timeout} s is longer than this "
+            f"server's approval timeout (DA_APPROVAL_TIMEOUT, {ceiling.total_seconds():g} s); a request may only "
+            "shorten it.",
+            "tools",
+        )
+    return asked
+
+
+def check_approval_timeouts(request: CreateResponse, ceiling: timedelta | None) -> None:
+    """Refuse (400) an mcp tool that asks for a longer approval timeout than the server's, before anything starts."""
+    for tool in request.mcp_tools():
+        approval_timeout(tool, ceiling)
 
 
 def turn_plan(
-    request: CreateResponse, settings_id: str, max_infer_iters: int | None = None, compact_threshold: int | None = None
+    request: CreateResponse,
+    settings_id: str,
+    max_infer_iters: int | None = None,
+    compact_threshold: int | None = None,
+    approval_ceiling: timedelta | None = None,
 ) -> TurnPlan:
     return TurnPlan(
         model=request.model,
@@ -134,7 +161,7 @@ def turn_plan(
                 label=tool.server_label,
                 url=tool.server_url or "",
                 allowed_tools=tool.allowed(),
-                approval=approval_policy(tool),
+                approval=approval_policy(tool, approval_ceiling),
             )
             for tool in request.mcp_tools()
         ],

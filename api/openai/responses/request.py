@@ -54,6 +54,8 @@ class McpTool(Lenient):
     authorization: str | None = Field(default=None, repr=False)
     allowed_tools: list[str] | ToolNames | None = None
     require_approval: Literal["always", "never"] | ApprovalFilter | None = None
+    approval_timeout: int | None = Field(default=None, ge=1)
+    """Our extension: seconds after which an undecided approval is denied; only shortens DA_APPROVAL_TIMEOUT."""
 
     @model_validator(mode="after")
     def _needs_url(self) -> McpTool:

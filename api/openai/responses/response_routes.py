@@ -183,7 +183,14 @@ async def create_response(
         slot_check = services.streams.take(principal.key_id)  # refuse (429) before anything starts
         slot_check.release()
     created = await create(
-        services, tenant, response_id, body, context, keyed=idempotency_key is not None, request_hash=request_hash
+        services,
+        tenant,
+        response_id,
+        body,
+        context,
+        keyed=idempotency_key is not None,
+        request_hash=request_hash,
+        key_id=principal.key_id,
     )
     return await _answer(services, principal, request, created, body.stream)
 

@@ -100,7 +100,8 @@ async def _inject(connection: Connection, response_id: str, items: list[dict[str
     body = parse_create(continuation)
     try:
         context = await prior_context(services, services.store.responses, connection.tenant, body, connection.made)
-        created = await resume_only(services, connection.tenant, ids.new_response_id(), body, context)
+        key_id = connection.principal.key_id
+        created = await resume_only(services, connection.tenant, ids.new_response_id(), body, context, key_id)
     except OpenAIError as refused:
         if refused.status_code >= 500:
             raise

@@ -64,7 +64,16 @@ async def create_on_socket(connection: Connection, event: dict[str, Any], lane: 
     previous = body.previous_response_id
     try:
         context = await prior_context(services, services.store.responses, tenant, body, connection.made)
-        created = await create(services, tenant, ids.new_response_id(), body, context, keyed=False, steerable=True)
+        created = await create(
+            services,
+            tenant,
+            ids.new_response_id(),
+            body,
+            context,
+            keyed=False,
+            steerable=True,
+            key_id=connection.principal.key_id,
+        )
     except HTTPException:
         if previous is not None and connection.made.get(previous, "") == lane:
             connection.made.pop(previous)  # a failed same-lane continuation evicts its parent
