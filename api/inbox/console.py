@@ -114,7 +114,19 @@ async def sign_out(request: Request) -> Response:
 async def inbox(request: Request, services: ServicesDep, after: str | None = None) -> Response:
     principal = guard.signed_in(request)
     shown = await inbox_page(services, principal.tenant, after=after, limit=50)
-    return page(request, "inbox.html", inbox=shown, tenant=principal.tenant, signed_in=_keys_required(services))
+    notice = guard.shown_notice(request)
+    shown_page = page(
+        request, "inbox.html", inbox=shown, tenant=principal.tenant, signed_in=_keys_required(services), notice=notice
+    )
+    if notice is not None:
+        guard.forget_notice(shown_page)
+    return shown_page
+
+
+@router.get("/inbox/{turn_id}")
+async def acted_item(turn_id: str) -> Response:
+    """The address a form posted to, opened again (a bookmark, a shared link): the inbox."""
+    return RedirectResponse("/console/inbox", status_code=303)
 
 
 def _action_of(form: Any) -> InboxAction:
@@ -149,16 +161,19 @@ async def act_from_console(request: Request, services: ServicesDep, turn_id: str
     key = request.cookies.get(CONSOLE_KEY_COOKIE)
     if key and _keys_required(services):
         headers["authorization"] = f"Bearer {key}"
-    status, notice, error = 200, None, None
     try:
         result = await act(request, services, principal.tenant, turn_id, _action_of(form), headers)
-        notice = _outcome(result)
     except ValidationError as invalid:
         status, error = 400, "; ".join(str(problem["msg"]) for problem in invalid.errors())
     except HTTPException as refused:
         status = refused.status_code
         already = str(refused.detail).startswith(ALREADY_ANSWERED)
         error = "This item was already answered." if already else f"Not taken: {refused.detail}"
+    else:
+        # Post/redirect/get: the address bar shows the inbox, and a reload does not post the answer again.
+        done = guard.secured(request, RedirectResponse("/console/inbox", status_code=303))
+        guard.keep_notice(request, done, _outcome(result))
+        return done
     shown = await inbox_page(services, principal.tenant, limit=50)
     return page(
         request,
@@ -167,7 +182,6 @@ async def act_from_console(request: Request, services: ServicesDep, turn_id: str
         inbox=shown,
         tenant=principal.tenant,
         signed_in=_keys_required(services),
-        notice=notice,
         error=error,
     )
 

@@ -9,6 +9,7 @@ honoured.
 
 from __future__ import annotations
 
+import base64
 import hmac
 import secrets
 from typing import Any
@@ -94,3 +95,29 @@ def keep_key(request: Request, response: Response, key: str) -> None:
 
 def forget_key(response: Response) -> None:
     response.delete_cookie(CONSOLE_KEY_COOKIE, path=CONSOLE_PATH)
+
+
+NOTICE_COOKIE = "da_console_notice"
+NOTICE_CHARACTERS = 1_000
+"""A notice is a line for a person; a long model answer is cut, and the cookie stays well under 4 KB."""
+
+
+def keep_notice(request: Request, response: Response, notice: str) -> None:
+    """What the next page shows once, after a form's redirect (post/redirect/get: a reload never posts again)."""
+    value = base64.urlsafe_b64encode(notice[:NOTICE_CHARACTERS].encode()).decode()
+    _cookie(response, request, NOTICE_COOKIE, value, 60)
+
+
+def shown_notice(request: Request) -> str | None:
+    """The notice a redirect left; the page that shows it forgets it (`forget_notice`)."""
+    kept = request.cookies.get(NOTICE_COOKIE)
+    if not kept:
+        return None
+    try:
+        return base64.urlsafe_b64decode(kept.encode()).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def forget_notice(response: Response) -> None:
+    response.delete_cookie(NOTICE_COOKIE, path=CONSOLE_PATH)

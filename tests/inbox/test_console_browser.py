@@ -121,6 +121,10 @@ def test_a_person_signs_in_answers_a_paused_turn_and_sees_it_complete_with_model
     expect(notice).to_have_text(f"The turn completed: {XSS}")
     assert page.locator("main img").count() == 0  # shown as text, never made an element
     shot(page, "answered")
+    # Post/redirect/get: the address is the inbox's, and a reload neither posts again nor repeats the notice.
+    assert page.url.endswith("/console/inbox")
+    page.reload()
+    expect(page.get_by_role("status")).to_have_count(0)
     turn = mine.http.get(
         f"/v1/agents/{paused['agent_id']}/session/{paused['session_id']}/turn/{paused['turn_id']}"
     ).json()
