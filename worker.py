@@ -41,6 +41,7 @@ from hosting import startup_heap
 from hosting.search_attribute_schema import MissingSearchAttributes, require_search_attributes
 from hosting.supervision import EXIT_CANNOT_START
 from hosting.temporal_connection import connect_temporal
+from hosting.workers import Workers
 from knowledge.blobs import blob_store
 from knowledge.embeddings import EmbeddingCatalog
 from knowledge.engines import vector_index
@@ -85,8 +86,11 @@ def build_worker(
     store: Store,
     runner: WorkflowRunner | None = None,
     early: EarlyInference | None = None,
-) -> Worker:
-    """`runner`: the one turns run in (tests pass Temporal's sandbox); by default `workflow_runner()`.
+) -> Workers:
+    """The worker on the shared task queue and the one on this host's own (DA_WORKER_HOST), which takes the
+    code calls of the containers held here (docs/code-sandbox.md).
+
+    `runner`: the one turns run in (tests pass Temporal's sandbox); by default `workflow_runner()`.
     `early`: the model calls an API in this process begins for its foreground responses, to adopt."""
     models = ModelRegistry(settings)
     models.warm()
@@ -126,7 +130,7 @@ def build_worker(
         embeddings,
         settings,
     )
-    return Worker(
+    shared = Worker(
         client,
         task_queue=settings.task_queue,
         workflows=[
@@ -148,7 +152,8 @@ def build_worker(
             tools.resolve_tools,
             tools.list_mcp_server,
             tools.run_tool,
-            code.run_code_call,
+            code.code_host,
+            code.run_code_call,  # the calls of turns from before they were sent to their container's host
             code.code_call_outcome,
             shields.run_shields,
             webhooks.attempt,
@@ -173,10 +178,17 @@ def build_worker(
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
         workflow_runner=runner or workflow_runner(),
     )
+    own_host = Worker(
+        client,
+        task_queue=code.task_queue,
+        activities=[code.run_code_call],
+        max_heartbeat_throttle_interval=timedelta(seconds=1),
+    )
+    return Workers(shared, own_host)
 
 
 @asynccontextmanager
-async def running_worker(settings: Settings, runtime: Runtime | None = None) -> AsyncIterator[Worker]:
+async def running_worker(settings: Settings, runtime: Runtime | None = None) -> AsyncIterator[Workers]:
     """A connected, running worker with its own store engine; shut down on exit."""
     await upgrade_store(settings.store_url)
     database = open_database(settings.store_url)
@@ -205,9 +217,10 @@ async def main() -> None:
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(signum, stop.set)
-    async with running_worker(settings, runtime):
+    async with running_worker(settings, runtime) as workers:
         startup_heap.freeze()
-        logging.info("worker polling task queue %r", settings.task_queue)
+        queues = [worker.task_queue for worker in workers.workers]
+        logging.info("worker polling task queues %s", ", ".join(map(repr, queues)))
         await stop.wait()
         logging.info("worker shutting down")
 

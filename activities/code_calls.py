@@ -7,8 +7,10 @@ answer), so that one cut by a crash is answered as interrupted and never run aga
 answered as it was (docs/code-sandbox.md).
 
 A container's kernels live in the worker process that ran its calls; its workspace is on that worker's
-host, which the container records at its first call. A call reaching a worker of another host is refused
-saying which host holds the container, rather than run on an empty workspace.
+host. `code_host` claims a container for the host of the worker that first asks (the turn then sends the
+container's calls to that host's task queue); a call reaching a worker of another host all the same (a turn
+of an earlier release, which sends every call to the shared queue) is refused saying which host holds the
+container, rather than run on an empty workspace.
 """
 
 from __future__ import annotations
@@ -39,13 +41,17 @@ from store.containers.containers import Container, ContainerFile, ContainerLimit
 from store.repository import Store
 from workflows.code_tools import (
     CODE_CALL_OUTCOME_ACTIVITY,
+    CODE_HOST_ACTIVITY,
     CODE_INTERPRETER,
     CODE_UNAVAILABLE,
     RUN_CODE_ACTIVITY,
     SESSION_CONTAINER,
     CodeCallOutcomeRequest,
+    CodeHost,
     call_key,
+    code_error,
     code_tool_config,
+    host_task_queue,
     session_container_id,
 )
 from workflows.contracts import CodeToolConfig, ToolRunRequest
@@ -58,14 +64,42 @@ def file_url(container_id: str, file_id: str) -> str:
     return f"/v1/containers/{container_id}/files/{file_id}/content"
 
 
+def worker_host(settings: Settings) -> str:
+    """The id of this worker's host (DA_WORKER_HOST), by default the machine's host name."""
+    return settings.worker_host or socket.gethostname()
+
+
 class CodeActivities:
-    def __init__(self, store: Store, settings: Settings, host: str | None = None) -> None:
+    def __init__(self, store: Store, settings: Settings) -> None:
         self._store = store
         self._settings = settings
         self._limits = SandboxLimits.from_settings(settings)
-        self.host = host or socket.gethostname()
+        self.host = worker_host(settings)
+        # Where the calls of the containers this host holds are sent: the worker polls it.
+        self.task_queue = host_task_queue(settings.task_queue, self.host)
         self._kernels: dict[str, PythonKernel] = {}
         self._identity = f"{self.host}:{os.getpid()}:{id(self)}"
+
+    @activity.defn(name=CODE_HOST_ACTIVITY)
+    async def code_host(self, request: ToolRunRequest) -> CodeHost:
+        """The host whose workers run the call: the container's, claimed for this worker's host at its first
+        call. Writes the turn's pending writes, which the call carries no more (a call to a host that is gone
+        never runs)."""
+        config = code_tool_config(request.tool)
+        assert config is not None
+        await write_pending(self._store, request.turn_id, request.pending, *tool_run_started(request))
+        container = await self._live_container(request, config)
+        if container.host is None:
+            await self._sandbox()  # a host that cannot run code never holds a container
+        host = await self._store.containers.claim_host(container.container_id, self.host)
+        if host is None:
+            raise _gone(container.container_id)
+        return CodeHost(
+            container_id=container.container_id,
+            host=host,
+            task_queue=host_task_queue(self._settings.task_queue, host),
+            start_timeout_seconds=self._settings.code_host_start_timeout,
+        )
 
     @activity.defn(name=RUN_CODE_ACTIVITY)
     async def run_code_call(self, request: ToolRunRequest) -> ToolResponse:
@@ -94,7 +128,7 @@ class CodeActivities:
         """The answer of a call whose one attempt was cut: what the store recorded of it."""
         record = await self._store.containers.call(call_key(request.run))
         if record is None:
-            return _error(request.run, f"Error: the call did not run ({request.failure}). Nothing was executed.")
+            return code_error(request.run, f"Error: the call did not run ({request.failure}). Nothing was executed.")
         return self._outcome(request.run, record.status, record.result, request.failure)
 
     def _outcome(self, request: ToolRunRequest, status: str, recorded: dict[str, Any] | None, why: str) -> ToolResponse:
@@ -115,24 +149,25 @@ class CodeActivities:
         )
         if config is not None and config.kind != CODE_INTERPRETER:
             state = ""
-        return _error(
+        return code_error(
             request,
             f"Error: this call was interrupted before it finished ({why}). It was not run again, since code can "
             f"have side effects: it may have run in part. {state} Files in /workspace are kept.".replace("  ", " "),
             extra={"interrupted": True},
         )
 
-    async def _container(self, request: ToolRunRequest, config: CodeToolConfig) -> Container:
+    async def _live_container(self, request: ToolRunRequest, config: CodeToolConfig) -> Container:
         tenant = await self._store.turns.turn_tenant(request.turn_id)
         if tenant is not None and config.container_id == SESSION_CONTAINER and request.session_id is not None:
             return await self._session_container(tenant, request.session_id)
         container = await self._store.containers.get(tenant, config.container_id, datetime.now(UTC)) if tenant else None
         if container is None:
-            raise ApplicationError(
-                f"container {config.container_id} is gone (deleted or expired); nothing was run",
-                type=CODE_UNAVAILABLE,
-                non_retryable=True,
-            )
+            raise _gone(config.container_id)
+        return container
+
+    async def _container(self, request: ToolRunRequest, config: CodeToolConfig) -> Container:
+        """The container, when this worker's host holds it (or none does yet)."""
+        container = await self._live_container(request, config)
         if container.host is not None and container.host != self.host:
             raise ApplicationError(
                 f"container {container.container_id} is held by host {container.host!r}, whose workers must run "
@@ -189,7 +224,7 @@ class CodeActivities:
     async def _run_cell(self, request: ToolRunRequest, container: Container, sandbox: Sandbox) -> ToolResponse:
         code = request.call.arguments.get("code") if isinstance(request.call.arguments, dict) else None
         if not isinstance(code, str):
-            return _error(request, 'Error: code_interpreter needs {"code": "<Python code>"}.', code="")
+            return code_error(request, 'Error: code_interpreter needs {"code": "<Python code>"}.', code="")
         kernel = self._kernels.get(container.container_id)
         if kernel is None:
             workspace = self._workspace(container.container_id)
@@ -204,7 +239,7 @@ class CodeActivities:
         arguments = request.call.arguments if isinstance(request.call.arguments, dict) else {}
         commands = arguments.get("commands")
         if not isinstance(commands, list) or not all(isinstance(command, str) for command in commands):
-            return _error(request, 'Error: shell needs {"commands": ["<command>", ...]}.')
+            return code_error(request, 'Error: shell needs {"commands": ["<command>", ...]}.')
         workspace = self._workspace(container.container_id)
         limits = self._limits_of(container)
         outputs: list[dict[str, Any]] = []
@@ -247,22 +282,12 @@ class CodeActivities:
             await kernel.close()
 
 
-def _error(
-    request: ToolRunRequest, text: str, code: str | None = None, extra: dict[str, Any] | None = None
-) -> ToolResponse:
-    config = code_tool_config(request.tool)
-    metadata: dict[str, Any] = {"is_error": True, **(extra or {})}
-    if config is not None and config.kind == CODE_INTERPRETER:
-        arguments = request.call.arguments if isinstance(request.call.arguments, dict) else {}
-        metadata["code_interpreter"] = {
-            "container_id": config.container_id,
-            "code": code if code is not None else str(arguments.get("code", "")),
-            "outputs": [{"type": "logs", "logs": text}],
-            "status": "failed",
-        }
-    elif config is not None:
-        metadata["shell"] = {"container_id": config.container_id, "commands": [], "output": [], "error": text}
-    return ToolResponse(call_id=request.call.call_id, tool_name=request.call.tool_name, content=text, metadata=metadata)
+def _gone(container_id: str) -> ApplicationError:
+    return ApplicationError(
+        f"container {container_id} is gone (deleted or expired); nothing was run",
+        type=CODE_UNAVAILABLE,
+        non_retryable=True,
+    )
 
 
 def _cell_response(

@@ -91,6 +91,8 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "sandbox_max_processes",
         "sandbox_output_bytes",
         "sandbox_python_env",
+        "worker_host",
+        "code_host_start_timeout",
     ),
 }
 OTHER = "Other settings"

@@ -555,6 +555,14 @@ class Settings(BaseSettings):
     sandbox_python_env: Path | None = None
     """The sandbox's own Python environment (numpy, pandas, matplotlib), mounted read-only inside it; unset:
     `.venv-sandbox` beside the code, which `make run` and `make test` build."""
+    worker_host: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    """The id of this worker's host, which holds the workspaces and kernels of the containers it first ran a call
+    for; the worker also polls `<task_queue>-host-<id>`, where those containers' calls are sent. Unset: the
+    machine's host name. Keep it stable across restarts; each worker process may have its own, over one data
+    directory, to keep each container's kernel in one process (docs/code-sandbox.md)."""
+    code_host_start_timeout: PositiveSeconds = 60.0
+    """Seconds a container's call waits for a worker of the host holding the container to take it; then the model
+    gets a tool error saying the host is gone (nothing ran) and the turn goes on."""
     max_containers_per_tenant: PositiveInt = 20
     """Live containers (Containers API and `code_interpreter` / `shell` auto containers) one tenant may hold."""
     container_idle_minutes: PositiveInt = 20

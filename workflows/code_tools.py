@@ -8,6 +8,11 @@ cut by a crash (the worker killed, its heartbeats stop) fails that one attempt; 
 `code_call_outcome` what the store knows: a recorded result is answered as it was, and a call that only
 started is answered with an error telling the model it was interrupted, not run again, and whether the
 kernel (its variables) survived. The turn goes on either way.
+
+Routing: a container's workspace and kernel live on one worker host, so its calls run there. Before a call
+the turn asks `code_host` which host holds the container (the first asker's host claims it), then sends the
+call to that host's own task queue (`host_task_queue`) with a schedule-to-start timeout: a host that is gone
+is answered as such instead of waited for.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from domain.content import ToolResponse
 from domain.tools import BUILTIN_PROVIDER
 from workflows.contracts import CodeToolConfig, ServerTool, ToolRunRequest
 
@@ -29,6 +35,7 @@ its first call (`session_container_id`) and gone when idle past DA_CONTAINER_IDL
 SHELL = "shell"
 RUN_CODE_ACTIVITY = "run_code_call"
 CODE_CALL_OUTCOME_ACTIVITY = "code_call_outcome"
+CODE_HOST_ACTIVITY = "code_host"
 CODE_CALL_TIMEOUT = timedelta(minutes=15)
 """Beyond any sandbox wall limit: the sandbox's own watchdog ends a call first, with a result."""
 CODE_UNAVAILABLE = "CodeUnavailable"
@@ -74,10 +81,45 @@ def code_tool_config(tool: ServerTool) -> CodeToolConfig | None:
     return CodeToolConfig.model_validate(found) if isinstance(found, dict) else None
 
 
+def code_error(
+    request: ToolRunRequest, text: str, code: str | None = None, extra: dict[str, Any] | None = None
+) -> ToolResponse:
+    """A call answered with an error in the tool's place: the model reads `text`, and a Responses client sees the
+    `code_interpreter_call` (its `code`, by default the call's) or `shell_call` failed with it."""
+    config = code_tool_config(request.tool)
+    metadata: dict[str, Any] = {"is_error": True, **(extra or {})}
+    if config is not None and config.kind == CODE_INTERPRETER:
+        arguments = request.call.arguments if isinstance(request.call.arguments, dict) else {}
+        metadata["code_interpreter"] = {
+            "container_id": config.container_id,
+            "code": code if code is not None else str(arguments.get("code", "")),
+            "outputs": [{"type": "logs", "logs": text}],
+            "status": "failed",
+        }
+    elif config is not None:
+        metadata["shell"] = {"container_id": config.container_id, "commands": [], "output": [], "error": text}
+    return ToolResponse(call_id=request.call.call_id, tool_name=request.call.tool_name, content=text, metadata=metadata)
+
+
 class CodeCallOutcomeRequest(BaseModel):
     run: ToolRunRequest
     failure: str
     """Why the call's one attempt failed, as the turn saw it."""
+
+
+class CodeHost(BaseModel):
+    """Where a container's calls run: the host holding its workspace and kernel, and that host's task queue."""
+
+    container_id: str
+    host: str
+    task_queue: str
+    start_timeout_seconds: float
+    """How long a call waits for a worker of the host to take it (DA_CODE_HOST_START_TIMEOUT)."""
+
+
+def host_task_queue(task_queue: str, host: str) -> str:
+    """The task queue that the workers of one host poll besides the shared one, for their containers' calls."""
+    return f"{task_queue}-host-{host}"
 
 
 def session_container_id(session_id: str) -> str:

@@ -179,6 +179,23 @@ class ContainerStore:
 
         await self.database.write(write)
 
+    async def claim_host(self, container_id: str, host: str) -> str | None:
+        """The host holding the container: the one recorded, else `host`, recorded now (the first claim wins);
+        None when the container is gone."""
+
+        def write(tx: Connection) -> str | None:
+            tx.execute(
+                update(ContainerRow)
+                .where(ContainerRow.container_id == container_id, ContainerRow.host.is_(None))
+                .values(host=host)
+            )
+            held: str | None = tx.execute(
+                select(ContainerRow.host).where(ContainerRow.container_id == container_id)
+            ).scalar_one_or_none()
+            return held
+
+        return await self.database.write(write)
+
     async def expired(self, now: datetime, limit: int) -> list[tuple[str, str]]:
         """(tenant, container id) of up to `limit` containers past their expiry."""
         query = (

@@ -119,3 +119,10 @@ def test_the_recordings_cover_a_session_turn_counting_its_compaction_and_shield_
         )
 
     assert any(counted(path) for path in HISTORIES)
+
+
+def test_the_recordings_cover_code_calls_before_and_after_host_routing() -> None:
+    """A code call sent to the shared task queue (an earlier release), and one sent to its container's host."""
+    code_turns = [path.read_text() for path in HISTORIES if '"run_code_call"' in path.read_text()]
+    assert any('"code_host"' not in history for history in code_turns)
+    assert any('"code_host"' in history for history in code_turns)

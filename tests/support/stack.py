@@ -25,13 +25,13 @@ from cryptography.fernet import Fernet
 from temporalio.client import Client, WorkflowFailureError, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
 from api.app import create_app
 from configuration.loading import load_settings
 from configuration.settings import Settings
 from domain.content import CompletionMessage, UserMessage
 from domain.turns import InferenceStep, TurnStatus
+from hosting.workers import Workers
 from knowledge.engines import vector_index
 from serve import DEV_SERVER_TUNING, temporal_binary
 from store.database import open_database, sqlite_module
@@ -177,7 +177,7 @@ class Stack:
         self.background.run(upgrade_store(self.settings.store_url))
         self._database = open_database(self.settings.store_url)
         self.store = Store(self._database, vector_index(self.settings.store_url))
-        self._worker: Worker | None = None
+        self._worker: Workers | None = None
         self._worker_task: asyncio.Task[None] | None = None
         self.start_worker()
         self.api = ThreadedServer(create_app(self.settings), free_port()).start()
