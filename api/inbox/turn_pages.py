@@ -41,7 +41,7 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 def _dollars(microcents: int | None) -> str:
     if microcents is None:
-        return "–"
+        return "n/a"
     return f"${microcents / 100_000_000:.6f}".rstrip("0").rstrip(".") if microcents else "$0"
 
 
@@ -59,7 +59,13 @@ templates.filters["content_text"] = content_text
 
 
 def _line(line_id: str, turn_id: str | None, status: Any, created_at: Any, **extra: Any) -> dict[str, Any]:
-    return {"id": line_id, "turn_id": turn_id, "status": str(status) if status else None, "created_at": created_at, **extra}
+    return {
+        "id": line_id,
+        "turn_id": turn_id,
+        "status": str(status) if status else None,
+        "created_at": created_at,
+        **extra,
+    }
 
 
 async def _lines(services: Services, tenant: str, view: View, after: str | None) -> tuple[list[dict[str, Any]], bool]:
@@ -92,7 +98,9 @@ async def _lines(services: Services, tenant: str, view: View, after: str | None)
     )
 
     def shown(line: SessionLine) -> dict[str, Any]:
-        return _line(line.id, line.latest_turn_id, line.latest_status, line.created_at, name=line.name, agent_id=line.agent_id)
+        return _line(
+            line.id, line.latest_turn_id, line.latest_status, line.created_at, name=line.name, agent_id=line.agent_id
+        )
 
     return [shown(line) for line in found.items], found.has_more
 

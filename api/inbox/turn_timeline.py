@@ -8,6 +8,7 @@ in: the time from the end of the step before to the start of the step after.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -81,10 +82,8 @@ def content_text(content: Any) -> str:
 
 def _call_text(call: ToolCall) -> str:
     arguments = call.arguments_json or json.dumps(call.arguments, ensure_ascii=False)
-    try:
+    with contextlib.suppress(ValueError):
         arguments = json.dumps(json.loads(arguments), ensure_ascii=False, indent=2)
-    except ValueError:
-        pass
     return f"{call.tool_name}({arguments})"
 
 
@@ -110,7 +109,8 @@ def _usage(view: TurnView) -> dict[str, tuple[int, int]]:
     for event in view.events:
         runtime = event.body.get("runtime") or {}
         if runtime.get("kind") == "usage":
-            found[str(runtime.get("step_id"))] = (int(runtime.get("input_tokens") or 0), int(runtime.get("output_tokens") or 0))
+            tokens = (int(runtime.get("input_tokens") or 0), int(runtime.get("output_tokens") or 0))
+            found[str(runtime.get("step_id"))] = tokens
     return found
 
 
@@ -139,7 +139,9 @@ def build(view: TurnView, settings: Settings, now: datetime | None = None) -> Ti
         if kind == "compaction":
             tokens = usage.get(COMPACTION_STEP)
             summary = str(runtime.get("summary") or "")
-            replaced = f"{runtime.get('replaced_messages')} earlier messages, about {runtime.get('estimated_tokens')} tokens"
+            replaced = (
+                f"{runtime.get('replaced_messages')} earlier messages, about {runtime.get('estimated_tokens')} tokens"
+            )
             gap = Bar(
                 "compaction",
                 "Compaction",

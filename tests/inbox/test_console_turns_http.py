@@ -95,7 +95,7 @@ def test_a_turn_page_shows_its_steps_escaped_with_usage_and_its_workflow_link_an
     page = consoles[0].get(f"/console/turns/{turn_id}")
     assert page.status_code == 200 and len(page.content) <= FIRST_PAGE_MOST
     assert XSS not in page.text and "&lt;img src=x onerror=alert(1)&gt;" in page.text
-    assert 'class="step kind-inference' in page.text and "<rect class=\"fill\"" in page.text
+    assert 'class="step kind-inference' in page.text and '<rect class="fill"' in page.text
     assert re.search(r"\d+ in / \d+ out tokens", page.text)
     assert f"http://127.0.0.1:8233/namespaces/default/workflows/turn-{turn_id}" in page.text
     assert 'id="live"' not in page.text  # a finished turn has nothing to follow
