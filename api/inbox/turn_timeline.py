@@ -26,6 +26,13 @@ WAIT_LABELS = {
     "approval": "Waiting for an approval",
     "spend": "Held by the session's spending limit",
 }
+WAIT_NOTES = {
+    WAIT_LABELS["input"]: "includes the wait for the client's output",
+    WAIT_LABELS["approval"]: "includes the wait for its approval",
+    WAIT_LABELS["spend"]: "includes the hold of the spending limit",
+}
+"""A wait the next step began with (a client tool's step runs from the call to its output) is told in its label."""
+FOLD_SECONDS = 0.01
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,8 @@ class Timeline:
     ended_at: datetime
     input_tokens: int
     output_tokens: int
-    cost_microcents: int
+    cost_microcents: int | None
+    """None when no model call of the turn has a price (DA_MODELS `pricing`)."""
 
     @property
     def seconds(self) -> float:
@@ -167,10 +175,12 @@ def build(view: TurnView, settings: Settings, now: datetime | None = None) -> Ti
             step = steps[step_id]
             start = step.started_at or cursor
             end = step.completed_at or start
-            if gap is not None:
-                bars.append(_closed(gap, cursor, max(cursor, start)))
-                gap = None
             bar = _step_bar(step, start, end)
+            if gap is not None and gap.kind == "wait" and (start - cursor).total_seconds() < FOLD_SECONDS:
+                bar = replace(bar, label=f"{bar.label} ({WAIT_NOTES[gap.label]})")
+            elif gap is not None:
+                bars.append(_closed(gap, cursor, max(cursor, start)))
+            gap = None
             tokens = usage.get(step_id)
             if tokens is not None:
                 cost = _cost(settings, view.model, tokens)
@@ -193,6 +203,7 @@ def _closed(bar: Bar, start: datetime, end: datetime, open: bool = False) -> Bar
 
 def _scaled(bars: list[Bar], start: datetime, end: datetime) -> Timeline:
     total = max((end - start).total_seconds(), 1e-6)
+    costs = [bar.cost_microcents for bar in bars if bar.cost_microcents is not None]
     scaled = [
         replace(
             bar,
@@ -207,5 +218,5 @@ def _scaled(bars: list[Bar], start: datetime, end: datetime) -> Timeline:
         ended_at=end,
         input_tokens=sum(bar.input_tokens or 0 for bar in bars),
         output_tokens=sum(bar.output_tokens or 0 for bar in bars),
-        cost_microcents=sum(bar.cost_microcents or 0 for bar in bars),
+        cost_microcents=None if not costs else sum(costs),
     )
