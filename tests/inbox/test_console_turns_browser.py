@@ -68,6 +68,7 @@ def test_a_running_turns_tokens_arrive_on_its_page_and_it_ends_as_a_timeline(
     response = mine.openai.responses.create(model=SCRIPTED_MODEL, input="count", background=True)
     sign_in(page, key_of(mine))
     page.goto("/console/turns?view=responses")
+    shot(page, "turns")
     page.locator(f'tr[data-id="{response.id}"] a').click()
     live = page.locator("#live .live-text")
     expect(live).to_contain_text("alpha")

@@ -6,12 +6,14 @@ tenant's turn, its page and its event stream, is a 404 exactly like an unknown o
 from __future__ import annotations
 
 import re
+import time
 
 import httpx
 import pytest
 
-from tests.inbox.waiting import Tenant, paused_llama_turn, waiting_session
-from tests.support.scripted_model import ScriptedModel, text
+from tests.inbox.waiting import Tenant, approval_response, function_call_response, paused_llama_turn, waiting_session
+from tests.agents_beta.test_spend_control import WEATHER
+from tests.support.scripted_model import ScriptedModel, ThreadedServer, text
 from tests.support.stack import SCRIPTED_MODEL
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -109,3 +111,36 @@ def test_a_turn_page_shows_its_steps_escaped_with_usage_and_its_workflow_link_an
     with httpx.Client(base_url=str(mine.http.base_url)) as anonymous:
         signed_out = anonymous.get(f"/console/turns/{turn_id}", follow_redirects=False)
         assert signed_out.status_code == 303 and signed_out.headers["location"] == "/console/sign-in"
+
+
+def test_a_responses_turns_page_shows_its_clients_wait_and_each_response_and_an_open_wait_while_it_waits(
+    tenants: tuple[Tenant, Tenant],
+    consoles: tuple[httpx.Client, httpx.Client],
+    model: ScriptedModel,
+    mcp: ThreadedServer,
+) -> None:
+    mine, _ = tenants
+    paused = function_call_response(mine, model)
+    call = next(item for item in paused.output if item.type == "function_call")
+    time.sleep(1.0)  # the caller runs its function
+    model.script(text("It is sunny."))
+    done = mine.openai.responses.create(
+        model=SCRIPTED_MODEL,
+        previous_response_id=paused.id,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}],
+        tools=[WEATHER],
+    )
+    turn_id = turn_of(consoles[0].get("/console/turns", params={"view": "responses"}).text, done.id)
+    page = consoles[0].get(f"/console/turns/{turn_id}").text
+    kinds = re.findall(r'class="step kind-(\w+)', page)
+    labels = re.findall(r'<span class="step-label">([^<]*)</span>', page)
+    assert kinds[0] == "inference" and kinds[-1] == "inference" and "tool_execution" in kinds, (kinds, labels)
+    assert "includes the wait for the client" in labels[kinds.index("tool_execution")]
+    assert paused.id in page and done.id in page and "It is sunny." in page
+
+    approval = approval_response(mine, model, mcp)
+    listed = consoles[0].get("/console/turns", params={"view": "responses"}).text
+    waiting = consoles[0].get(f"/console/turns/{turn_of(listed, approval.id)}").text
+    assert "awaiting input" in waiting and 'id="live"' in waiting
+    assert re.findall(r'class="step kind-(\w+)', waiting)[-1] == "wait"
+    assert "Waiting for an approval" in waiting
