@@ -44,7 +44,8 @@ def test_a_finished_turns_page_shows_its_steps_as_bars_with_their_texts_inert(
     steps = page.locator("ol.timeline > li.step")
     kinds = [name.split("kind-")[1].split()[0] for name in steps.evaluate_all("items => items.map(i => i.className)")]
     assert kinds == ["inference", "tool_execution", "inference"], kinds
-    widths = [float(w) for w in page.locator("svg.bar rect.fill").evaluate_all("r => r.map(x => x.getAttribute('width'))")]
+    fills = page.locator("svg.bar rect.fill").evaluate_all("rects => rects.map(r => r.getAttribute('width'))")
+    widths = [float(width) for width in fills]
     assert widths[1] == max(widths) and widths[1] > 2 * widths[2] > 0, widths  # where the time went: the wait
     expect(steps.nth(1).locator(".step-label")).to_contain_text("wait for the client's output")
     assert page.locator("svg.bar").first.bounding_box()["width"] > 500  # drawn across the page

@@ -11,8 +11,8 @@ import time
 import httpx
 import pytest
 
-from tests.inbox.waiting import Tenant, approval_response, function_call_response, paused_llama_turn, waiting_session
 from tests.agents_beta.test_spend_control import WEATHER
+from tests.inbox.waiting import Tenant, approval_response, function_call_response, paused_llama_turn, waiting_session
 from tests.support.scripted_model import ScriptedModel, ThreadedServer, text
 from tests.support.stack import SCRIPTED_MODEL
 
