@@ -10,7 +10,7 @@ is whole, as of when it was loaded. Tenancy is the API's: another tenant's turn 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from urllib.parse import quote
 
 from fastapi import APIRouter, HTTPException, Request
@@ -19,7 +19,7 @@ from starlette.responses import Response
 
 from api.inbox import console_guard as guard
 from api.inbox.console import page, templates
-from api.inbox.turn_timeline import build, content_text
+from api.inbox.turn_timeline import FIELD_CHARS, build, clip, content_text
 from api.services import Services, ServicesDep
 from api.streams.event_stream import is_final, sse_frame, tail_events
 from api.turns.stuck import still_running
@@ -56,6 +56,7 @@ def _seconds(seconds: float) -> str:
 templates.filters["dollars"] = _dollars
 templates.filters["seconds"] = _seconds
 templates.filters["content_text"] = content_text
+templates.filters["clipped"] = lambda text: clip(text, [FIELD_CHARS])
 
 
 def _line(line_id: str, turn_id: str | None, status: Any, created_at: Any, **extra: Any) -> dict[str, Any]:
@@ -113,7 +114,7 @@ async def turns_list(
     if view not in VIEWS:
         raise HTTPException(400, f"view must be one of {', '.join(VIEWS)}, not {view!r}")
     try:
-        lines, more = await _lines(services, principal.tenant, view, after)  # type: ignore[arg-type]
+        lines, more = await _lines(services, principal.tenant, cast(View, view), after)
     except LookupError:
         raise HTTPException(400, f"'after' {after!r} is not an id of this list (take it from 'Older')") from None
     return page(

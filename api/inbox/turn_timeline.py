@@ -33,6 +33,10 @@ WAIT_NOTES = {
 }
 """A wait the next step began with (a client tool's step runs from the call to its output) is told in its label."""
 FOLD_SECONDS = 0.01
+FIELD_CHARS = 4_000
+PAGE_CHARS = 100_000
+"""The most of a step's input or output, and of all of them together, that the page shows: a turn with huge tool
+outputs or hundreds of steps still makes a page of well under 200 KB. The API has each step whole."""
 
 
 @dataclass(frozen=True)
@@ -201,8 +205,23 @@ def _closed(bar: Bar, start: datetime, end: datetime, open: bool = False) -> Bar
     return replace(bar, started_at=start, ended_at=end, open=open)
 
 
+def clip(text: str, budget: list[int]) -> str:
+    """`text` cut to FIELD_CHARS and to what is left of the page's `budget` (a one-item list, spent here), saying
+    how much was left out."""
+    shown = text[: max(0, min(FIELD_CHARS, budget[0]))]
+    budget[0] -= len(shown)
+    if len(shown) == len(text):
+        return text
+    return f"{shown}\n… {len(text) - len(shown):,} more characters not shown here (the API has the step whole)"
+
+
 def _scaled(bars: list[Bar], start: datetime, end: datetime) -> Timeline:
     total = max((end - start).total_seconds(), 1e-6)
+    budget = [PAGE_CHARS]
+    bars = [
+        replace(bar, input_text=clip(bar.input_text, budget), output_text=clip(bar.output_text, budget))
+        for bar in bars
+    ]
     costs = [bar.cost_microcents for bar in bars if bar.cost_microcents is not None]
     scaled = [
         replace(

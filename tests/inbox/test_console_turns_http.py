@@ -144,3 +144,20 @@ def test_a_responses_turns_page_shows_its_clients_wait_and_each_response_and_an_
     assert "awaiting input" in waiting and 'id="live"' in waiting
     assert re.findall(r'class="step kind-(\w+)', waiting)[-1] == "wait"
     assert "Waiting for an approval" in waiting
+
+
+def test_a_turn_with_a_huge_tool_output_still_makes_a_small_page(
+    tenants: tuple[Tenant, Tenant], consoles: tuple[httpx.Client, httpx.Client], model: ScriptedModel
+) -> None:
+    mine, _ = tenants
+    paused = paused_llama_turn(mine, model)
+    path = f"/v1/agents/{paused['agent_id']}/session/{paused['session_id']}/turn/{paused['turn_id']}"
+    call = mine.http.get(path).json()["output_message"]["tool_calls"][0]
+    model.script(text("done"))
+    huge = {"call_id": call["call_id"], "tool_name": call["tool_name"], "content": "x" * 500_000}
+    resumed = mine.http.post(f"{path}/resume", json={"tool_responses": [huge], "stream": False})
+    assert resumed.status_code == 200, resumed.text
+
+    page = consoles[0].get(f"/console/turns/{paused['turn_id']}")
+    assert page.status_code == 200 and len(page.content) <= FIRST_PAGE_MOST, len(page.content)
+    assert "more characters not shown here" in page.text and "done" in page.text
