@@ -10,10 +10,10 @@ is whole, as of when it was loaded. Tenancy is the API's: another tenant's turn 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 from urllib.parse import quote
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Header, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.responses import Response
 
@@ -160,10 +160,18 @@ async def turn_page(request: Request, services: ServicesDep, turn_id: str) -> Re
 
 
 @router.get("/turns/{turn_id}/events")
-async def turn_events(request: Request, services: ServicesDep, turn_id: str, after: int = 0) -> Response:
+async def turn_events(
+    request: Request,
+    services: ServicesDep,
+    turn_id: str,
+    after: Annotated[int, Query(ge=0)] = 0,
+    last_event_id: Annotated[int | None, Header(ge=0)] = None,
+) -> Response:
     """The turn's events after event `after` as SSE, up to its next end or pause: the console page's live view.
-    Holds one of the key's stream slots, as every stream of the API does."""
+    A browser reconnecting sends the last id it saw (`Last-Event-ID`), and goes on from there. Holds one of the
+    key's stream slots, as every stream of the API does."""
     principal = guard.signed_in(request)
+    after = max(after, last_event_id or 0)
     view = await _owned_view(services, principal.tenant, turn_id)
     if view.turn.status.is_final and view.last_event_id <= after:
         return guard.secured(request, StreamingResponse(iter(()), media_type="text/event-stream"))

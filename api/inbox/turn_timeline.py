@@ -219,8 +219,7 @@ def _scaled(bars: list[Bar], start: datetime, end: datetime) -> Timeline:
     total = max((end - start).total_seconds(), 1e-6)
     budget = [PAGE_CHARS]
     bars = [
-        replace(bar, input_text=clip(bar.input_text, budget), output_text=clip(bar.output_text, budget))
-        for bar in bars
+        replace(bar, input_text=clip(bar.input_text, budget), output_text=clip(bar.output_text, budget)) for bar in bars
     ]
     costs = [bar.cost_microcents for bar in bars if bar.cost_microcents is not None]
     scaled = [

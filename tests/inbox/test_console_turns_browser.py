@@ -48,7 +48,8 @@ def test_a_finished_turns_page_shows_its_steps_as_bars_with_their_texts_inert(
     widths = [float(width) for width in fills]
     assert widths[1] == max(widths) and widths[1] > 2 * widths[2] > 0, widths  # where the time went: the wait
     expect(steps.nth(1).locator(".step-label")).to_contain_text("wait for the client's output")
-    assert page.locator("svg.bar").first.bounding_box()["width"] > 500  # drawn across the page
+    drawn = page.locator("svg.bar").first.bounding_box()
+    assert drawn is not None and drawn["width"] > 500  # drawn across the page
     expect(steps.nth(0).locator(".step-output")).to_contain_text("get_boiling_point")
     expect(steps.nth(1).locator(".step-output")).to_contain_text("100 degrees")
     expect(steps.nth(2).locator(".step-output")).to_have_text(XSS)  # the reply, as characters
