@@ -148,13 +148,14 @@ def build(view: TurnView, settings: Settings, now: datetime | None = None) -> Ti
         runtime = event.body.get("runtime") or {}
         payload = (event.body.get("event") or {}).get("payload") or {}
         kind = runtime.get("kind")
+        found: Bar | None = None
         if kind == "compaction":
             tokens = usage.get(COMPACTION_STEP)
             summary = str(runtime.get("summary") or "")
             replaced = (
                 f"{runtime.get('replaced_messages')} earlier messages, about {runtime.get('estimated_tokens')} tokens"
             )
-            gap = Bar(
+            found = Bar(
                 "compaction",
                 "Compaction",
                 cursor,
@@ -166,11 +167,11 @@ def build(view: TurnView, settings: Settings, now: datetime | None = None) -> Ti
                 cost_microcents=_cost(settings, view.model, tokens),
             )
         elif kind == "budget_reached":
-            gap = Bar("wait", WAIT_LABELS["spend"], cursor, cursor)
+            found = Bar("wait", WAIT_LABELS["spend"], cursor, cursor)
         elif kind == "approval_requested":
-            gap = Bar("wait", WAIT_LABELS["approval"], cursor, cursor)
+            found = Bar("wait", WAIT_LABELS["approval"], cursor, cursor)
         elif payload.get("event_type") == "turn_awaiting_input" and (gap is None or gap.kind != "wait"):
-            gap = Bar("wait", WAIT_LABELS["input"], cursor, cursor)
+            found = Bar("wait", WAIT_LABELS["input"], cursor, cursor)
         elif payload.get("event_type") == "step_complete" and payload.get("step_id") in steps:
             step_id = str(payload["step_id"])
             if step_id in placed:
@@ -181,7 +182,7 @@ def build(view: TurnView, settings: Settings, now: datetime | None = None) -> Ti
             end = step.completed_at or start
             bar = _step_bar(step, start, end)
             if gap is not None and gap.kind == "wait" and (start - cursor).total_seconds() < FOLD_SECONDS:
-                bar = replace(bar, label=f"{bar.label} ({WAIT_NOTES[gap.label]})")
+                bar = replace(bar, label=f"{bar.label} ({WAIT_NOTES.get(gap.label, gap.label.lower())})")
             elif gap is not None:
                 bars.append(_closed(gap, cursor, max(cursor, start)))
             gap = None
@@ -191,6 +192,8 @@ def build(view: TurnView, settings: Settings, now: datetime | None = None) -> Ti
                 bar = replace(bar, input_tokens=tokens[0], output_tokens=tokens[1], cost_microcents=cost)
             bars.append(bar)
             cursor = max(cursor, end)
+        if found is not None:
+            gap = found if gap is None else _merged(gap, found)
     ended = turn.completed_at if turn.status.is_final and turn.completed_at else now
     if gap is not None:
         bars.append(_closed(gap, cursor, max(cursor, ended), open=not turn.status.is_final))
@@ -199,6 +202,19 @@ def build(view: TurnView, settings: Settings, now: datetime | None = None) -> Ti
     elif turn.status == TurnStatus.AWAITING_INPUT:
         bars.append(Bar("wait", WAIT_LABELS["input"], cursor, max(cursor, ended), open=True))
     return _scaled(bars, turn.started_at, max(ended, cursor))
+
+
+def _merged(first: Bar, then: Bar) -> Bar:
+    """Two things the turn did in one gap between steps (a compaction, then a hold): one bar for the gap, since
+    the events do not say where one ended and the other began."""
+    if then.label == first.label:
+        return first
+    texts = first if first.kind == "compaction" else then
+    return replace(
+        texts,
+        kind="wait" if "wait" in (first.kind, then.kind) else texts.kind,
+        label=f"{first.label}, then {then.label[0].lower()}{then.label[1:]}",
+    )
 
 
 def _closed(bar: Bar, start: datetime, end: datetime, open: bool = False) -> Bar:
