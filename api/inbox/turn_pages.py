@@ -90,7 +90,6 @@ async def _lines(services: Services, tenant: str, view: View, after: str | None)
                 statuses.get(latest.get(s.session_id, "")),
                 s.created_at,
                 agent_id=s.agent_id,
-                turns=s.turn_count,
             )
             for s in sessions
         ], more
@@ -112,11 +111,12 @@ async def turns_list(
 ) -> Response:
     principal = guard.signed_in(request)
     if view not in VIEWS:
-        raise HTTPException(400, f"view must be one of {', '.join(VIEWS)}, not {view!r}")
+        return page(request, "refused.html", 400, message=f"view must be one of {', '.join(VIEWS)}, not {view!r}")
     try:
         lines, more = await _lines(services, principal.tenant, cast(View, view), after)
     except LookupError:
-        raise HTTPException(400, f"'after' {after!r} is not an id of this list (take it from 'Older')") from None
+        message = f"'after' {after!r} is not an id of this list: follow the list's own 'Older' link."
+        return page(request, "refused.html", 400, message=message)
     return page(
         request,
         "turns.html",
