@@ -42,6 +42,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "task_queue",
         "temporal_port",
         "temporal_ui_port",
+        "temporal_ui_url",
         "worker_in_api",
     ),
     "Models and shields": ("models", "shields", "offline_model"),

@@ -350,6 +350,9 @@ class Settings(BaseSettings):
     """The embedded dev server's frontend port (and the default address's)."""
     temporal_ui_port: Port = 8233
     """The embedded dev server's web UI port."""
+    temporal_ui_url: str = "http://127.0.0.1:8233"
+    """The Temporal Web UI the console links each turn's workflow to (`<url>/namespaces/<ns>/workflows/<id>`); the
+    default is the embedded dev server's."""
     api_keys: CommaList = Field(default=(), repr=False)
     """API keys, each `key` (a tenant of its own) or `tenant:key` (keys of one named tenant); when set, every route
     but health, readiness and metrics needs `Authorization: Bearer <key>`. Unset: no authentication, one tenant."""

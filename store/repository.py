@@ -20,6 +20,7 @@ from store.responses.compactions import CompactionStore
 from store.responses.conversations import ConversationStore
 from store.responses.responses import ResponseStore
 from store.tenancy.spend import SpendStore
+from store.turn_views import TurnViews
 from store.turns.turn_store import TurnStore
 from store.webhooks.webhook_store import WebhookStore, record_event, record_turn_status
 
@@ -42,6 +43,7 @@ class Store:
         self.webhooks = WebhookStore(database)
         self.containers = ContainerStore(database)
         self.inbox = InboxStore(database)
+        self.turn_views = TurnViews(database)
 
     async def ping(self) -> None:
         await self.database.read(lambda tx: tx.execute(select(1)))
