@@ -38,7 +38,7 @@ import numpy as np
 import openai
 
 from bench.common import free_port, log, runtime_revision, spawn, stop_process, wait_for_http
-from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
+from configuration.model_specs import BUILTIN_EMBEDDING_MODEL_ID
 from knowledge.chunking import StaticChunking, chunks
 from knowledge.embeddings import WordLlamaEmbeddings
 from knowledge.pg_index import hnsw_index

@@ -21,7 +21,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from configuration.loading import FILE_KEYS, env_name
-from configuration.settings import ENV_PREFIX, ModelSpec, Settings, ShieldSpec
+from configuration.model_specs import ModelSpec, ShieldSpec
+from configuration.settings import ENV_PREFIX, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,20 +99,20 @@ SECTIONS: dict[str, tuple[str, ...]] = {
 }
 OTHER = "Other settings"
 
-# What a value must look like, by the parser a field's type runs (settings.py's shared parsers).
+# What a value must look like, by the parser a field's type runs (configuration/values.py).
 TYPE_BY_PARSER = {
-    "_flag": "boolean",
-    "_positive_int": "integer > 0",
-    "_whole_number_or_off": "integer ≥ 0 (0: no limit)",
-    "_port": "port",
-    "_port_or_zero": "port, or 0",
-    "_log_format": "`text` or `json`",
-    "_seconds": "seconds (0: none)",
-    "_comma_list": "comma-separated list",
-    "_comma_list_or_unset": "comma-separated list",
-    "_positive_seconds": "seconds > 0",
-    "_outbound_allow": "comma-separated hosts, addresses, CIDR ranges (`:port` optional)",
-    "_headers_by_url": "JSON object: URL → headers",
+    "parse_flag": "boolean",
+    "parse_positive_int": "integer > 0",
+    "parse_whole_number_or_off": "integer ≥ 0 (0: no limit)",
+    "parse_port": "port",
+    "parse_port_or_zero": "port, or 0",
+    "parse_log_format": "`text` or `json`",
+    "parse_seconds": "seconds (0: none)",
+    "parse_comma_list": "comma-separated list",
+    "parse_comma_list_or_unset": "comma-separated list",
+    "parse_positive_seconds": "seconds > 0",
+    "parse_outbound_allow": "comma-separated hosts, addresses, CIDR ranges (`:port` optional)",
+    "parse_headers_by_url": "JSON object: URL → headers",
 }
 TYPE_BY_NAME = {
     "models": "JSON object: id → model spec",

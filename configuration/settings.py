@@ -15,23 +15,13 @@ here: a model names the *environment variable* holding its key, which only the w
 
 from __future__ import annotations
 
-import json
-import math
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from cryptography.fernet import Fernet
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -39,11 +29,27 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from configuration.allowlist import parse_allowlist
+from configuration.model_specs import BUILTIN_EMBEDDING_MODEL_ID, ModelSpec, ShieldSpec
+from configuration.values import (
+    WEBHOOK_RETRY_DELAYS,
+    CommaList,
+    Flag,
+    LimitOrOff,
+    LogFormat,
+    Port,
+    PortOrZero,
+    PositiveInt,
+    PositiveSeconds,
+    Seconds,
+    parse_comma_list_or_unset,
+    parse_flag,
+    parse_headers_by_url,
+    parse_outbound_allow,
+    parse_retention,
+    parse_seconds_list,
+)
 
 OFFLINE_MODEL_ID = "offline/echo"
-BUILTIN_EMBEDDING_MODEL_ID = "wordllama/l2_supercat-256"
-"""The embedding model that ships in the `wordllama` wheel: works offline, always offered."""
 DEFAULT_MAX_DOCUMENT_BYTES = 1024 * 1024
 DEFAULT_MAX_TOOL_REPLY_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
@@ -55,250 +61,6 @@ FILE_SECTION = "durable_agents"
 
 class SettingsError(ValueError):
     """A configuration value is wrong; the message says which and how to fix it."""
-
-
-class ModelPricing(BaseModel):
-    """What a model's tokens cost, in US dollars per million tokens: what an Agents API session's `spend_control`
-    counts against its limit."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    input: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    """USD per million input (prompt) tokens."""
-    output: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    """USD per million output (completion) tokens."""
-
-    def cost_microcents(self, input_tokens: int, output_tokens: int) -> int:
-        """The cost of one model call in millionths of a US cent, whole (USD per million tokens times tokens is
-        that many micro-cents times 100): sums of them stay exact where cents would round each call."""
-        return round((input_tokens * self.input + output_tokens * self.output) * 100)
-
-
-class ModelSpec(BaseModel):
-    """How to reach one model id that agents may name."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    provider: Literal["openai", "offline"]
-    """`openai`: any OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, OpenAI, …): chat completions, or
-    embeddings for an embedding model."""
-    model_type: Literal["llm", "embedding"] = "llm"
-    """`embedding`: an embeddings model (`/v1/embeddings`, vector stores) instead of a chat model."""
-    embedding_dimension: int | None = Field(default=None, gt=0)
-    """For an embedding model: the length of its vectors (its vector stores' index is made for it)."""
-    base_url: str | None = None
-    """The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 for Ollama."""
-    api_key_env: str | None = None
-    """Name of the environment variable (read by the worker) that holds the API key."""
-    provider_model: str | None = None
-    """The model name the provider knows, when it differs from the id agents use."""
-    timeout_seconds: float = Field(default=120.0, gt=0)
-    """The model client's timeout in seconds (to connect, and between bytes of the reply); Temporal retries a call
-    that times out."""
-    pricing: ModelPricing | None = None
-    """`{"input": USD, "output": USD}` per million tokens, as the provider reports them used; unset: free (a local
-    model). Agents API sessions with a `spend_control` limit pause when their calls' cost reaches it."""
-
-    @model_validator(mode="after")
-    def _openai_needs_an_endpoint(self) -> ModelSpec:
-        if self.provider == "openai" and not self.base_url:
-            raise ValueError("needs a base_url (the OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1)")
-        if self.model_type == "embedding" and (self.provider != "openai" or not self.embedding_dimension):
-            raise ValueError(
-                "an embedding model needs provider 'openai' and its embedding_dimension (the built-in "
-                f"{BUILTIN_EMBEDDING_MODEL_ID} needs no entry)"
-            )
-        return self
-
-
-class ShieldSpec(BaseModel):
-    """A shield agents may name in input_shields / output_shields (see providers/shields.py)."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    provider: Literal["regex", "llama_guard"]
-    """`regex`: patterns over new text; `llama_guard`: ask a Llama-Guard-style model (`safe` / `unsafe`)."""
-    patterns: list[str] = Field(default_factory=list)
-    """For `regex`: a violation when any matches."""
-    model: str | None = None
-    """For `llama_guard`: the configured model id of the guard model."""
-    violation_message: str = "I can't answer that. Can I help with something else?"
-    """The turn's answer when the shield finds a violation (the turn ends with it)."""
-
-
-# Parsers shared by fields of one kind. Each takes what the environment (always a string) or the
-# TOML file (typed) gives and raises ValueError saying what is expected; `load_settings` puts the
-# variable's name in front.
-
-
-def _flag(raw: Any) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    lowered = str(raw).strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"must be true or false, got {raw!r}")
-
-
-def _whole_number(raw: Any) -> int:
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        return raw
-    try:
-        return int(str(raw).strip())
-    except ValueError:
-        raise ValueError(f"must be a whole number, got {raw!r}") from None
-
-
-def _positive_int(raw: Any) -> int:
-    number = _whole_number(raw)
-    if number <= 0:
-        raise ValueError(f"must be greater than 0, got {number}")
-    return number
-
-
-def _port(raw: Any) -> int:
-    number = _whole_number(raw)
-    if not 1 <= number <= 65535:
-        raise ValueError(f"must be a port number from 1 to 65535, got {number}")
-    return number
-
-
-def _port_or_zero(raw: Any) -> int:
-    number = _whole_number(raw)
-    if not 0 <= number <= 65535:
-        raise ValueError(f"must be a port number from 1 to 65535, or 0 for none, got {number}")
-    return number
-
-
-def _log_format(raw: Any) -> str:
-    lowered = str(raw).strip().lower()
-    if lowered not in ("text", "json"):
-        raise ValueError(f"must be text or json, got {raw!r}")
-    return lowered
-
-
-def _seconds(raw: Any) -> timedelta | None:
-    """A number of seconds; 0 or less means no limit."""
-    if raw is None or isinstance(raw, timedelta):
-        return raw
-    try:
-        seconds = float(str(raw).strip())
-    except ValueError:
-        raise ValueError(f"must be a number of seconds, got {raw!r}") from None
-    if not math.isfinite(seconds) or seconds > timedelta.max.total_seconds():
-        raise ValueError(f"must be a finite number of seconds (0 for no limit), got {raw!r}")
-    return timedelta(seconds=seconds) if seconds > 0 else None
-
-
-def _whole_number_or_off(raw: Any) -> int:
-    """A whole number, 0 meaning no limit."""
-    number = _whole_number(raw)
-    if number < 0:
-        raise ValueError(f"must be 0 (no limit) or more, got {number}")
-    return number
-
-
-def _comma_list(raw: Any) -> tuple[str, ...]:
-    """`a, b` from the environment, or a list from the TOML file; blanks dropped."""
-    items = raw.split(",") if isinstance(raw, str) else raw
-    if not isinstance(items, list | tuple) or not all(isinstance(item, str) for item in items):
-        raise ValueError(f"must be comma-separated text (or a list of strings in the file), got {raw!r}")
-    return tuple(item.strip() for item in items if item.strip())
-
-
-def _comma_list_or_unset(raw: Any) -> tuple[str, ...] | None:
-    return None if raw is None else _comma_list(raw) or None
-
-
-def _positive_seconds(raw: Any) -> float:
-    try:
-        seconds = float(str(raw).strip())
-    except ValueError:
-        raise ValueError(f"must be a number of seconds, got {raw!r}") from None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ValueError(f"must be a number of seconds greater than 0, got {raw!r}")
-    return seconds
-
-
-def _outbound_allow(raw: Any) -> tuple[str, ...]:
-    entries = _comma_list(raw)
-    parse_allowlist(entries)  # raises ValueError naming the bad entry
-    return entries
-
-
-def _headers_by_url(raw: Any) -> dict[str, dict[str, str]]:
-    """A JSON object (environment) or a table (file) of URL → {header name: value}."""
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError as exc:
-            raise ValueError(f"is not valid JSON: {exc}") from None
-    if not isinstance(raw, dict) or not all(
-        isinstance(headers, dict) and all(isinstance(v, str) for v in headers.values()) for headers in raw.values()
-    ):
-        raise ValueError('must map endpoint URLs to headers: {"<url>": {"<name>": "<value>"}}')
-    return raw
-
-
-RETENTION_KINDS = (
-    "responses",
-    "conversations",
-    "sessions",
-    "turns",
-    "compactions",
-    "webhook_deliveries",
-    "files",
-    "vector_stores",
-)
-"""The kinds store/retention.py registers, then store/knowledge/retention.py's; a kind added there is added here."""
-
-
-def _retention(raw: Any) -> dict[str, timedelta]:
-    """`kind=seconds,…` from the environment (a table of kind = seconds in the file); 0 or less: kept forever."""
-    if isinstance(raw, str):
-        pairs = [item.partition("=") for item in raw.split(",") if item.strip()]
-        if any(not separator for _, separator, _ in pairs):
-            raise ValueError(f"must be kind=seconds pairs separated by commas, got {raw!r}")
-        raw = {kind.strip(): value for kind, _, value in pairs}
-    if not isinstance(raw, dict):
-        raise ValueError(f"must be kind=seconds pairs separated by commas, got {raw!r}")
-    unknown = sorted(set(raw) - set(RETENTION_KINDS))
-    if unknown:
-        raise ValueError(f"names unknown kinds {unknown}; known: {', '.join(RETENTION_KINDS)}")
-    ttls = {kind: _seconds(value) for kind, value in raw.items()}
-    return {kind: ttl for kind, ttl in ttls.items() if ttl is not None}
-
-
-def _seconds_list(raw: Any) -> tuple[float, ...]:
-    """Comma-separated seconds (a TOML list too), each a finite number >= 0."""
-    entries = raw if isinstance(raw, list | tuple) else str(raw).split(",")
-    delays: list[float] = []
-    for entry in entries:
-        try:
-            seconds = float(str(entry).strip())
-        except ValueError:
-            raise ValueError(f"must be comma-separated numbers of seconds, got {entry!r} in {raw!r}") from None
-        if not math.isfinite(seconds) or seconds < 0:
-            raise ValueError(f"must be comma-separated numbers of seconds >= 0, got {entry!r}")
-        delays.append(seconds)
-    return tuple(delays)
-
-
-WEBHOOK_RETRY_DELAYS = (5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 36000.0, 36000.0, 36000.0, 43200.0, 43200.0)
-"""Standard Webhooks' schedule (5 s, 5 min, 30 min, 2 h, 5 h, then 10 h) stretched to about 72 hours."""
-
-
-Flag = Annotated[bool, BeforeValidator(_flag)]
-PositiveInt = Annotated[int, BeforeValidator(_positive_int)]
-LimitOrOff = Annotated[int, BeforeValidator(_whole_number_or_off)]
-Port = Annotated[int, BeforeValidator(_port)]
-PortOrZero = Annotated[int, BeforeValidator(_port_or_zero)]
-LogFormat = Annotated[Literal["text", "json"], BeforeValidator(_log_format)]
-Seconds = Annotated[timedelta | None, BeforeValidator(_seconds)]
-CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_comma_list)]
-PositiveSeconds = Annotated[float, BeforeValidator(_positive_seconds)]
 
 
 class Settings(BaseSettings):
@@ -384,7 +146,7 @@ class Settings(BaseSettings):
     """How often each API process starts the workflows of turns a crash left recorded but unstarted (turns at
     least this old), and deletes what ended `store: false` responses left in the store; 0: never."""
     # Outbound requests a caller can steer (documents, MCP servers): see outbound/.
-    outbound_allow: Annotated[tuple[str, ...], NoDecode, BeforeValidator(_outbound_allow)] = ()
+    outbound_allow: Annotated[tuple[str, ...], NoDecode, BeforeValidator(parse_outbound_allow)] = ()
     """Hosts, addresses or CIDR ranges (optionally `:port`) that outbound requests may reach even
     though they are loopback, private, link-local or the like."""
     outbound_connect_timeout: PositiveSeconds = 10.0
@@ -400,7 +162,7 @@ class Settings(BaseSettings):
     tool error saying so and the turn goes on."""
     tools_listing_deadline: PositiveSeconds = 10.0
     """Seconds one MCP server may take to list its tools (`GET /v1/tools`, resolving a turn's tools)."""
-    mcp_headers: Annotated[dict[str, dict[str, str]], NoDecode, BeforeValidator(_headers_by_url)] = Field(
+    mcp_headers: Annotated[dict[str, dict[str, str]], NoDecode, BeforeValidator(parse_headers_by_url)] = Field(
         default_factory=dict, repr=False
     )
     """MCP endpoint URL → headers sent with every request to it, e.g. `{"https://mcp.example/mcp":
@@ -455,7 +217,7 @@ class Settings(BaseSettings):
     """Agents API sessions one tenant may have: far above what one machine holds waiting (docs/limits.md)."""
     max_automations_per_tenant: PositiveInt = 1_000
     """Agents API automations one tenant may have; each is a Temporal Schedule the cluster keeps and runs."""
-    allowed_hosts: Annotated[tuple[str, ...] | None, NoDecode, BeforeValidator(_comma_list_or_unset)] = None
+    allowed_hosts: Annotated[tuple[str, ...] | None, NoDecode, BeforeValidator(parse_comma_list_or_unset)] = None
     """Host header names served (`*`: any), others 403; unset: loopback names only without API keys, any with them."""
     allowed_origins: CommaList = ()
     """Browser origins (scheme://host[:port]) allowed besides the API's own; other `Origin`s get 403."""
@@ -469,7 +231,7 @@ class Settings(BaseSettings):
     """Estimated tokens (characters / 4) of context above which a new Responses turn first has the model
     summarise its prior context (docs/long-conversations.md); a request's `context_management` overrides it.
     Unset: only requests with `context_management` compact."""
-    retention: Annotated[dict[str, timedelta], NoDecode, BeforeValidator(_retention)] = Field(default_factory=dict)
+    retention: Annotated[dict[str, timedelta], NoDecode, BeforeValidator(parse_retention)] = Field(default_factory=dict)
     """Time-to-live by kind, `kind=seconds,…` (kinds: responses, conversations, sessions, turns, compactions,
     webhook_deliveries, files, vector_stores; docs/retention.md); a Temporal Schedule deletes what is older,
     with the TTLs of the worker that runs it. Empty: everything is kept (but the webhook delivery log, and
@@ -488,7 +250,9 @@ class Settings(BaseSettings):
     """Estimated tokens of context above which a new llama-stack turn first has the model summarise its
     session's earlier turns, which are then read as that summary instead of being dropped; unset: never."""
     # Webhooks (docs/webhooks.md).
-    webhook_retry_delays: Annotated[tuple[float, ...], NoDecode, BeforeValidator(_seconds_list)] = WEBHOOK_RETRY_DELAYS
+    webhook_retry_delays: Annotated[tuple[float, ...], NoDecode, BeforeValidator(parse_seconds_list)] = (
+        WEBHOOK_RETRY_DELAYS
+    )
     """Seconds to wait before each retry of a webhook delivery the receiver did not accept, comma-separated;
     after the last, the delivery has failed. The default reaches about 72 hours."""
     webhook_timeout: PositiveSeconds = Field(default=10.0, le=300)
@@ -610,7 +374,7 @@ class Settings(BaseSettings):
         a deployment's agents must not land on a model that is no LLM by mistake."""
         models = values.get("models") or {}
         try:
-            offered = _flag(values["offline_model"]) if values.get("offline_model") is not None else not models
+            offered = parse_flag(values["offline_model"]) if values.get("offline_model") is not None else not models
         except ValueError:
             return values  # the field's own validation names the variable
         if not isinstance(models, dict):

@@ -20,7 +20,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID, ModelSpec, Settings
+from configuration.model_specs import BUILTIN_EMBEDDING_MODEL_ID, ModelSpec
+from configuration.settings import Settings
 from knowledge.chunking import token_ids
 
 BUILTIN_DIMENSION = 256

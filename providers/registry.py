@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 
-from configuration.settings import ModelPricing, ModelSpec, Settings
+from configuration.model_specs import ModelPricing, ModelSpec
+from configuration.settings import Settings
 from providers.base import ChatModel, ProviderRejected
 from providers.offline import OfflineModel
 from providers.openai_chat import OpenAIChatModel

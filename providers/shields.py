@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from configuration.settings import ShieldSpec
+from configuration.model_specs import ShieldSpec
 from domain.turns import SafetyViolation
 from providers.base import ChatRequest, FinishPart, whole_text
 from providers.registry import ModelRegistry

@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.knowledge import KnowledgeDep, embedding_model
-from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
+from configuration.model_specs import BUILTIN_EMBEDDING_MODEL_ID
 from knowledge.embeddings import BUILTIN_DIMENSION, EmbeddingUnavailable, unit_rows
 
 router = APIRouter(tags=["Inference"])

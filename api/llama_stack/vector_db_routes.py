@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from api.guards.tenancy import TenantDep
 from api.knowledge import Knowledge, KnowledgeDep, embedding_model
-from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
+from configuration.model_specs import BUILTIN_EMBEDDING_MODEL_ID
 from knowledge.deletion import delete_vector_store
 from store.knowledge.records import LimitReached, VectorStore
 from store.knowledge.vector_stores import vector_db_store_id

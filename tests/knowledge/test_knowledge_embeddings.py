@@ -13,7 +13,7 @@ import openai
 import pytest
 from llama_stack_client import LlamaStackClient
 
-from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
+from configuration.model_specs import BUILTIN_EMBEDDING_MODEL_ID
 from tests.support.stack import SCRIPTED_MODEL, Stack
 
 

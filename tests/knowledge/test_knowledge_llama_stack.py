@@ -13,7 +13,7 @@ from llama_stack_client import BadRequestError as LlamaBadRequest
 from llama_stack_client import LlamaStackClient
 from llama_stack_client import NotFoundError as LlamaNotFound
 
-from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
+from configuration.model_specs import BUILTIN_EMBEDDING_MODEL_ID
 from tests.support.knowledge_files import pdf_with_text
 from tests.support.scripted_model import ThreadedServer
 from tests.support.stack import Stack, free_port

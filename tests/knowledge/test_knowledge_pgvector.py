@@ -12,7 +12,7 @@ import openai
 import pytest
 from llama_stack_client import LlamaStackClient
 
-from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
+from configuration.model_specs import BUILTIN_EMBEDDING_MODEL_ID
 from tests.support.knowledge_files import pdf_with_text, wait_for_file
 from tests.support.stack import Stack
 

@@ -12,7 +12,8 @@ from llama_stack_client import Agent, LlamaStackClient
 from llama_stack_client.lib.agents.event_logger import EventLogger
 from llama_stack_client.types.shared_params.document import Document
 
-from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID, OFFLINE_MODEL_ID
+from configuration.model_specs import BUILTIN_EMBEDDING_MODEL_ID
+from configuration.settings import OFFLINE_MODEL_ID
 from tests.support.llama_agent import streamed, user_messages
 
 DRILLS = "Lifeboat drills happen every Tuesday at noon on deck four."

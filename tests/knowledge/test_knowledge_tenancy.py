@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import openai
 
-from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
+from configuration.model_specs import BUILTIN_EMBEDDING_MODEL_ID
 from tests.support.knowledge_files import wait_for_file
 from tests.support.stack import Stack
 

@@ -14,7 +14,8 @@ import pytest
 
 from configuration import reference
 from configuration.loading import env_name, load_settings
-from configuration.settings import ModelSpec, Settings, ShieldSpec
+from configuration.model_specs import ModelSpec, ShieldSpec
+from configuration.settings import Settings
 from tests.support.stack import Stack
 
 ROOT = Path(__file__).resolve().parents[2]

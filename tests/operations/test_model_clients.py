@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from configuration.loading import load_settings
-from configuration.settings import ModelSpec
+from configuration.model_specs import ModelSpec
 from providers import registry
 from providers.base import ChatModel, ProviderRejected
 from providers.registry import ModelRegistry

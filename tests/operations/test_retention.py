@@ -21,7 +21,8 @@ from openai.types.responses.response_input_item_param import FunctionCallOutput
 from temporalio.service import RPCError
 
 from api.guards.auth import OPERATOR_PREFIX
-from configuration.settings import RETENTION_KINDS, Settings
+from configuration.settings import Settings
+from configuration.values import RETENTION_KINDS
 from store.database import sqlite_module
 from store.knowledge.retention import KNOWLEDGE_KINDS
 from store.retention import KINDS

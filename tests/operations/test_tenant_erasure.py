@@ -17,7 +17,7 @@ from llama_stack_client import LlamaStackClient
 from temporalio.client import WorkflowExecutionStatus
 
 from api.guards.auth import OPERATOR_PREFIX
-from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
+from configuration.model_specs import BUILTIN_EMBEDDING_MODEL_ID
 from store.database import sqlite_module
 from store.knowledge.vector_stores import vector_db_store_id
 from tests.knowledge.test_knowledge_vector_stores import chunk_rows

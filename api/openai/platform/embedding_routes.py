@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.knowledge import KnowledgeDep, embedding_model
 from api.openai.errors import ERROR_RESPONSES, OpenAIError, invalid
-from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
+from configuration.model_specs import BUILTIN_EMBEDDING_MODEL_ID
 from knowledge.embeddings import BUILTIN_DIMENSION, EmbeddingUnavailable, unit_rows
 
 router = APIRouter(tags=["Embeddings"], responses=ERROR_RESPONSES)
