@@ -24,6 +24,7 @@ from api.http.openapi import install_openapi
 from api.inbox import actions as inbox_actions
 from api.inbox import routes as inbox
 from api.inbox.console import install_console
+from api.inbox.console_pages import install_console_pages
 from api.knowledge import knowledge_for
 from api.llama_stack import routes as llama_stack
 from api.openai import routes as openai_family
@@ -196,6 +197,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_openapi(app, llama_stack.RESOURCE_ROUTERS, prefix="/v1")
     app.include_router(operations.root_router)
     install_console(app)
+    install_console_pages(app)
     instrument_api(app, lambda turn_id: app.state.services.turns.trace_carrier(turn_id))
     return app
 

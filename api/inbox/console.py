@@ -27,7 +27,7 @@ from api.inbox.routes import inbox_page
 from api.services import ServicesDep
 
 HERE = Path(__file__).parent
-STATIC = {"console.js": "text/javascript", "console.css": "text/css"}
+STATIC = {"console.js": "text/javascript", "console.css": "text/css", "knowledge.js": "text/javascript"}
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 templates = Environment(
