@@ -23,7 +23,7 @@ router = APIRouter(prefix="/console", include_in_schema=False)
 
 PALETTE = ("#2456c8", "#e07b00", "#067647", "#b42318", "#7a3fc2", "#0e7490", "#a16207", "#475467")
 """One colour per model, in the order models first appear; more models than colours reuse them."""
-WIDTH, HEIGHT, LEFT, BOTTOM, TOP = 900, 220, 70, 24, 10
+WIDTH, HEIGHT, LEFT, BOTTOM, TOP = 900, 220, 100, 24, 10
 
 
 @dataclass(frozen=True)
