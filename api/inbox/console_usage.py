@@ -58,7 +58,7 @@ def _chart(label: str, days: list[date], usage: list[DailyUsage], value: str, un
     plot = HEIGHT - BOTTOM - TOP
     bars: list[Bar] = []
     for index, day in enumerate(days):
-        base = HEIGHT - BOTTOM
+        base = float(HEIGHT - BOTTOM)
         for model in models:
             shown = amount.get((day, model), 0.0)
             if shown <= 0:
