@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, Date, func, select
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 
 from store.agent_sessions.tables import BetaSessionRow
 from store.database import Database
@@ -36,6 +39,23 @@ class DailyUsage:
         return self.cost_microcents / MICROCENTS_PER_CENT
 
 
+class UtcDay(FunctionElement[date]):
+    """The UTC day of a stored time: PostgreSQL's date() reads a timestamptz in the session's time zone."""
+
+    type = Date()
+    inherit_cache = True
+
+
+@compiles(UtcDay)
+def _utc_day(element: UtcDay, compiler: Any, **kw: Any) -> str:
+    return f"date({compiler.process(element.clauses, **kw)})"  # SQLite keeps UTC text
+
+
+@compiles(UtcDay, "postgresql")
+def _utc_day_postgres(element: UtcDay, compiler: Any, **kw: Any) -> str:
+    return f"date(timezone('UTC', {compiler.process(element.clauses, **kw)}))"
+
+
 def _day(value: object) -> date:
     """SQLite answers a date as text, PostgreSQL as a date."""
     return value if isinstance(value, date) else date.fromisoformat(str(value)[:10])
@@ -49,7 +69,7 @@ class UsageStore:
         """The tenant's calls from `since` (inclusive) to `until` (exclusive), summed per UTC day and model,
         oldest day first; at most MAX_DAYS days are read, whatever the range asks."""
         since = max(since, until - timedelta(days=MAX_DAYS))
-        day = func.date(SpendEntryRow.created_at)  # SQLite and PostgreSQL both have date()
+        day = UtcDay(SpendEntryRow.created_at)
         query = (
             select(
                 day,

@@ -4,6 +4,7 @@ and an upload is the API's upload (its file attached and ingested, or taken back
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 
@@ -84,6 +85,24 @@ def test_knowledge_upload_attaches_and_ingests_search_ranks_and_another_tenant_s
         assert foreign.status_code == 404 and "not found" in foreign.text
         assert theirs.http.get("/v1/files").json()["data"] == files_before  # the upload was taken back
         assert len(store_files(mine, store_id)) == 1
+
+        # Larger than a JSON request may be (DA_MAX_REQUEST_BYTES, 1 MiB): an upload has the file limit, as on
+        # the API. Not a document the server can read, so its ingestion fails, and the page says why.
+        large = me.post(
+            "/console/knowledge/upload",
+            data={"csrf_token": me.csrf, "vector_store_id": store_id},  # type: ignore[attr-defined]
+            files={"file": ("large.bin", os.urandom(3 * 1024 * 1024 // 2), "application/octet-stream")},
+        )
+        assert large.status_code == 303, large.text
+        assert wait_ingested(mine, store_id)["file_counts"] == {
+            "in_progress": 0,
+            "completed": 1,
+            "failed": 1,
+            "cancelled": 0,
+            "total": 2,
+        }
+        failed = me.get(f"/console/knowledge/{store_id}").text
+        assert 'data-field="file-status">failed' in failed and 'data-field="file-error">' in failed
 
 
 def test_a_redelivery_and_pause_resume_act_for_their_tenant_only_and_need_the_token(
