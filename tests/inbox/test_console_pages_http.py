@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -22,7 +23,7 @@ from tests.inbox.console_pages import (
 )
 from tests.inbox.waiting import Tenant
 from tests.support.scripted_model import ScriptedModel
-from tests.support.stack import PRICED_MODEL
+from tests.support.stack import PRICED_MODEL, Stack
 from tests.support.webhook_receiver import Receiver
 
 
@@ -172,3 +173,24 @@ def test_usage_charts_the_tenants_own_tokens_and_cost_by_day_and_model(
 
         theirs_shown = them.get("/console/usage")
         assert PRICED_MODEL not in theirs_shown.text and "No model calls" in theirs_shown.text
+
+
+def test_an_upload_past_the_tenants_file_quota_is_refused_with_the_apis_reason(stack: Stack) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    settings = stack.settings.model_copy(
+        update={"api_keys": (f"few-{suffix}:few-key-{suffix}",), "max_files_per_tenant": 1}
+    )
+    with stack.other_api(settings) as url:
+        few = Tenant(url, f"few-key-{suffix}")
+        store_id = vector_store(few, "one file only")
+        with console(few) as me:
+            sent = {"csrf_token": me.csrf, "vector_store_id": store_id}  # type: ignore[attr-defined]
+            first = me.post(
+                "/console/knowledge/upload", data=sent, files={"file": ("a.txt", NOTES.encode(), "text/plain")}
+            )
+            assert first.status_code == 303, first.text
+            second = me.post("/console/knowledge/upload", data=sent, files={"file": ("b.txt", b"more", "text/plain")})
+            assert second.status_code == 400
+            assert "Not uploaded" in second.text and "DA_MAX_FILES_PER_TENANT" in second.text, second.text
+            assert len(store_files(few, store_id)) == 1
+        few.close()
