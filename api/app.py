@@ -26,6 +26,7 @@ from api.inbox import routes as inbox
 from api.inbox.console import install_console
 from api.inbox.playground import router as playground_router
 from api.inbox.turn_pages import router as console_turns
+from api.inbox.console_pages import install_console_pages
 from api.knowledge import knowledge_for
 from api.llama_stack import routes as llama_stack
 from api.openai import routes as openai_family
@@ -200,6 +201,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_console(app)
     app.include_router(playground_router)
     app.include_router(console_turns)
+    install_console_pages(app)
     instrument_api(app, lambda turn_id: app.state.services.turns.trace_carrier(turn_id))
     return app
 

@@ -1,7 +1,8 @@
 """A ceiling on request body size (`DA_MAX_REQUEST_BYTES`): larger bodies get 413 naming the limit.
 
 A file upload (`POST /v1/files`) has its own, larger ceiling: `DA_MAX_FILE_BYTES` and room for the multipart
-framing around the file (the route counts the file's own bytes exactly, api/openai/platform/uploads.py).
+framing around the file (the route counts the file's own bytes exactly, api/openai/platform/uploads.py); so
+does the console's upload, which sends the file on to `POST /v1/files` (api/inbox/console_knowledge.py).
 
 A body that declares a larger Content-Length is refused before a byte of it is read. A chunked body (or one
 whose Content-Length understates it) is counted as it arrives and refused as soon as it passes the limit, so no
@@ -21,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from configuration.settings import Settings
 
 UPLOAD_PATH = "/v1/files"
+CONSOLE_UPLOAD_PATH = "/console/knowledge/upload"
 UPLOAD_FRAMING_BYTES = 1024 * 1024
 """Besides the file, an upload's body has its multipart headers and fields."""
 
@@ -54,7 +56,7 @@ class BodySizeLimit:
             await self._app(scope, receive, send)
             return
         limit, setting = self._limit, "DA_MAX_REQUEST_BYTES"
-        if scope["path"] == UPLOAD_PATH and scope["method"] == "POST":
+        if scope["path"] in (UPLOAD_PATH, CONSOLE_UPLOAD_PATH) and scope["method"] == "POST":
             limit, setting = self._upload_limit, "DA_MAX_FILE_BYTES"
         declared = Headers(scope=scope).get("content-length", "")
         if declared.isdigit() and int(declared) > limit:

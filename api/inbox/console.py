@@ -29,6 +29,7 @@ from api.services import ServicesDep
 HERE = Path(__file__).parent
 STATIC = {"console.js": "text/javascript", "console.css": "text/css", "playground.js": "text/javascript"}
 STATIC |= {"turn_live.js": "text/javascript", "turns.css": "text/css"}  # the turn pages' own (turn_pages.py)
+STATIC |= {"knowledge.js": "text/javascript"}  # the knowledge page's (console_pages.py)
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 templates = Environment(
