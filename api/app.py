@@ -24,9 +24,9 @@ from api.http.openapi import install_openapi
 from api.inbox import actions as inbox_actions
 from api.inbox import routes as inbox
 from api.inbox.console import install_console
+from api.inbox.console_pages import install_console_pages
 from api.inbox.playground import router as playground_router
 from api.inbox.turn_pages import router as console_turns
-from api.inbox.console_pages import install_console_pages
 from api.knowledge import knowledge_for
 from api.llama_stack import routes as llama_stack
 from api.openai import routes as openai_family
