@@ -106,8 +106,9 @@ def test_a_message_to_a_turn_waiting_for_a_tool_result_is_not_steerable(client: 
     )
     with pytest.raises(openai.ConflictError) as refused:
         client.beta.agents.sessions.events.create(session.id, events=[message(STEER)])
-    assert refused.value.body["code"] == "active_turn_not_steerable"
-    assert "waits for function call results" in refused.value.body["message"]
+    body: Any = refused.value.body
+    assert body["code"] == "active_turn_not_steerable"
+    assert "waits for function call results" in body["message"]
 
     (action,) = client.beta.agents.sessions.retrieve(session.id).required_actions
     result: Any = {

@@ -332,8 +332,9 @@ class TurnEvents:
         # turn would have ended has no pause before it, so its segment's output goes on).
         position = self._base + (len(self._fold.output) if self._fold is not None else 0)
         for number, message in enumerate(parsed.followup_messages):
-            item = {
-                "id": f"msg_{parsed.step_id}_{number}",
+            item_id = f"msg_{parsed.step_id}_{number}"
+            item: dict[str, Any] = {
+                "id": item_id,
                 "type": "message",
                 "role": "user",
                 "phase": None,
@@ -341,7 +342,7 @@ class TurnEvents:
                 "content": [{"type": "input_text", "text": content_as_text(message.content)}],
                 "turn_id": self.turn_id,
             }
-            self.items[item["id"]] = (position + number, item)
+            self.items[item_id] = (position + number, item)
             self._base += 1
             self._emit("agent.session.turn.item.added", item=item, output_index=None)
 
