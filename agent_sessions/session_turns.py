@@ -105,8 +105,9 @@ async def start_turn(
 ) -> SessionTurn:
     """Start a turn on an idle (or failed) session with this input: `agent.session.input.message`.
 
-    A busy session (a turn running or waiting for results) is refused with a 409 that says so; with an
-    `idempotency_key`, a retry finds the turn its first attempt started and starts nothing new."""
+    A busy session (a turn running or waiting for results) is refused with SessionBusy (the Agents API then steers
+    the active turn with the input); with an `idempotency_key`, a retry finds the turn its first attempt started
+    and starts nothing new."""
     record = await services.store.agent_sessions.session(tenant, session_id)
     if record is None:
         raise not_found("Session", session_id)
@@ -156,9 +157,14 @@ async def start_turn_on(
     return SessionTurn(record.session_id, turn_id, ordinal, created=True)
 
 
-def busy(session_id: str, turn_id: str | None) -> SessionRefused:
+class SessionBusy(SessionRefused):
+    """The session has an active turn, so no new one starts: the Agents API steers that turn with the input
+    instead (api/openai/agents/session_steering.py); an automation's delivery to the session is refused."""
+
+
+def busy(session_id: str, turn_id: str | None) -> SessionBusy:
     which = f"turn {turn_id}" if turn_id else "another turn"
-    return SessionRefused(
+    return SessionBusy(
         409,
         f"Session {session_id} is busy with {which}: send input once it is idle (or cancel the turn with an "
         "agent.session.input.cancel event).",
@@ -237,7 +243,9 @@ async def _start_workflow(
         started_at=started_at,
         awaiting_input_timeout=services.settings.awaiting_input_timeout,
         continue_as_new_after_events=services.settings.continue_as_new_after_events,
-        inference_writes_end=True,
+        # The workflow writes the turn's end, so that input posted while the last model call runs can still steer
+        # the turn (workflows/turn_steps/steering.py) rather than find it ended by that call's activity.
+        inference_writes_end=False,
         spend_session_id=record.session_id,
     )
     owners = [SearchAttributePair(SESSION_ID, record.session_id), SearchAttributePair(AGENT_ID, agent["id"])]

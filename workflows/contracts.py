@@ -480,5 +480,7 @@ class SteerSubmission(BaseModel):
     segment (response) ends and `segment_id` begins with `messages` as its input."""
 
     steer_id: str
-    segment_id: str
+    segment_id: str | None
+    """None: the turn has no segments to end (an Agents API session's turn): the input joins it where it stands,
+    and steers that arrive before the boundary are taken together, in order."""
     messages: list[UserMessage]

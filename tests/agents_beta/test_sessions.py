@@ -185,25 +185,24 @@ def test_a_pending_call_waits_with_no_connection_and_resumes_by_an_input_event(
     assert turn.status == "completed"
 
 
-def test_cancel_stops_the_active_turn_and_input_on_a_busy_session_is_refused(
-    client: OpenAI, model: ScriptedModel
-) -> None:
+def test_cancel_stops_the_active_turn_and_the_input_steering_it(client: OpenAI, model: ScriptedModel) -> None:
     model.script(text("slow " * 200, token_delay_seconds=0.05))
     session = client.beta.agents.sessions.create(environment=NONE, agent={"model": SCRIPTED_MODEL}, input="Talk")
     wait_status(client, session.id, "in_progress")
-    with pytest.raises(openai.ConflictError, match="busy"):
-        client.beta.agents.sessions.events.create(
-            session.id,
-            events=[
-                {
-                    "type": "agent.session.input.message",
-                    "input": [{"role": "user", "content": [{"type": "input_text", "text": "more"}]}],
-                }
-            ],
-        )
+    wait_until(lambda: model.requests or None, "the model call under way")
+    client.beta.agents.sessions.events.create(  # accepted: it steers the running turn
+        session.id,
+        events=[
+            {
+                "type": "agent.session.input.message",
+                "input": [{"role": "user", "content": [{"type": "input_text", "text": "more"}]}],
+            }
+        ],
+    )
     client.beta.agents.sessions.events.create(session.id, events=[{"type": "agent.session.input.cancel"}])
     assert wait_status(client, session.id, "idle").status == "idle"
     assert client.beta.agents.sessions.turns.list(session.id).data[0].status == "cancelled"
+    assert len(model.requests) == 1  # the cancel came first: the steering input reached no model call
 
 
 def test_refusals_say_what_to_change(client: OpenAI, stack: Stack) -> None:

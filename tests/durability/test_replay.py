@@ -84,6 +84,33 @@ def test_the_recordings_cover_a_turn_held_by_its_sessions_spend_limit() -> None:
     assert any(held(path) for path in HISTORIES)
 
 
+def test_the_recordings_cover_a_session_turn_steered_by_a_message() -> None:
+    """An Agents API session turn whose `steer` update (without a segment) was accepted while its model call ran,
+    then applied behind the `steer-v1` marker: no pause, one more model call."""
+
+    def steered(path: Path) -> bool:
+        events = WorkflowHistory.from_json(path.stem, path.read_text()).events
+        start = events[0].workflow_execution_started_event_attributes.input.payloads[0].data
+        updates = [
+            e.workflow_execution_update_accepted_event_attributes.accepted_request.input
+            for e in events
+            if e.HasField("workflow_execution_update_accepted_event_attributes")
+        ]
+        patches = [
+            payload.data
+            for event in events
+            if event.HasField("marker_recorded_event_attributes")
+            for payload in event.marker_recorded_event_attributes.details["patch-data"].payloads
+        ]
+        return (
+            b'"spend_session_id":"' in start
+            and any(u.name == "steer" and b'"segment_id":null' in u.args.payloads[0].data for u in updates)
+            and any(b'"steer-v1"' in patch for patch in patches)
+        )
+
+    assert any(steered(path) for path in HISTORIES)
+
+
 def test_the_recordings_cover_a_foreground_response_with_local_model_calls() -> None:
     """A foreground response's model calls as local activities (a marker each), paused and resumed as a segment."""
 

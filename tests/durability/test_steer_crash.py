@@ -1,6 +1,7 @@
 """An accepted `response.steer` survives a SIGKILL of the API process, or of the worker, and is applied once: after
 the restart the steered response's successor is listed by `GET /v1/responses` (its `previous_response_id` names
-the steered one), and the model reads the steering input in exactly one request."""
+the steered one), and the model reads the steering input in exactly one request. The same holds for an Agents API
+session's message that steers its active turn."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from typing import Any
 
 import httpx
 import pytest
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, OpenAI
 
-from tests.support.processes import EVENT_SECONDS, ProcessStack
+from tests.support.processes import EVENT_SECONDS, ProcessStack, wait_until
 from tests.support.scripted_model import text
 from tests.support.stack import SCRIPTED_MODEL
 
@@ -104,3 +105,34 @@ async def test_a_steer_accepted_before_the_worker_dies_is_applied_once(processes
     assert _steered_requests(processes) == 1
     texts = [response.output[0].content[0].text.strip() for response in completed]
     assert texts == ["It is cold.", "And it rains."]
+
+
+def test_a_session_message_steering_a_turn_survives_the_worker_dying(processes: ProcessStack) -> None:
+    """The Agents API's steer (an input message posted during the session's active turn): the 202 means the turn's
+    workflow holds it, so a worker killed right after loses nothing and the model reads it once."""
+    held = threading.Event()
+    processes.model.script(text("lost", held_until=held), text("It is cold."), text("And it rains."))
+    client = OpenAI(base_url=f"{processes.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    beta = client.beta.agents.sessions
+    try:
+        session = beta.create(environment={"type": "none"}, agent={"model": SCRIPTED_MODEL}, input="weather?")
+        processes.wait_for_model_requests(1)
+        content: Any = [{"type": "input_text", "text": STEER}]
+        beta.events.create(
+            session.id,
+            events=[{"type": "agent.session.input.message", "input": [{"role": "user", "content": content}]}],
+        )
+        processes.kill(processes.worker)
+        processes.start_worker()
+    finally:
+        held.set()
+    wait_until(lambda: beta.retrieve(session.id).status == "idle", "the steered turn's end", EVENT_SECONDS * 2)
+    assert _steered_requests(processes) == 1
+    items = beta.items.list(session.id, order="asc").data
+    shown = [(getattr(item, "role", item.type), item.content[0].text.strip()) for item in items]
+    assert shown == [
+        ("user", "weather?"),
+        ("assistant", "It is cold."),
+        ("user", STEER),
+        ("assistant", "And it rains."),
+    ]

@@ -8,6 +8,9 @@ again): where the turn would end, or before its next model call. There the curre
 waits for nothing (its response completes), the steer's segment begins, and its input follows as a step of its
 own, which the next model call reads after everything before it. A turn that pauses for client tool results or
 approvals first keeps the input for the caller's resumption (`_steer_into`).
+
+An Agents API session's turn (a steer without a segment) is one whole: at the boundary its input simply joins
+the turn as that step, no pause is written, and steers accepted before the boundary are taken together.
 """
 
 from __future__ import annotations
@@ -40,18 +43,24 @@ class SteeringSteps(ClientInputSteps):
         start, plan = self._start, self._plan
         if self._status != TurnStatus.RUNNING:
             raise ApplicationError(f"Turn {start.turn_id} is {self._status.value}, not running", type=NOT_ACTIVE)
-        if self._steer is not None:
+        pending = self._steer
+        if pending is not None and (pending.segment_id is not None or submission.segment_id is not None):
             raise ApplicationError("The response already has a steer pending; wait for its successor", type=PENDING)
         if start.inference_writes_end or plan.output_shields or plan.compact_threshold is not None or start.session_id:
             raise ApplicationError(
-                "This response cannot be steered (made over HTTP, with output shields, compaction or a session)",
+                "This turn cannot be steered (a response made over HTTP, output shields, compaction, "
+                "a llama-stack session, or a turn of an earlier release)",
                 type=UNSUPPORTED,
             )
         if not submission.messages:
             raise ApplicationError("A steer carries at least one user message", type=INVALID)
 
     def _take_steer(self, submission: SteerSubmission) -> str:
-        self._steer = submission
+        pending = self._steer
+        if pending is None:
+            self._steer = submission
+        else:  # segmentless steers only (_check_steer): the input of both, in order
+            self._steer = pending.model_copy(update={"messages": [*pending.messages, *submission.messages]})
         return submission.steer_id
 
     async def _steer_boundary(self) -> bool:
@@ -61,8 +70,11 @@ class SteeringSteps(ClientInputSteps):
             return False
         self._steer = None
         self._output = None
-        await self._save(f"steer:{steer.steer_id}", "turn_awaiting_input", [])
-        await self._begin_segment(steer.segment_id)
+        if steer.segment_id is None:
+            self._inferences = 0  # new user input: its model calls count afresh, as a new segment's do
+        else:
+            await self._save(f"steer:{steer.steer_id}", "turn_awaiting_input", [])
+            await self._begin_segment(steer.segment_id)
         now = self._now()
         self._add_step(
             steps.tool_execution(self._start.turn_id, str(workflow.uuid4()), now, now, [], [], list(steer.messages))

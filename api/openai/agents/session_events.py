@@ -170,6 +170,7 @@ class TurnEvents:
             self._decided()
         if payload.get("event_type") == "step_complete":
             self._results(payload.get("step_details") or {})
+            self._steered(payload.get("step_details") or {})
         pausing = payload.get("event_type") == "turn_awaiting_input"
         for move in self._fold.feed(body, turn_status):
             self._render(move, pausing)
@@ -319,6 +320,31 @@ class TurnEvents:
         if not self._pending:
             self.status = "in_progress"
             self._session_event("agent.session.in_progress", "in_progress")
+
+    def _steered(self, step: dict[str, Any]) -> None:
+        """A tool step that carries user input: messages posted while the turn ran (api/openai/agents/
+        session_steering.py), which it took at a boundary. Each is a user message item, added complete; no
+        `item.done` follows, which the SDK's result collector would take for an answer of the turn."""
+        if step.get("step_type") != "tool_execution" or not step.get("followup_messages"):
+            return
+        parsed = ToolExecutionStep.model_validate(step)
+        # After everything the turn has shown; the turn's later output comes after it (a steer taken where the
+        # turn would have ended has no pause before it, so its segment's output goes on).
+        position = self._base + (len(self._fold.output) if self._fold is not None else 0)
+        for number, message in enumerate(parsed.followup_messages):
+            item_id = f"msg_{parsed.step_id}_{number}"
+            item: dict[str, Any] = {
+                "id": item_id,
+                "type": "message",
+                "role": "user",
+                "phase": None,
+                "status": "completed",
+                "content": [{"type": "input_text", "text": content_as_text(message.content)}],
+                "turn_id": self.turn_id,
+            }
+            self.items[item_id] = (position + number, item)
+            self._base += 1
+            self._emit("agent.session.turn.item.added", item=item, output_index=None)
 
     def _end(self) -> None:
         assert self._fold is not None

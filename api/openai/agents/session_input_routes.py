@@ -1,7 +1,8 @@
 """`/v1/agents/sessions/{id}/events`: the caller's input events (POST, 202) and the session's event stream
 (GET, Server-Sent Events).
 
-Input: `input.message` starts a turn on an idle session, `input.cancel` cancels the active turn,
+Input: `input.message` starts a turn on an idle session and steers the active turn of a busy one
+(api/openai/agents/session_steering.py), `input.cancel` cancels the active turn,
 `input.tool_result` answers one pending function call, `input.mcp_approval_request_result` decides one pending
 MCP call (`approve` runs it; `deny` and `cancel` do not, and the model reads that it was denied, with the
 decision's `reason`, our extension). The SDK posts
@@ -19,10 +20,11 @@ from typing import Annotated, Any
 from fastapi import Body, Header, Response
 
 from agent_sessions.announce import announce
-from agent_sessions.session_turns import start_turn
+from agent_sessions.session_turns import SessionBusy, input_messages, start_turn
 from api.guards.tenancy import PrincipalDep
 from api.openai.agents.routing import beta_router
 from api.openai.agents.session_routes import stored_session, streamed
+from api.openai.agents.session_steering import steer_active_turn
 from api.openai.agents.session_stream import cursor_for, session_sse
 from api.openai.agents.session_view import replayed
 from api.openai.agents.wire import InputEvents, parse
@@ -65,7 +67,11 @@ async def post_events(
     for index, event in enumerate(body.events):
         kind = event.get("type")
         if kind == "agent.session.input.message":
-            await start_turn(services, tenant, session_id, event.get("input"), idempotency_key)
+            try:
+                await start_turn(services, tenant, session_id, event.get("input"), idempotency_key)
+            except SessionBusy:
+                messages = input_messages(event.get("input"))
+                await steer_active_turn(services, record, messages, idempotency_key, index)
         elif kind == "agent.session.input.cancel":
             await _cancel(services, record)
         elif kind == "agent.session.input.tool_result":
