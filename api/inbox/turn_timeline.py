@@ -99,6 +99,16 @@ def _call_text(call: ToolCall) -> str:
     return f"{call.tool_name}({arguments})"
 
 
+def _decided(metadata: dict[str, Any] | None) -> str:
+    """The approval decision a call ran (or was refused) under, as a line: who, when, why."""
+    decision = (metadata or {}).get("decision")
+    if not isinstance(decision, dict):
+        return ""
+    reason = f": {decision['reason']}" if decision.get("reason") else ""
+    who, when = decision.get("decided_by") or "unknown", decision.get("decided_at") or "at an unrecorded time"
+    return f"\n  ({decision.get('decision', 'decided')} by {who} at {when}{reason})"
+
+
 def _step_bar(step: Step, start: datetime, end: datetime) -> Bar:
     if isinstance(step, InferenceStep):
         reply = step.model_response
@@ -108,7 +118,10 @@ def _step_bar(step: Step, start: datetime, end: datetime) -> Bar:
     if isinstance(step, ToolExecutionStep):
         names = ", ".join(call.tool_name for call in step.tool_calls)
         arguments = "\n".join(_call_text(call) for call in step.tool_calls)
-        results = "\n".join(f"{answer.tool_name}: {content_text(answer.content)}" for answer in step.tool_responses)
+        results = "\n".join(
+            f"{answer.tool_name}: {content_text(answer.content)}{_decided(answer.metadata)}"
+            for answer in step.tool_responses
+        )
         return Bar("tool_execution", f"Tool call {names}", start, end, input_text=arguments, output_text=results)
     assert isinstance(step, ShieldCallStep)
     verdict = "passed" if step.violation is None else f"violation ({step.violation.violation_level})"

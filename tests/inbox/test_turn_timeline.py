@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 from api.inbox.turn_timeline import FIELD_CHARS, PAGE_CHARS, build
 from configuration.loading import load_settings
-from domain.content import CompletionMessage
-from domain.turns import InferenceStep, ShieldCallStep, Turn, TurnStatus
+from domain.content import CompletionMessage, ToolCall, ToolResponse
+from domain.turns import InferenceStep, ShieldCallStep, ToolExecutionStep, Turn, TurnStatus
 from store.turn_views import TurnView
 from store.turns.records import StoredEvent
 
@@ -103,3 +103,38 @@ def test_a_compaction_gets_the_gap_it_ran_in_with_its_summary_and_usage_and_a_ru
     assert "6 earlier messages" in compaction.input_text and compaction.input_tokens == 900
     assert compaction.cost_microcents is None and timeline.cost_microcents is None  # no price, no cost shown
     assert PAGE_CHARS > FIELD_CHARS
+
+
+def test_an_approved_and_a_denied_call_show_who_decided_when_and_why() -> None:
+    decided = {"decided_by": "key-0123456789abcdef", "decided_at": "2026-01-01T00:00:02Z", "tenant": "acme"}
+    tools = ToolExecutionStep(
+        turn_id="t",
+        step_id="x1",
+        started_at=at(1),
+        completed_at=at(3),
+        tool_calls=[ToolCall(call_id="c1", tool_name="add", arguments={}), ToolCall(call_id="c2", tool_name="drop")],
+        tool_responses=[
+            ToolResponse(
+                call_id="c1", tool_name="add", content="9", metadata={"decision": {"decision": "approved", **decided}}
+            ),
+            ToolResponse(
+                call_id="c2",
+                tool_name="drop",
+                content="denied by the user: not on production",
+                metadata={"decision": {"decision": "denied", "reason": "not on production", **decided}},
+            ),
+        ],
+    )
+    turn = Turn(
+        turn_id="t",
+        session_id="",
+        input_messages=[],
+        steps=[inference("i1", 0, 1, "calling"), tools],
+        started_at=at(0),
+        completed_at=at(3),
+        status=TurnStatus.COMPLETED,
+    )
+    timeline = build(view_of(turn, [complete("i1", "inference"), complete("x1", "tool_execution")]), load_settings({}))
+    [tool_bar] = [bar for bar in timeline.bars if bar.kind == "tool_execution"]
+    assert "add: 9\n  (approved by key-0123456789abcdef at 2026-01-01T00:00:02Z)" in tool_bar.output_text
+    assert "(denied by key-0123456789abcdef at 2026-01-01T00:00:02Z: not on production)" in tool_bar.output_text
