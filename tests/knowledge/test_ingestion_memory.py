@@ -12,10 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sqlalchemy import Connection, select
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.ingestion import IngestionActivities
-from configuration.settings import Settings
+from configuration.settings import ModelSpec, Settings
 from knowledge.blobs import DirectoryBlobs
 from knowledge.chunking import _SEGMENT_CHARS, Chunk, StaticChunking, _tokenizer, chunks
 from knowledge.embeddings import BUILTIN_DIMENSION, BUILTIN_EMBEDDING_MODEL_ID, EmbeddingCatalog
@@ -32,6 +33,7 @@ from workflows.ingestion import IngestFile
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 STRATEGY = {"type": "static", "static": {"max_chunk_size_tokens": 800, "chunk_overlap_tokens": 400}}
 MB = 1 << 20
+BUILTIN = (BUILTIN_EMBEDDING_MODEL_ID, BUILTIN_DIMENSION)
 
 
 def _whole_text_chunks(text: str, strategy: StaticChunking) -> Iterator[Chunk]:
@@ -113,13 +115,16 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
         await database.dispose()
 
 
-async def _ingest(store: Store, tmp_path: Path, text: str, settings: Settings) -> tuple[int, list[str], int]:
-    """Run `chunk_file` (the real activity, on the built-in embedding model) on a text file; how many chunks it
-    wrote, their texts, and the most memory (bytes, as tracemalloc traces it) the activity held at once."""
+async def _ingest(
+    store: Store, tmp_path: Path, text: str, settings: Settings, model: tuple[str, int] = BUILTIN, attempts: int = 1
+) -> tuple[int, list[tuple[str, bool]], int]:
+    """Run `chunk_file` (the real activity) `attempts` times on a text file attached to a store of `model`; how
+    many chunks it wrote, their texts and whether they are embedded, and the most memory (bytes, as tracemalloc
+    traces it) the activity held at once."""
     blobs = DirectoryBlobs(tmp_path / "blobs")
     blobs.root.mkdir()
     blobs.path("file-a").write_text(text, encoding="utf-8")
-    info = VectorStore("vs_a", "docs", {}, BUILTIN_EMBEDDING_MODEL_ID, BUILTIN_DIMENSION, None, NOW, NOW, None)
+    info = VectorStore("vs_a", "docs", {}, *model, None, NOW, NOW, None)
     await store.vector_stores.create("t", info, 10)
     size = blobs.path("file-a").stat().st_size
     await store.files.add("t", StoredFile("file-a", "a.txt", "assistants", size, NOW, None), FileQuota(10, 1 << 40))
@@ -131,15 +136,17 @@ async def _ingest(store: Store, tmp_path: Path, text: str, settings: Settings) -
     del text
     tracemalloc.start()
     try:
-        written = await ActivityEnvironment().run(
-            ingestion.chunk_file, IngestFile("vs_a", "file-a", attached[0].ingestion_id)
-        )
+        for _ in range(attempts):
+            written = await ActivityEnvironment().run(
+                ingestion.chunk_file, IngestFile("vs_a", "file-a", attached[0].ingestion_id)
+            )
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
 
-    def texts(tx: Connection) -> list[str]:
-        return list(tx.execute(select(ChunkRow.text).order_by(ChunkRow.seq)).scalars())
+    def texts(tx: Connection) -> list[tuple[str, bool]]:
+        rows = tx.execute(select(ChunkRow.text, ChunkRow.embedded).order_by(ChunkRow.seq)).all()
+        return [(row.text, row.embedded) for row in rows]
 
     return written, await store.database.read(texts), peak
 
@@ -150,7 +157,7 @@ async def test_a_large_text_file_is_ingested_in_memory_far_below_its_size(store:
     written, stored, peak = await _ingest(store, tmp_path, text, settings)
     size = len(text.encode())
     assert written == len(stored) > 1000
-    assert stored[0] == text[: len(stored[0])] and text.endswith(stored[-1])
+    assert stored[0][0] == text[: len(stored[0][0])] and text.endswith(stored[-1][0])
     print(f"peak traced memory ingesting a {size / MB:.1f} MiB text file: {peak / MB:.1f} MiB")
     assert peak < 10 * MB < size
 
@@ -158,5 +165,30 @@ async def test_a_large_text_file_is_ingested_in_memory_far_below_its_size(store:
 async def test_a_small_file_is_chunked_as_before(store: Store, tmp_path: Path) -> None:
     text = _prose(40_000)
     written, stored, _ = await _ingest(store, tmp_path, text, Settings())
-    assert stored == [chunk.text for chunk in _whole_text_chunks(text, StaticChunking())]
+    assert stored == [(chunk.text, True) for chunk in _whole_text_chunks(text, StaticChunking())]
     assert written == len(stored) > 1
+
+
+async def test_a_remote_models_file_is_written_in_batches_once_for_embed_chunks(store: Store, tmp_path: Path) -> None:
+    text = _prose(40_000)
+    remote = ModelSpec(provider="openai", model_type="embedding", embedding_dimension=8, base_url="http://127.0.0.1:9")
+    settings = Settings(models={"remote-embedder": remote}, ingestion_batch_size=4)
+    written, stored, _ = await _ingest(store, tmp_path, text, settings, ("remote-embedder", 8), attempts=2)
+    assert stored == [(chunk.text, False) for chunk in _whole_text_chunks(text, StaticChunking())]
+    assert written == len(stored) > 4
+
+
+@pytest.mark.parametrize("room", [0, -1])
+async def test_a_file_fits_its_stores_chunk_limit_by_its_count_of_chunks_not_a_bound(
+    store: Store, tmp_path: Path, room: int
+) -> None:
+    text = _prose(40_000)
+    count = sum(1 for _ in _whole_text_chunks(text, StaticChunking()))
+    settings = Settings(max_chunks_per_vector_store=count + room)
+    if room == 0:
+        assert (await _ingest(store, tmp_path, text, settings))[0] == count
+    else:
+        with pytest.raises(
+            ApplicationError, match=rf"This file has {count} chunks .*\(DA_MAX_CHUNKS_PER_VECTOR_STORE\)"
+        ):
+            await _ingest(store, tmp_path, text, settings)
