@@ -16,10 +16,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.ingestion import IngestionActivities
-from configuration.settings import ModelSpec, Settings
+from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID, ModelSpec, Settings
 from knowledge.blobs import DirectoryBlobs
 from knowledge.chunking import _SEGMENT_CHARS, Chunk, StaticChunking, _tokenizer, chunks
-from knowledge.embeddings import BUILTIN_DIMENSION, BUILTIN_EMBEDDING_MODEL_ID, EmbeddingCatalog
+from knowledge.embeddings import BUILTIN_DIMENSION, EmbeddingCatalog, WordLlamaEmbeddings
 from knowledge.engines import vector_index
 from store.database import open_database
 from store.knowledge.files import StoredFile
@@ -131,7 +131,9 @@ async def _ingest(
     attached = await store.vector_stores.attach("t", "vs_a", [Attachment("file-a", {}, STRATEGY)], NOW, 10)
     assert attached is not None
     embeddings = EmbeddingCatalog(settings)
-    embeddings.get(BUILTIN_EMBEDDING_MODEL_ID).embed_now(["the model and its tokenizer loaded before tracing"])
+    builtin = embeddings.get(BUILTIN_EMBEDDING_MODEL_ID)
+    assert isinstance(builtin, WordLlamaEmbeddings)
+    builtin.embed_now(["the model and its tokenizer loaded before tracing"])
     ingestion = IngestionActivities(store.vector_stores, blobs, embeddings, settings)
     del text
     tracemalloc.start()
