@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.ingestion import IngestionActivities
-from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID, ModelSpec, Settings
+from configuration.settings import Settings
 from knowledge.blobs import DirectoryBlobs
 from knowledge.chunking import _SEGMENT_CHARS, Chunk, StaticChunking, _tokenizer, chunks
 from knowledge.embeddings import BUILTIN_DIMENSION, EmbeddingCatalog, WordLlamaEmbeddings
@@ -33,7 +33,7 @@ from workflows.ingestion import IngestFile
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 STRATEGY = {"type": "static", "static": {"max_chunk_size_tokens": 800, "chunk_overlap_tokens": 400}}
 MB = 1 << 20
-BUILTIN = (BUILTIN_EMBEDDING_MODEL_ID, BUILTIN_DIMENSION)
+BUILTIN = (Settings().default_embedding_model, BUILTIN_DIMENSION)
 
 
 def _whole_text_chunks(text: str, strategy: StaticChunking) -> Iterator[Chunk]:
@@ -131,7 +131,7 @@ async def _ingest(
     attached = await store.vector_stores.attach("t", "vs_a", [Attachment("file-a", {}, STRATEGY)], NOW, 10)
     assert attached is not None
     embeddings = EmbeddingCatalog(settings)
-    builtin = embeddings.get(BUILTIN_EMBEDDING_MODEL_ID)
+    builtin = embeddings.get(BUILTIN[0])
     assert isinstance(builtin, WordLlamaEmbeddings)
     builtin.embed_now(["the model and its tokenizer loaded before tracing"])
     ingestion = IngestionActivities(store.vector_stores, blobs, embeddings, settings)
@@ -173,8 +173,13 @@ async def test_a_small_file_is_chunked_as_before(store: Store, tmp_path: Path) -
 
 async def test_a_remote_models_file_is_written_in_batches_once_for_embed_chunks(store: Store, tmp_path: Path) -> None:
     text = _prose(40_000)
-    remote = ModelSpec(provider="openai", model_type="embedding", embedding_dimension=8, base_url="http://127.0.0.1:9")
-    settings = Settings(models={"remote-embedder": remote}, ingestion_batch_size=4)
+    remote = {
+        "provider": "openai",
+        "model_type": "embedding",
+        "embedding_dimension": 8,
+        "base_url": "http://127.0.0.1:9",
+    }
+    settings = Settings.model_validate({"models": {"remote-embedder": remote}, "ingestion_batch_size": 4})
     written, stored, _ = await _ingest(store, tmp_path, text, settings, ("remote-embedder", 8), attempts=2)
     assert stored == [(chunk.text, False) for chunk in _whole_text_chunks(text, StaticChunking())]
     assert written == len(stored) > 4
