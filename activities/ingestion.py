@@ -7,18 +7,21 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import closing
 from functools import partial
+from itertools import islice
 from typing import TypeVar
 
+import numpy as np
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from configuration.settings import Settings
 from knowledge.blobs import BlobStore
-from knowledge.chunking import Chunk, StaticChunking, chunks
+from knowledge.chunking import Chunk, StaticChunking, chunks, most_chunks
 from knowledge.embeddings import EmbeddingCatalog, EmbeddingUnavailable, WordLlamaEmbeddings
-from knowledge.extraction import ExtractionLimits, Unreadable, extract_text
+from knowledge.extraction import ExtractedText, ExtractionLimits, Unreadable, extract
 from store.knowledge.records import Detached, IngestionTarget, LimitReached
 from store.knowledge.vector_index import IndexedChunk
 from store.knowledge.vector_stores import VectorStores
@@ -51,8 +54,23 @@ async def _beating(work: Awaitable[T]) -> T:
         activity.heartbeat()
 
 
-def _chunked(text: str, strategy: StaticChunking) -> list[Chunk]:
-    return list(chunks(text, strategy))
+def _skip(pieces: Iterator[Chunk], count: int) -> None:
+    for _ in islice(pieces, count):
+        pass
+
+
+def _cut_batch(
+    pieces: Iterator[Chunk], size: int, model: WordLlamaEmbeddings | None
+) -> tuple[list[Chunk], np.ndarray | None] | None:
+    """The next `size` chunks (None: there are no more), with their vectors if the built-in `model` is given."""
+    batch = list(islice(pieces, size))
+    if not batch:
+        return None
+    return batch, model.embed_token_ids([chunk.token_ids for chunk in batch]).vectors if model else None
+
+
+def _count(text: ExtractedText, strategy: StaticChunking) -> int:
+    return sum(1 for _ in chunks(text.blocks(), strategy))
 
 
 class IngestionActivities:
@@ -86,10 +104,16 @@ class IngestionActivities:
     async def chunk_file(self, file: IngestFile) -> int:
         target = await self._target(file)
         strategy = StaticChunking(**(target.chunking_strategy.get("static") or {}))
+        limits = ExtractionLimits(self._settings.max_extracted_characters, self._settings.max_pdf_pages)
         try:
             async with self._blobs.local_copy(file.file_id) as path:
-                limits = ExtractionLimits(self._settings.max_extracted_characters, self._settings.max_pdf_pages)
-                text = await self._on_cpu(partial(asyncio.to_thread, extract_text, path, target.filename, limits))
+                text = await self._on_cpu(partial(asyncio.to_thread, extract, path, target.filename, limits))
+                try:
+                    return await self._write(file, target, text, strategy, most_chunks(text.characters, strategy))
+                except LimitReached:
+                    # The bound passes the store's limit; the file itself may not: count its chunks and see.
+                    total = await self._on_cpu(partial(asyncio.to_thread, _count, text, strategy))
+                    return await self._write(file, target, text, strategy, total)
         except FileNotFoundError:
             raise ApplicationError(
                 f"The bytes of {target.filename} are missing from the file store; upload the file again.",
@@ -97,49 +121,54 @@ class IngestionActivities:
             ) from None
         except Unreadable as unreadable:
             raise ApplicationError(unreadable.message, type=unreadable.code) from None
-        pieces = await self._on_cpu(partial(asyncio.to_thread, _chunked, text, strategy))
-        del text
-        model = self._embeddings.get(target.embedding_model)
-        try:
-            if isinstance(model, WordLlamaEmbeddings):
-                return await self._write_embedded(file, target, model, pieces)
-            return await self._stores.write_chunks(
-                file.vector_store_id,
-                file.file_id,
-                file.ingestion_id,
-                [(chunk.text, chunk.tokens) for chunk in pieces],
-                self._settings.max_chunks_per_vector_store,
-            )
         except LimitReached as limit:
             raise ApplicationError(str(limit), type="invalid_file") from None
         except Detached:
             raise ApplicationError("The file is no longer attached to the vector store", type=FILE_DETACHED) from None
 
-    async def _write_embedded(
-        self, file: IngestFile, target: IngestionTarget, model: WordLlamaEmbeddings, pieces: list[Chunk]
+    async def _write(
+        self, file: IngestFile, target: IngestionTarget, text: ExtractedText, strategy: StaticChunking, total: int
     ) -> int:
-        """The built-in model's way: each batch embedded from the token ids the chunker cut and written with its
-        vectors in one transaction, from the first batch an earlier attempt did not write; `embed_chunks` then
-        finds nothing left. (A remote model embeds text: `write_chunks`, then `embed_chunks`.)"""
+        """Chunk the file and write its chunks batch by batch as they are cut, from the first batch an earlier
+        attempt did not write (the ones before are cut again, not embedded nor written): only one batch of
+        chunks is held at a time, whatever the file's size. The built-in model embeds each batch from the token
+        ids the chunker cut, and it is written with its vectors in one transaction, so `embed_chunks` then finds
+        nothing left; a remote model embeds text, so its batches are written without vectors for `embed_chunks`.
+        `total` is the file's chunks or a bound on them, which the first batch checks against the store's
+        limit. How many chunks the file has."""
         size = self._settings.ingestion_batch_size
         written = await self._stores.written_chunks(file.vector_store_id, file.file_id)
-        for first in range(written - written % size, len(pieces), size):
-            batch = pieces[first : first + size]
-            embedded = await self._on_cpu(
-                partial(asyncio.to_thread, model.embed_token_ids, [chunk.token_ids for chunk in batch])
-            )
-            await self._stores.write_embedded_chunks(
-                file.vector_store_id,
-                file.file_id,
-                file.ingestion_id,
-                target.embedding_dimension,
-                first,
-                len(pieces),
-                [(chunk.text, chunk.tokens, vector) for chunk, vector in zip(batch, embedded.vectors, strict=True)],
-                self._settings.max_chunks_per_vector_store,
-            )
-            activity.heartbeat(first + len(batch))
-        return len(pieces)
+        model = self._embeddings.get(target.embedding_model)
+        local = model if isinstance(model, WordLlamaEmbeddings) else None
+        with closing(chunks(text.blocks(), strategy)) as pieces:
+            await self._on_cpu(partial(asyncio.to_thread, _skip, pieces, written - written % size))
+            first = written - written % size
+            while batch := await self._on_cpu(partial(asyncio.to_thread, _cut_batch, pieces, size, local)):
+                cut, vectors = batch
+                if vectors is None:
+                    await self._stores.write_chunks(
+                        file.vector_store_id,
+                        file.file_id,
+                        file.ingestion_id,
+                        first,
+                        total,
+                        [(chunk.text, chunk.tokens) for chunk in cut],
+                        self._settings.max_chunks_per_vector_store,
+                    )
+                else:
+                    await self._stores.write_embedded_chunks(
+                        file.vector_store_id,
+                        file.file_id,
+                        file.ingestion_id,
+                        target.embedding_dimension,
+                        first,
+                        total,
+                        [(chunk.text, chunk.tokens, vector) for chunk, vector in zip(cut, vectors, strict=True)],
+                        self._settings.max_chunks_per_vector_store,
+                    )
+                first += len(cut)
+                activity.heartbeat(first)
+        return first
 
     @activity.defn(name=EMBED_CHUNKS_ACTIVITY)
     async def embed_chunks(self, file: IngestFile) -> int:

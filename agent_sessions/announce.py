@@ -2,9 +2,10 @@
 
 A session's creation and a turn's start record theirs in the transaction of their cause (`session_event`, given
 to the store's write: the outbox), so an event is never lost nor recorded for a write that failed; their
-deliveries are then started at once (`start_deliveries`), and the outbox sweep starts any this misses. A resume
-or a raised spend limit has no store write of its own to ride on (the turn's workflow takes it): `announce`
-records it in a transaction of its own, its cause key making a repeat record nothing."""
+deliveries are then started at once (`start_deliveries`), and the outbox sweep starts any this misses. A raised
+spend limit that lets a held turn go on records its `agent.session.in_progress` in the limit's write
+(`SpendStore.set_limit`). A resume by tool results has no store write of its own to ride on (the turn's workflow
+takes it): `announce` records it in a transaction of its own, its cause key making a repeat record nothing."""
 
 from __future__ import annotations
 

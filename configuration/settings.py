@@ -288,8 +288,8 @@ class Settings(BaseSettings):
     max_vector_stores_per_tenant: PositiveInt = 10_000
     """Vector stores (llama-stack vector DBs included) one tenant may have; past it a create answers 400."""
     max_extracted_characters: PositiveInt = 20_000_000
-    """Characters of text one file may yield (what a worker holds while it chunks the file); a file with more
-    fails with a `last_error` naming this setting."""
+    """Characters of text one file may yield (what a worker holds of an HTML, JSON or PDF file while it chunks it;
+    a text file streams); a file with more fails with a `last_error` naming this setting."""
     max_pdf_pages: PositiveInt = 2_000
     """Pages one PDF may have to be ingested; a longer one fails with a `last_error` naming this setting."""
     max_search_results: PositiveInt = 50

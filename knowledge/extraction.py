@@ -7,11 +7,14 @@ bytes that are no text in any encoding we read.
 
 from __future__ import annotations
 
+import codecs
 import html.parser
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NoReturn
 
 ErrorCode = Literal["invalid_file", "unsupported_file"]
 
@@ -44,6 +47,10 @@ TEXT_SUFFIXES = {
 }
 _MOSTLY_TEXT = 0.95
 """Share of printable characters below which decoded bytes are taken for binary data, not text."""
+_SAMPLE = 65_536
+"""The bytes (and then characters) at the head of a file that tell whether it is text."""
+_BLOCK_BYTES = 1 << 16
+"""A text file is decoded this much at a time."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,18 @@ class Unreadable(Exception):
         self.message = message
 
 
-def extract_text(path: Path, filename: str, limits: ExtractionLimits) -> str:
+@dataclass(frozen=True)
+class ExtractedText:
+    """A file's text, checked whole before any of it is handed out (its encoding, its length, that there is text
+    in it), so that a file fails before a chunk of it is written; then read out in blocks, as often as needed.
+    A plain text file is read from disk block by block each time, so what a worker holds does not grow with the
+    file; HTML, JSON and PDF text is held whole (within DA_MAX_EXTRACTED_CHARACTERS)."""
+
+    characters: int
+    blocks: Callable[[], Iterator[str]]
+
+
+def extract(path: Path, filename: str, limits: ExtractionLimits) -> ExtractedText:
     """The text of the file at `path`, read by the kind its `filename` and its first bytes say it is."""
     size = path.stat().st_size
     if size == 0:
@@ -72,25 +90,30 @@ def extract_text(path: Path, filename: str, limits: ExtractionLimits) -> str:
         head = source.read(1024)
     suffix = Path(filename).suffix.lower()
     if head.startswith(b"%PDF") or suffix == ".pdf":
-        text = _pdf(path, filename, limits)
-    else:
-        if size > 4 * limits.max_characters:  # four bytes are the most one character takes in UTF-8
-            _too_long(filename, limits)
-        raw = _decoded(path.read_bytes(), filename)
-        if suffix in (".html", ".htm") or raw.lstrip()[:15].lower().startswith(("<!doctype html", "<html")):
-            text = _html(raw)
-        elif suffix == ".json":
-            text = _json(raw, filename)
-        else:
-            text = raw
+        return _whole(_pdf(path, filename, limits), filename, limits)
+    if size > 4 * limits.max_characters:  # four bytes are the most one character takes in UTF-8
+        _too_long(filename, limits)
+    scan = _scan(path, filename)
+    if suffix in (".html", ".htm") or scan.opening.lower().startswith(("<!doctype html", "<html")):
+        return _whole(_html("".join(_decoded_blocks(path, scan.encoding))), filename, limits)
+    if suffix == ".json":
+        return _whole(_json("".join(_decoded_blocks(path, scan.encoding)), filename), filename, limits)
+    if scan.characters > limits.max_characters:
+        _too_long(filename, limits)
+    if not scan.has_text:
+        _no_text(filename)
+    return ExtractedText(scan.characters, partial(_decoded_blocks, path, scan.encoding))
+
+
+def _whole(text: str, filename: str, limits: ExtractionLimits) -> ExtractedText:
     if len(text) > limits.max_characters:
         _too_long(filename, limits)
     if not text.strip():
-        raise Unreadable("invalid_file", f"{filename} has no text to index (only whitespace or markup).")
-    return text
+        _no_text(filename)
+    return ExtractedText(len(text), lambda: iter((text,)))
 
 
-def _too_long(filename: str, limits: ExtractionLimits) -> None:
+def _too_long(filename: str, limits: ExtractionLimits) -> NoReturn:
     raise Unreadable(
         "invalid_file",
         f"{filename} holds more than {limits.max_characters} characters of text, this server's limit per file "
@@ -98,25 +121,58 @@ def _too_long(filename: str, limits: ExtractionLimits) -> None:
     )
 
 
-def _decoded(data: bytes, filename: str) -> str:
-    for encoding in ("utf-8-sig", "utf-16") if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ("utf-8-sig",):
+def _no_text(filename: str) -> NoReturn:
+    raise Unreadable("invalid_file", f"{filename} has no text to index (only whitespace or markup).")
+
+
+@dataclass(frozen=True)
+class _Scan:
+    encoding: str
+    characters: int
+    has_text: bool
+    """Whether any of the text is not whitespace."""
+    opening: str
+    """The first characters after any leading whitespace (enough to tell HTML)."""
+
+
+def _decoded_blocks(path: Path, encoding: str) -> Iterator[str]:
+    """The file's text in `encoding`, a block at a time (what `bytes.decode` would make of the whole file)."""
+    decoder = codecs.getincrementaldecoder(encoding)()
+    with path.open("rb") as source:
+        while block := source.read(_BLOCK_BYTES):
+            if text := decoder.decode(block):
+                yield text
+    if rest := decoder.decode(b"", final=True):
+        yield rest
+
+
+def _scan(path: Path, filename: str) -> _Scan:
+    """The file read through once without being kept: the first encoding it decodes in whole (UTF-8, or UTF-16
+    after its byte order mark, else Latin-1, which decodes anything), what that text is like, and whether its
+    first 64 KiB look like binary data rather than text."""
+    with path.open("rb") as source:
+        first = source.read(_SAMPLE)
+    utf16 = first[:2] in (b"\xff\xfe", b"\xfe\xff")
+    for encoding in ("utf-8-sig", "utf-16", "latin-1") if utf16 else ("utf-8-sig", "latin-1"):
+        characters, has_text, opening, sample = 0, False, "", ""
         try:
-            text = data.decode(encoding)
-            break
+            for text in _decoded_blocks(path, encoding):
+                characters += len(text)
+                has_text = has_text or not text.isspace()
+                if len(opening) < 15:
+                    opening += text if opening else text.lstrip()
+                if len(sample) < _SAMPLE:
+                    sample += text[: _SAMPLE - len(sample)]
         except UnicodeDecodeError:
             continue
-    else:
-        text = data.decode("latin-1")
-    sample = text[:65536]
+        break
     printable = sum(1 for character in sample if character.isprintable() or character in "\n\r\t\f")
-    if (b"\x00" in data[:65536] and not data.startswith((b"\xff\xfe", b"\xfe\xff"))) or (
-        sample and printable / len(sample) < _MOSTLY_TEXT
-    ):
+    if (b"\x00" in first and not utf16) or (sample and printable / len(sample) < _MOSTLY_TEXT):
         raise Unreadable(
             "unsupported_file",
             f"{filename} looks like binary data, not text: upload plain text, Markdown, HTML, JSON or a PDF.",
         )
-    return text
+    return _Scan(encoding, characters, has_text, opening[:15])
 
 
 class _TextOfHTML(html.parser.HTMLParser):

@@ -37,7 +37,7 @@ class Store:
         self.compactions = CompactionStore(database)
         self.agent_sessions = AgentSessionStore(database, record_event=record_event)
         self.automations = AutomationStore(database)
-        self.spend = SpendStore(database)
+        self.spend = SpendStore(database, record_event=record_event)
         self.files = FileStore(database)
         self.vector_stores = VectorStores(database, index)
         self.webhooks = WebhookStore(database)

@@ -88,51 +88,19 @@ class VectorStoreChunks:
         vector_store_id: str,
         file_id: str,
         ingestion_id: str | None,
+        first: int,
+        total: int,
         chunks: Sequence[tuple[str, int]],
         max_chunks: int,
     ) -> int:
-        """The file's chunks (text, tokens) in order, not yet embedded; if an earlier attempt wrote them all
-        already, nothing changes. Raises LimitReached past the store's chunk limit, Detached if the attachment
-        `ingestion_id` names is gone."""
-
-        def write(tx: Connection) -> int:
-            # The store row locked, so that files ingested side by side cannot pass the chunk limit together.
-            tx.execute(
-                select(VectorStoreRow.vector_store_id)
-                .where(VectorStoreRow.vector_store_id == vector_store_id)
-                .with_for_update()
+        """Chunks `first`, `first + 1` … of the file's `total` (text, tokens), written not yet embedded (a remote
+        model embeds them afterwards): `write_embedded_chunks` without vectors."""
+        batch = [(text, tokens, None) for text, tokens in chunks]
+        return await self.database.write(
+            lambda tx: self._write_batch(
+                tx, vector_store_id, file_id, ingestion_id, None, first, total, batch, max_chunks
             )
-            attachment_is(tx, vector_store_id, file_id, ingestion_id)
-            mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
-            written = tx.execute(select(func.count()).where(*mine)).scalar_one()
-            if written == len(chunks):
-                return written
-            if written:  # cannot happen with one transaction per call; kept exact all the same
-                tx.execute(delete(ChunkRow).where(*mine))
-            total = tx.execute(select(func.count()).where(ChunkRow.vector_store_id == vector_store_id)).scalar_one()
-            if total - written + len(chunks) > max_chunks:
-                raise LimitReached(
-                    f"This file has {len(chunks)} chunks and its vector store {total} already: more than this "
-                    f"server's limit of {max_chunks} chunks per vector store (DA_MAX_CHUNKS_PER_VECTOR_STORE). "
-                    "Use another vector store, or a larger chunk size."
-                )
-            rows = [
-                {
-                    "vector_store_id": vector_store_id,
-                    "file_id": file_id,
-                    "seq": seq,
-                    "text": text,
-                    "tokens": tokens,
-                    "embedded": False,
-                    "metadata": None,
-                }
-                for seq, (text, tokens) in enumerate(chunks)
-            ]
-            for start in range(0, len(rows), 1000):
-                tx.execute(insert(ChunkRow), rows[start : start + 1000])
-            return len(rows)
-
-        return await self.database.write(write)
+        )
 
     async def written_chunks(self, vector_store_id: str, file_id: str) -> int:
         def read(tx: Connection) -> int:
@@ -156,54 +124,72 @@ class VectorStoreChunks:
         marked embedded in one transaction; how many were written: 0 if an earlier attempt wrote them. The file's
         chunks are written in order, so its count of rows says which batches are in; a batch written twice at
         once (two attempts of one activity) breaks the (store, file, seq) key and rolls back. The first batch
-        raises LimitReached if the whole file would pass the store's chunk limit; every batch raises Detached
-        if the attachment `ingestion_id` names is gone."""
-
-        def write(tx: Connection) -> int:
-            # The store row locked, so that files ingested side by side cannot pass the chunk limit together.
-            tx.execute(
-                select(VectorStoreRow.vector_store_id)
-                .where(VectorStoreRow.vector_store_id == vector_store_id)
-                .with_for_update()
+        raises LimitReached if `total` more chunks would pass the store's chunk limit (so a file too large for
+        its store fails before any of it is written; a caller that passed a bound on its chunks rather than their
+        count may count them and try again); every batch raises Detached if the attachment `ingestion_id` names
+        is gone."""
+        return await self.database.write(
+            lambda tx: self._write_batch(
+                tx, vector_store_id, file_id, ingestion_id, dimension, first, total, chunks, max_chunks
             )
-            attachment_is(tx, vector_store_id, file_id, ingestion_id)
-            mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
-            written = tx.execute(select(func.count()).where(*mine)).scalar_one()
-            if written >= first + len(chunks):
-                return 0
-            if written != first:
-                raise RuntimeError(f"{written} chunks of file {file_id} are written; expected {first}")
-            if first == 0:
-                stored = tx.execute(
-                    select(func.count()).where(ChunkRow.vector_store_id == vector_store_id)
-                ).scalar_one()
-                if stored + total > max_chunks:
-                    raise LimitReached(
-                        f"This file has {total} chunks and its vector store {stored} already: more than this "
-                        f"server's limit of {max_chunks} chunks per vector store (DA_MAX_CHUNKS_PER_VECTOR_STORE). "
-                        "Use another vector store, or a larger chunk size."
-                    )
-            rows = [
-                {
-                    "vector_store_id": vector_store_id,
-                    "file_id": file_id,
-                    "seq": first + offset,
-                    "text": text,
-                    "tokens": tokens,
-                    "embedded": True,
-                    "metadata": None,
-                }
-                for offset, (text, tokens, _) in enumerate(chunks)
-            ]
-            ids = tx.execute(insert(ChunkRow).returning(ChunkRow.chunk_id, sort_by_parameter_order=True), rows)
+        )
+
+    def _write_batch(
+        self,
+        tx: Connection,
+        vector_store_id: str,
+        file_id: str,
+        ingestion_id: str | None,
+        dimension: int | None,
+        first: int,
+        total: int,
+        chunks: Sequence[tuple[str, int, np.ndarray | None]],
+        max_chunks: int,
+    ) -> int:
+        """A batch of a file's chunks, indexed with their vectors if `dimension` is given (see
+        `write_embedded_chunks`)."""
+        # The store row locked, so that files ingested side by side cannot pass the chunk limit together.
+        tx.execute(
+            select(VectorStoreRow.vector_store_id)
+            .where(VectorStoreRow.vector_store_id == vector_store_id)
+            .with_for_update()
+        )
+        attachment_is(tx, vector_store_id, file_id, ingestion_id)
+        mine = (ChunkRow.vector_store_id == vector_store_id, ChunkRow.file_id == file_id)
+        written = tx.execute(select(func.count()).where(*mine)).scalar_one()
+        if written >= first + len(chunks):
+            return 0
+        if written != first:
+            raise RuntimeError(f"{written} chunks of file {file_id} are written; expected {first}")
+        if first == 0:
+            stored = tx.execute(select(func.count()).where(ChunkRow.vector_store_id == vector_store_id)).scalar_one()
+            if stored + total > max_chunks:
+                raise LimitReached(
+                    f"This file has {total} chunks and its vector store {stored} already: more than this "
+                    f"server's limit of {max_chunks} chunks per vector store (DA_MAX_CHUNKS_PER_VECTOR_STORE). "
+                    "Use another vector store, or a larger chunk size."
+                )
+        rows = [
+            {
+                "vector_store_id": vector_store_id,
+                "file_id": file_id,
+                "seq": first + offset,
+                "text": text,
+                "tokens": tokens,
+                "embedded": dimension is not None,
+                "metadata": None,
+            }
+            for offset, (text, tokens, _) in enumerate(chunks)
+        ]
+        ids = tx.execute(insert(ChunkRow).returning(ChunkRow.chunk_id, sort_by_parameter_order=True), rows)
+        if dimension is not None:
             indexed = [
                 IndexedChunk(chunk_id, file_id, text, vector)
                 for chunk_id, (text, _, vector) in zip(ids.scalars(), chunks, strict=True)
+                if vector is not None
             ]
             self.index.add(tx, vector_store_id, dimension, indexed)
-            return len(rows)
-
-        return await self.database.write(write)
+        return len(rows)
 
     async def unembedded(self, vector_store_id: str, file_id: str, limit: int) -> list[StoredChunk]:
         def read(tx: Connection) -> list[StoredChunk]:

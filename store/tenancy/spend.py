@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 from sqlalchemy import Connection, delete, func, insert, select, update
@@ -11,6 +13,21 @@ from store.database import Database
 from store.tenancy.tables import SessionBudgetRow, SpendEntryRow
 
 MICROCENTS_PER_CENT = 1_000_000
+
+EventOutbox = Callable[[Connection, str, str, dict[str, Any], str, str], bool]
+"""`record_event` of the webhooks aggregate (tx, tenant, event type, data, cause, turn id): true when it added
+deliveries."""
+
+
+class Event(Protocol):
+    """A webhook event to record (the agent-sessions aggregate's `SessionEvent`)."""
+
+    @property
+    def event_type(self) -> str: ...
+    @property
+    def data(self) -> dict[str, Any]: ...
+    @property
+    def cause(self) -> str: ...
 
 
 class SessionSpend(BaseModel):
@@ -34,8 +51,9 @@ def _consumed(tx: Connection, session_id: str) -> int:
 
 
 class SpendStore:
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, record_event: EventOutbox) -> None:
         self.database = database
+        self._record_event = record_event
 
     async def record(
         self, session_id: str, turn_id: str, step_id: str, model: str, input_tokens: int, output_tokens: int, cost: int
@@ -104,11 +122,18 @@ class SpendStore:
 
         return await self.database.write(check)
 
-    async def set_limit(self, session_id: str, limit_cents: int | None) -> SessionSpend:
+    async def set_limit(
+        self,
+        session_id: str,
+        limit_cents: int | None,
+        resumed: tuple[str, Callable[[str], Event]] | None = None,
+    ) -> tuple[SessionSpend, bool]:
         """Set or remove (None) the session's limit; what it consumed stays. Returns the spend with the turn
-        waiting for the limit, which the caller wakes."""
+        waiting for the limit, which the caller wakes, and whether deliveries of the webhook event were recorded:
+        `resumed` (the session's tenant, and the event of its waiting turn's id) is recorded in this transaction
+        when the change lets a waiting turn go on, so that the event commits with its cause or not at all."""
 
-        def write(tx: Connection) -> SessionSpend:
+        def write(tx: Connection) -> tuple[SessionSpend, bool]:
             now = datetime.now(UTC)
             changed = tx.execute(
                 update(SessionBudgetRow)
@@ -121,7 +146,12 @@ class SpendStore:
                 tx.execute(insert(SessionBudgetRow).values(**row))
             waiting = changed[0] if changed else None
             consumed = _consumed(tx, session_id)
-            return SessionSpend(limit_cents=limit_cents, consumed_cents=consumed, waiting_turn_id=waiting)
+            spend = SessionSpend(limit_cents=limit_cents, consumed_cents=consumed, waiting_turn_id=waiting)
+            if resumed is None or waiting is None or spend.reached:
+                return spend, False
+            tenant, event_of = resumed
+            event = event_of(waiting)
+            return spend, self._record_event(tx, tenant, event.event_type, event.data, event.cause, waiting)
 
         return await self.database.write(write)
 

@@ -7,8 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.extraction import ExtractionLimits, Unreadable, extract_text
+from knowledge.extraction import ExtractionLimits, Unreadable, extract
 from tests.support.knowledge_files import pdf_with_text
+
+
+def extract_text(path: Path, filename: str, limits: ExtractionLimits) -> str:
+    return "".join(extract(path, filename, limits).blocks())
 
 
 def test_text_past_the_character_limit_is_refused_naming_it(tmp_path: Path) -> None:

@@ -224,7 +224,9 @@ async def test_the_chunks_per_store_limit_holds_under_concurrent_ingestions(stor
 
     async def ingest(file_id: str, ingestion_id: str | None) -> bool:
         try:
-            await knowledge.vector_stores.write_chunks("vs_chunks", file_id, ingestion_id, [("text", 1)] * 10, 25)
+            await knowledge.vector_stores.write_chunks(
+                "vs_chunks", file_id, ingestion_id, 0, 10, [("text", 1)] * 10, 25
+            )
         except LimitReached as refused:
             assert "DA_MAX_CHUNKS_PER_VECTOR_STORE" in str(refused)
             return False

@@ -9,6 +9,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import Body, Query, Request
@@ -16,7 +17,7 @@ from fastapi.responses import StreamingResponse
 from temporalio.common import WorkflowIDConflictPolicy
 
 from agent_sessions.agent_snapshot import check_model
-from agent_sessions.announce import announce
+from agent_sessions.announce import session_event, start_deliveries
 from agent_sessions.creation import create_session
 from agent_sessions.mcp_tools import check_mcp_urls
 from api.guards.tenancy import Principal, PrincipalDep, TenantDep
@@ -142,10 +143,14 @@ async def update(
     updated = await services.store.agent_sessions.update_session(tenant, session_id, change)
     if "spend_control" in changes:  # the ledger's limit, and the turn held by the old one woken
         limit = changes["spend_control"]["limit"]
-        spend = await change_spend_limit(services.turns.client, services.store.spend, session_id, limit)
-        if spend.waiting_turn_id is not None and not spend.reached:  # the held turn goes on, as its stream says
-            held = spend.waiting_turn_id
-            await announce(services, tenant, "agent.session.in_progress", session_id, held, f"budget{uuid.uuid4().hex}")
+        # The held turn goes on, as its stream says: the event is recorded with the change that lets it.
+        occasion = f"budget{uuid.uuid4().hex}"
+        resumed = partial(session_event, "agent.session.in_progress", session_id, occasion=occasion)
+        spend, recorded = await change_spend_limit(
+            services.turns.client, services.store.spend, session_id, limit, (tenant, resumed)
+        )
+        if recorded and spend.waiting_turn_id is not None:
+            await start_deliveries(services, spend.waiting_turn_id)
     return await session_view(services, updated or record)
 
 

@@ -7,12 +7,13 @@ again: a limit raised above what was spent, or removed, lets that same turn go o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from store.tenancy.spend import SessionSpend, SpendStore
+from store.tenancy.spend import Event, SessionSpend, SpendStore
 from workflows.contracts import SPEND_LIMIT_SIGNAL, turn_workflow_id
 
 
@@ -27,10 +28,16 @@ def with_spend(session: dict[str, Any], spend: SessionSpend) -> dict[str, Any]:
 
 
 async def change_spend_limit(
-    client: Client, spend: SpendStore, session_id: str, limit_cents: int | None
-) -> SessionSpend:
-    """Set (or with None remove) a session's limit and wake the turn waiting for it, which checks again."""
-    changed = await spend.set_limit(session_id, limit_cents)
+    client: Client,
+    spend: SpendStore,
+    session_id: str,
+    limit_cents: int | None,
+    resumed: tuple[str, Callable[[str], Event]] | None = None,
+) -> tuple[SessionSpend, bool]:
+    """Set (or with None remove) a session's limit and wake the turn waiting for it, which checks again; the
+    `resumed` event is recorded with the change if it lets that turn go on (`SpendStore.set_limit`). Whether
+    deliveries of it were recorded (start them)."""
+    changed, recorded = await spend.set_limit(session_id, limit_cents, resumed)
     if changed.waiting_turn_id is not None:
         try:
             await client.get_workflow_handle(turn_workflow_id(changed.waiting_turn_id)).signal(SPEND_LIMIT_SIGNAL)
@@ -38,4 +45,4 @@ async def change_spend_limit(
             # The turn ended meanwhile (cancelled while it waited): nothing waits any more.
             if error.status != RPCStatusCode.NOT_FOUND:
                 raise
-    return changed
+    return changed, recorded
