@@ -4,8 +4,9 @@ A session's creation and a turn's start record theirs in the transaction of thei
 to the store's write: the outbox), so an event is never lost nor recorded for a write that failed; their
 deliveries are then started at once (`start_deliveries`), and the outbox sweep starts any this misses. A raised
 spend limit that lets a held turn go on records its `agent.session.in_progress` in the limit's write
-(`SpendStore.set_limit`). A resume by tool results has no store write of its own to ride on (the turn's workflow
-takes it): `announce` records it in a transaction of its own, its cause key making a repeat record nothing."""
+(`SpendStore.set_limit`). A turn working again after a pause records its own in the write that says it runs
+(store/webhooks/webhook_store.py); the API, which has the resume first, also records it at once (`announce`)
+under the same cause, naming the pause: whichever comes first records it, and the other nothing."""
 
 from __future__ import annotations
 

@@ -84,6 +84,11 @@ class ErrorChunk(WireModel):
 Chunk = StreamChunk | ErrorChunk
 
 
+PAUSE_KEY_PREFIX = "turn:awaiting_input:"
+"""The key of a pause's stored event is this and the turn's step count when it paused (workflows/contracts.py):
+readers of the store find a turn's latest pause by it."""
+
+
 class KeyedEvent(WireModel):
     """A stream event as stored: its key makes a retried write of the same event a no-op."""
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from domain.agents import AgentConfig, AgentToolGroup, ToolConfig
 from domain.content import CompletionMessage, InputMessage, ToolCall, ToolResponse, UserMessage
-from domain.events import KeyedEvent, StepComplete, chunk_of
+from domain.events import PAUSE_KEY_PREFIX, KeyedEvent, StepComplete, chunk_of
 from domain.turn_settings import ApprovalDecision, McpServer
 from domain.turns import SafetyViolation, Step, TurnStatus
 
@@ -59,7 +59,7 @@ def turn_workflow_id(turn_id: str) -> str:
 
 def pause_event_key(pause_mark: int) -> str:
     """The key of a pause's event; `pause_mark` is the turn's step count when it paused."""
-    return f"turn:awaiting_input:{pause_mark}"
+    return f"{PAUSE_KEY_PREFIX}{pause_mark}"
 
 
 class PendingWrites(BaseModel):

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, func, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select, update
 
+from domain.events import PAUSE_KEY_PREFIX
 from domain.turns import TurnStatus
 from domain.webhook_events import (
     agent_session_data,
@@ -27,7 +28,7 @@ from store.agent_sessions.tables import BetaSessionTurnRow
 from store.database import Database
 from store.responses.tables import ResponseRow
 from store.tenancy.quotas import within_quota
-from store.turns.tables import AgentRow, TurnRow
+from store.turns.tables import AgentRow, EventRow, TurnRow
 from store.webhooks.tables import WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow
 
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
@@ -131,6 +132,8 @@ def record_turn_status(tx: Connection, turn_id: str, status: TurnStatus, cause: 
     pauses the turn) makes a retried write record nothing more. A turn's Responses events name its latest
     stored response; turns of the llama-stack dialect have turn events. True when the status has
     deliveries, recorded now or by an earlier attempt of this write (start them: `unstarted(turn_id=…)`)."""
+    if status == TurnStatus.RUNNING:
+        return _record_session_resumed(tx, turn_id)
     if not status.is_final and status != TurnStatus.AWAITING_INPUT:
         return False
     if tx.scalar(_ANY_ENDPOINT) is None:
@@ -202,6 +205,30 @@ def record_turn_status(tx: Connection, turn_id: str, status: TurnStatus, cause: 
     )
     _add_deliveries(tx, turn.tenant, event_id, subscribed, now)
     return True
+
+
+_LAST_PAUSE = (
+    select(EventRow.key)
+    .where(EventRow.turn_id == bindparam("turn_id"), EventRow.key.like(PAUSE_KEY_PREFIX + "%"))
+    .order_by(EventRow.event_id.desc())
+    .limit(1)
+)
+
+
+def _record_session_resumed(tx: Connection, turn_id: str) -> bool:
+    """An Agents API session's turn working again after a pause: `agent.session.in_progress`, in the write that
+    says so. Its cause names the pause it ends, as the API's own record after the resume does
+    (agent_sessions/announce.py), so whichever comes first records it and the other records nothing."""
+    if tx.scalar(_ANY_ENDPOINT) is None:
+        return False
+    session = _beta_session(tx, turn_id)
+    pause = tx.scalar(_LAST_PAUSE, {"turn_id": turn_id}) if session is not None else None
+    tenant = tx.scalar(select(TurnRow.tenant_id).where(TurnRow.turn_id == turn_id)) if pause is not None else None
+    if session is None or pause is None or tenant is None:
+        return False
+    event_type = "agent.session.in_progress"
+    cause = f"{turn_id}:pause{pause.removeprefix(PAUSE_KEY_PREFIX)}:{event_type}"
+    return record_event(tx, tenant, event_type, agent_session_data(event_type, session), cause, turn_id)
 
 
 def _beta_session(tx: Connection, turn_id: str) -> str | None:
