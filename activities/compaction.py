@@ -91,6 +91,10 @@ class CompactionActivities:
         except ProviderRejected as rejected:
             raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected
 
+    def _priced(self, model_id: str, summary: Summary) -> ModelCall:
+        cost = self._models.pricing(model_id).cost_microcents(summary.input_tokens, summary.output_tokens)
+        return ModelCall(model_id, summary.input_tokens, summary.output_tokens, cost)
+
     @activity.defn(name=SUMMARIZE_ACTIVITY)
     async def write_summary(self, start: CompactionStart) -> CompactionDone:
         record = await self._compactions.get(start.compaction_id)
@@ -99,7 +103,7 @@ class CompactionActivities:
         if record.summary is None:
             summary = await self._summary(record.model, record.source)
             await self._compactions.write_summary(
-                start.compaction_id, summary.text, summary.input_tokens, summary.output_tokens, datetime.now(UTC)
+                start.compaction_id, summary.text, self._priced(record.model, summary), datetime.now(UTC)
             )
             record = await self._compactions.get(start.compaction_id)
             assert record is not None
@@ -164,8 +168,7 @@ class CompactionActivities:
             replaced_messages=replaced,
             **({"encrypted_content": sealed} if sealed is not None else {}),
         )
-        cost = self._models.pricing(model_id).cost_microcents(summary.input_tokens, summary.output_tokens)
-        call = ModelCall(model_id, summary.input_tokens, summary.output_tokens, cost)
+        call = self._priced(model_id, summary)
         usage = runtime_event(
             f"{TURN_COMPACTION_KEY}:usage", "usage", step_id=TURN_COMPACTION_KEY, **call.event_fields()
         )

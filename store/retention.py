@@ -275,9 +275,7 @@ def _erase_model_usage(tx: Connection, tenant: str, limit: int) -> int:
     found = tx.execute(select(usage.day, usage.model).where(usage.tenant_id == tenant).limit(limit)).all()
     if found:
         days_and_models = [(day, model) for day, model in found]
-        tx.execute(
-            delete(usage).where(usage.tenant_id == tenant, tuple_(usage.day, usage.model).in_(days_and_models))
-        )
+        tx.execute(delete(usage).where(usage.tenant_id == tenant, tuple_(usage.day, usage.model).in_(days_and_models)))
     return len(found)
 
 

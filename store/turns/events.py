@@ -15,7 +15,7 @@ from domain.model_calls import model_call_in
 from domain.turns import Step, Turn, TurnStatus
 from store import pg_wake
 from store.hand_over import HandOver
-from store.turns.model_usage import count_model_calls
+from store.turns.model_usage import count_turn_calls
 from store.turns.records import FINAL_STATUSES, BegunTurn, EventsWritten, StoredEvent
 from store.turns.rows import STEPS, StoreBase, load_turns
 from store.turns.tables import EventRow, PendingCallRow, SessionRow, StepRow, TurnCredentialsRow, TurnRow
@@ -182,7 +182,7 @@ class EventStore(StoreBase):
                     # counted with it, in this transaction, so exactly once.
                     calls = [call for row in rows if (call := model_call_in(row["body"])) is not None]
                     if calls:
-                        count_model_calls(tx, turn_id, calls, datetime.now(UTC).date())
+                        count_turn_calls(tx, turn_id, calls, datetime.now(UTC).date())
                     # The turn's lock is held: no other writer's event of this turn falls between `after` and
                     # these. One statement, ids returned in list order: they keep the events' order.
                     after = tx.scalar(_LAST_EVENT_ID, {"turn_id": turn_id}) or 0

@@ -53,7 +53,7 @@ async def _today(store: Store, tenant: str) -> list[tuple[str, int, int, int, in
     return sorted((row.model, row.calls, row.input_tokens, row.output_tokens, row.cost_microcents) for row in rows)
 
 
-async def test_every_dialects_calls_are_counted_once_per_usage_event_and_per_tenant(store: Store) -> None:
+async def test_every_dialects_calls_are_counted_once_per_write_and_per_tenant(store: Store) -> None:
     # A Responses turn of acme (a detached turn, its tenant its own) and a llama-stack turn of an agent of beta.
     await store.turns.begin_detached_turn(
         "acme", "t-resp", [UserMessage(content="q")], [], "s", TurnSettings(model="m"), T0
@@ -76,7 +76,13 @@ async def test_every_dialects_calls_are_counted_once_per_usage_event_and_per_ten
     await store.turns.save_turn_progress("t-resp", events=[earlier, runtime_event("step-4:x", "segment_started")])
     await store.turns.save_turn_progress("t-llama", events=[_usage("step-9", "small", 3, 4, 0)])
 
-    assert await _today(store, "acme") == [("large", 1, 100, 50, 15_000_000), ("small", 2, 30, 10, 4_000_000)]
+    # A standalone compaction's summary (POST /v1/responses/compact), its activity retried after it wrote.
+    await store.compactions.add("cmp-1", "acme", "large", [{"role": "user", "content": "q"}], T0)
+    for attempt in range(2):
+        summary = ModelCall("large", 40 + attempt, 8, 600_000)
+        await store.compactions.write_summary("cmp-1", "summary", summary, datetime.now(UTC))
+
+    assert await _today(store, "acme") == [("large", 2, 140, 58, 15_600_000), ("small", 2, 30, 10, 4_000_000)]
     assert await _today(store, "beta") == [("small", 1, 3, 4, 0)]
     assert await _today(store, "nobody") == []
 
