@@ -20,6 +20,7 @@ from activities.heartbeat import heartbeating
 from activities.spend import SpendLedger
 from compaction.seal import CompactionSeal
 from compaction.summary import CHARS_PER_TOKEN, MAX_SUMMARY_TOKENS, SUMMARY_INSTRUCTIONS, estimate_tokens, transcript
+from domain.model_calls import ModelCall
 from hosting.fault_points import AFTER_COMPACTION, crash_point
 from providers import openai_format
 from providers.base import ChatModel, ChatRequest, FinishPart, ProviderRejected, whole_text
@@ -90,6 +91,10 @@ class CompactionActivities:
         except ProviderRejected as rejected:
             raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected
 
+    def _priced(self, model_id: str, summary: Summary) -> ModelCall:
+        cost = self._models.pricing(model_id).cost_microcents(summary.input_tokens, summary.output_tokens)
+        return ModelCall(model_id, summary.input_tokens, summary.output_tokens, cost)
+
     @activity.defn(name=SUMMARIZE_ACTIVITY)
     async def write_summary(self, start: CompactionStart) -> CompactionDone:
         record = await self._compactions.get(start.compaction_id)
@@ -98,7 +103,7 @@ class CompactionActivities:
         if record.summary is None:
             summary = await self._summary(record.model, record.source)
             await self._compactions.write_summary(
-                start.compaction_id, summary.text, summary.input_tokens, summary.output_tokens, datetime.now(UTC)
+                start.compaction_id, summary.text, self._priced(record.model, summary), datetime.now(UTC)
             )
             record = await self._compactions.get(start.compaction_id)
             assert record is not None
@@ -139,9 +144,8 @@ class CompactionActivities:
             )
         summary = await self._summary(settings.model, prior)
         await self._record_spend(request, settings.model, summary)
-        await self._write(
-            request.turn_id, summary, estimated, len(prior), self._seal.seal(tenant, summary.text, "nothing")
-        )
+        sealed = self._seal.seal(tenant, summary.text, "nothing")
+        await self._write(request.turn_id, settings.model, summary, estimated, len(prior), sealed)
         return CompactTurnResult(compacted=True, estimated_tokens=estimated)
 
     async def _record_spend(self, request: CompactTurnRequest, model_id: str, summary: Summary) -> None:
@@ -151,9 +155,11 @@ class CompactionActivities:
             key = f"{request.turn_id}:{TURN_COMPACTION_KEY}"
             await self._ledger.record(request.spend_session_id, request.turn_id, key, model_id, summary.usage)
 
-    async def _write(self, turn_id: str, summary: Summary, estimated: int, replaced: int, sealed: str | None) -> None:
+    async def _write(
+        self, turn_id: str, model_id: str, summary: Summary, estimated: int, replaced: int, sealed: str | None
+    ) -> None:
         """The compaction event (the summary, and for a Responses turn its sealed item) and the summariser's
-        usage, written once under their keys."""
+        usage (counted into the tenant's daily usage as it is written), written once under their keys."""
         compaction = runtime_event(
             TURN_COMPACTION_KEY,
             "compaction",
@@ -162,12 +168,9 @@ class CompactionActivities:
             replaced_messages=replaced,
             **({"encrypted_content": sealed} if sealed is not None else {}),
         )
+        call = self._priced(model_id, summary)
         usage = runtime_event(
-            f"{TURN_COMPACTION_KEY}:usage",
-            "usage",
-            step_id=TURN_COMPACTION_KEY,
-            input_tokens=summary.input_tokens,
-            output_tokens=summary.output_tokens,
+            f"{TURN_COMPACTION_KEY}:usage", "usage", step_id=TURN_COMPACTION_KEY, **call.event_fields()
         )
         await self._store.turns.save_turn_progress(turn_id, events=[compaction, usage])
         crash_point(AFTER_COMPACTION)
@@ -186,5 +189,7 @@ class CompactionActivities:
             return CompactTurnResult(compacted=False, estimated_tokens=estimated)
         summary = await self._summary(found.agent_config.model, found.earlier)
         await self._record_spend(request, found.agent_config.model, summary)
-        await self._write(request.turn_id, summary, estimated, len(found.earlier), sealed=None)
+        await self._write(
+            request.turn_id, found.agent_config.model, summary, estimated, len(found.earlier), sealed=None
+        )
         return CompactTurnResult(compacted=True, estimated_tokens=estimated)

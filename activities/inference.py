@@ -22,6 +22,7 @@ from activities.turn_progress import save_progress
 from domain.agents import agent_turn_settings
 from domain.content import CompletionMessage, StopReason, ToolCall
 from domain.events import KeyedEvent, StepProgress, StepStart, TextDelta, ToolCallDelta, chunk_of
+from domain.model_calls import ModelCall
 from domain.turn_settings import TurnSettings
 from domain.turns import InferenceStep, TurnStatus
 from hosting.fault_points import AFTER_TURN_END, crash_point
@@ -59,17 +60,12 @@ def _too_large(size: int) -> ApplicationError:
     )
 
 
-def _usage_event(step_id: str, finish: FinishPart) -> KeyedEvent:
-    """The tokens one inference used, as the provider reported them: a runtime event (the llama-stack
-    stream skips it) that the Responses dialect sums into a response's `usage`. Keyed by step, so an
-    inference counts once however often its activity is retried."""
-    return runtime_event(
-        f"{step_id}:usage",
-        "usage",
-        step_id=step_id,
-        input_tokens=finish.prompt_tokens or 0,
-        output_tokens=finish.completion_tokens or 0,
-    )
+def _usage_event(step_id: str, call: ModelCall) -> KeyedEvent:
+    """The tokens one inference used, as the provider reported them, its model and their cost: a runtime event
+    (the llama-stack stream skips it) that the Responses dialect sums into a response's `usage` and the store
+    counts into the tenant's daily usage. Keyed by step, so an inference counts once however often its
+    activity is retried."""
+    return runtime_event(f"{step_id}:usage", "usage", step_id=step_id, **call.event_fields())
 
 
 class _DeltaWriter:
@@ -184,6 +180,11 @@ class InferenceActivities:
         self._early = early
         if early is not None:
             early.serve(self._chat_request)
+
+    def _priced(self, model_id: str, finish: FinishPart) -> ModelCall:
+        input_tokens, output_tokens = finish.prompt_tokens or 0, finish.completion_tokens or 0
+        cost = self._models.pricing(model_id).cost_microcents(input_tokens, output_tokens)
+        return ModelCall(model_id, input_tokens, output_tokens, cost)
 
     async def _streamed_before(self, request: InferenceRequest) -> tuple[str, list[ToolCall]]:
         """The text and the tool calls earlier attempts of this step streamed to clients."""
@@ -351,7 +352,7 @@ class InferenceActivities:
                             finish = part
                             measured.usage(part.prompt_tokens, part.completion_tokens)
                             if part.prompt_tokens is not None or part.completion_tokens is not None:
-                                writer.keep(_usage_event(request.step_id, part))
+                                writer.keep(_usage_event(request.step_id, self._priced(model_id, part)))
         except ProviderRejected as rejected:
             raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected
         finally:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, and_, delete, exists, func, or_, select
+from sqlalchemy import Connection, and_, delete, exists, func, or_, select, tuple_
 
 from store.agent_sessions.automation_tables import AutomationInvocationRow, AutomationRow
 from store.agent_sessions.retention import (
@@ -30,6 +30,7 @@ from store.agent_sessions.retention import (
 )
 from store.agent_sessions.tables import BetaAgentRow, BetaSessionRow
 from store.responses.tables import CompactionRow, ConversationItemRow, ConversationRow, ResponseRow
+from store.tenancy.tables import ModelUsageRow
 from store.turns.records import FINAL_STATUSES
 from store.turns.rows import delete_turns
 from store.turns.tables import AgentRow, SessionRow, ToolGroupRow, TurnRow
@@ -268,6 +269,16 @@ def _erase_compactions(tx: Connection, tenant: str, limit: int) -> int:
     return len(found)
 
 
+def _erase_model_usage(tx: Connection, tenant: str, limit: int) -> int:
+    """The tenant's daily model usage: a row per day and model, so small it has no time-to-live of its own."""
+    usage = ModelUsageRow
+    found = tx.execute(select(usage.day, usage.model).where(usage.tenant_id == tenant).limit(limit)).all()
+    if found:
+        days_and_models = [(day, model) for day, model in found]
+        tx.execute(delete(usage).where(usage.tenant_id == tenant, tuple_(usage.day, usage.model).in_(days_and_models)))
+    return len(found)
+
+
 register(Kind("toolgroups", None, None, _erase_toolgroups))
 register(
     Kind(
@@ -280,6 +291,7 @@ register(
 
 register(Kind("webhook_deliveries", prune_delivery_log, oldest_event, erase_tenant_events))
 """Webhook events (the outbox) with their deliveries and attempts: the delivery log."""
+register(Kind("model_usage", None, None, _erase_model_usage))
 
 
 def unfinished_turns_of(tx: Connection, tenant: str, limit: int) -> list[str]:

@@ -1,8 +1,8 @@
 """The console's usage page: the tenant's tokens and cost per day and per model, as two bar charts drawn on the
 server (SVG, stacked by model, no script and no library) and the table they are drawn from.
 
-The figures are the spend ledger's (store/agent_sessions/usage.py): every model call of an Agents API session,
-priced at its model's price when it was made (DA_MODELS `pricing`).
+The figures are the tenant's daily usage (store/tenancy/usage.py): every model call of every dialect, priced
+at its model's price when it was made (DA_MODELS `pricing`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from starlette.responses import Response
 from api.inbox import console_guard as guard
 from api.inbox.console import page
 from api.services import ServicesDep
-from store.agent_sessions.usage import DailyUsage, UsageStore
+from store.tenancy.usage import DailyUsage, UsageStore
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
@@ -85,8 +85,7 @@ async def usage(request: Request, services: ServicesDep, days: Annotated[Literal
     principal = guard.signed_in(request)
     today = datetime.now(UTC).date()
     shown_days = [today - timedelta(days=back) for back in range(days - 1, -1, -1)]
-    since = datetime.combine(shown_days[0], datetime.min.time(), UTC)
-    rows = await UsageStore(services.store.database).daily(principal.tenant, since, datetime.now(UTC))
+    rows = await UsageStore(services.store.database).daily(principal.tenant, shown_days[0], today)
     models = sorted({row.model for row in rows}, key=[row.model for row in rows].index)
     return page(
         request,

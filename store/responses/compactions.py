@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
+from domain.model_calls import ModelCall
 from store.database import Database
 from store.responses.tables import CompactionRow
+from store.turns.model_usage import count_tenant_call
 from store.turns.tables import EventRow, TurnRow
 
 TURN_COMPACTION_KEY = "compaction"
@@ -52,24 +54,27 @@ class CompactionStore:
             return None
         return CompactionRecord(**{column: getattr(row, column) for column in CompactionRecord.__dataclass_fields__})
 
-    async def write_summary(
-        self, compaction_id: str, summary: str, input_tokens: int, output_tokens: int, completed_at: datetime
-    ) -> None:
-        """Keep the summary and drop the messages it replaces; a second write (a retried activity whose first
-        attempt wrote and then died) keeps the first."""
+    async def write_summary(self, compaction_id: str, summary: str, call: ModelCall, completed_at: datetime) -> None:
+        """Keep the summary and drop the messages it replaces, and count the summariser's `call` into the tenant's
+        daily usage; a second write (a retried activity whose first attempt wrote and then died) keeps the first,
+        and counts nothing."""
+        written = (
+            update(CompactionRow)
+            .where(CompactionRow.compaction_id == compaction_id, CompactionRow.summary.is_(None))
+            .values(
+                summary=summary,
+                source=[],
+                input_tokens=call.input_tokens,
+                output_tokens=call.output_tokens,
+                completed_at=completed_at,
+            )
+            .returning(CompactionRow.tenant_id)
+        )
 
         def run(tx: Connection) -> None:
-            tx.execute(
-                update(CompactionRow)
-                .where(CompactionRow.compaction_id == compaction_id, CompactionRow.summary.is_(None))
-                .values(
-                    summary=summary,
-                    source=[],
-                    input_tokens=input_tokens,
-                    output_tokens=output_tokens,
-                    completed_at=completed_at,
-                )
-            )
+            tenant = tx.scalar(written)
+            if tenant is not None:
+                count_tenant_call(tx, tenant, call, completed_at.astimezone(UTC).date())
 
         await self.database.write(run)
 

@@ -1,10 +1,11 @@
-"""Spend rows of Agents API sessions: each session's limit, and the ledger of what its model calls cost."""
+"""Spend rows of Agents API sessions (each session's limit, and the ledger of what its model calls cost), and every
+tenant's model usage per day."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 
-from sqlalchemy import BigInteger, Float, Integer, String
+from sqlalchemy import BigInteger, Date, Float, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from store.schema import Base
@@ -41,6 +42,23 @@ class SpendEntryRow(Base):
     cost_microcents: Mapped[int] = mapped_column(BigInteger)
     """Millionths of a US cent, at the model's price when the call was made."""
     created_at: Mapped[datetime]
+
+
+class ModelUsageRow(Base):
+    """A tenant's model calls of one UTC day and one model, summed: every dialect's inferences and turn compaction
+    summaries, counted in the transaction that writes the call's usage event (store/turns/model_usage.py). At most
+    one row per tenant, day and model, so it needs no time-to-live: it goes with its tenant only."""
+
+    __tablename__ = "model_usage_daily"
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    calls: Mapped[int] = mapped_column(BigInteger)
+    input_tokens: Mapped[int] = mapped_column(BigInteger)
+    output_tokens: Mapped[int] = mapped_column(BigInteger)
+    cost_microcents: Mapped[int] = mapped_column(BigInteger)
+    """Millionths of a US cent, each call at its model's price when it was made."""
 
 
 class RateBucketRow(Base):

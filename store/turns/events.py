@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
@@ -11,9 +11,11 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, literal, sel
 
 from domain.content import CompletionMessage
 from domain.events import KeyedEvent
+from domain.model_calls import model_call_in
 from domain.turns import Step, Turn, TurnStatus
 from store import pg_wake
 from store.hand_over import HandOver
+from store.turns.model_usage import count_turn_calls
 from store.turns.records import FINAL_STATUSES, BegunTurn, EventsWritten, StoredEvent
 from store.turns.rows import STEPS, StoreBase, load_turns
 from store.turns.tables import EventRow, PendingCallRow, SessionRow, StepRow, TurnCredentialsRow, TurnRow
@@ -176,6 +178,11 @@ class EventStore(StoreBase):
                         seen.add(keyed.key)
                         rows.append({"turn_id": turn_id, "key": keyed.key, "body": keyed.body})
                 if rows:
+                    # A usage event is written once however often its call's activity is retried: its call is
+                    # counted with it, in this transaction, so exactly once.
+                    calls = [call for row in rows if (call := model_call_in(row["body"])) is not None]
+                    if calls:
+                        count_turn_calls(tx, turn_id, calls, datetime.now(UTC).date())
                     # The turn's lock is held: no other writer's event of this turn falls between `after` and
                     # these. One statement, ids returned in list order: they keep the events' order.
                     after = tx.scalar(_LAST_EVENT_ID, {"turn_id": turn_id}) or 0

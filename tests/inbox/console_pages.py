@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from configuration.settings import BUILTIN_EMBEDDING_MODEL_ID
+from configuration.model_specs import BUILTIN_EMBEDDING_MODEL_ID
 from tests.agents_beta.test_spend_control import wait_status
 from tests.inbox.waiting import NONE, Tenant
 from tests.support.processes import EVENT_SECONDS

@@ -22,8 +22,9 @@ from tests.inbox.console_pages import (
     weekly_automation,
 )
 from tests.inbox.waiting import Tenant
-from tests.support.scripted_model import ScriptedModel
-from tests.support.stack import PRICED_MODEL, Stack
+from tests.support.rest import final_turn
+from tests.support.scripted_model import ScriptedModel, text
+from tests.support.stack import PRICED_MODEL, SCRIPTED_MODEL, Stack
 from tests.support.webhook_receiver import Receiver
 
 
@@ -158,7 +159,8 @@ def test_usage_charts_the_tenants_own_tokens_and_cost_by_day_and_model(
     with console(mine) as me, console(theirs) as them:
         shown = me.get("/console/usage")
         assert shown.status_code == 200
-        assert re.search(r'<rect class="bar" [^>]*fill="#2456c8"><title>[0-9-]+ · ' + PRICED_MODEL, shown.text)
+        # The module's tenant made calls on another model too (the other pages' tests): each model has its colour.
+        assert re.search(r'<rect class="bar" [^>]*fill="#[0-9a-f]{6}"><title>[0-9-]+ · ' + PRICED_MODEL, shown.text)
         row = re.search(
             rf"<td><code>{PRICED_MODEL}</code></td><td>(\d+)</td><td>([\d,]+)</td><td>([\d,]+)</td><td>([\d.]+)</td>",
             shown.text,
@@ -173,6 +175,48 @@ def test_usage_charts_the_tenants_own_tokens_and_cost_by_day_and_model(
 
         theirs_shown = them.get("/console/usage")
         assert PRICED_MODEL not in theirs_shown.text and "No model calls" in theirs_shown.text
+
+
+def _usage_rows(page: str) -> dict[str, tuple[int, int, int, float]]:
+    """The usage table's rows by model (one day here): calls, input tokens, output tokens, USD."""
+    found = re.findall(
+        r"<td><code>([^<]+)</code></td><td>(\d+)</td><td>([\d,]+)</td><td>([\d,]+)</td><td>([\d.]+)</td>", page
+    )
+    return {
+        model: (int(calls), int(tokens_in.replace(",", "")), int(tokens_out.replace(",", "")), float(usd))
+        for model, calls, tokens_in, tokens_out, usd in found
+    }
+
+
+def test_usage_counts_a_llama_stack_turn_and_a_responses_response_with_their_tokens(
+    tenants: tuple[Tenant, Tenant], model: ScriptedModel
+) -> None:
+    mine, theirs = tenants  # the module's: the other tests' calls are on the page too, so this one compares
+    with console(mine) as me, console(theirs) as them:
+        before = _usage_rows(me.get("/console/usage").text)
+        theirs_before = them.get("/console/usage").text
+        model.script(text("one two three four"))
+        config = {"model": SCRIPTED_MODEL, "instructions": "Be brief."}
+        agent_id = mine.http.post("/v1/agents", json={"agent_config": config}).json()["agent_id"]
+        session = mine.http.post(f"/v1/agents/{agent_id}/session", json={"session_name": "usage"}).json()
+        ask = {"messages": [{"role": "user", "content": "count to four"}], "stream": True}
+        turn = final_turn(mine.http.post(f"/v1/agents/{agent_id}/session/{session['session_id']}/turn", json=ask))
+        assert turn["output_message"]["content"].strip() == "one two three four", turn
+        model.script(text("five six seven"))
+        response = mine.openai.responses.create(model=PRICED_MODEL, input="count on to seven")
+        assert response.usage is not None and response.usage.input_tokens > 0
+
+        after = _usage_rows(me.get("/console/usage").text)
+        added = {
+            name: tuple(now - then for now, then in zip(row, before.get(name, (0, 0, 0, 0.0)), strict=True))
+            for name, row in after.items()
+        }
+        calls, tokens_in, tokens_out, usd = added[SCRIPTED_MODEL]
+        assert (calls, tokens_out, usd) == (1, 4, 0.0) and tokens_in > 0  # the scripted model: words are tokens
+        calls, tokens_in, tokens_out, usd = added[PRICED_MODEL]
+        assert (calls, tokens_in, tokens_out) == (1, response.usage.input_tokens, response.usage.output_tokens)
+        assert usd == pytest.approx((tokens_in + tokens_out) / 100, abs=1e-4)  # a cent a token
+        assert _usage_rows(them.get("/console/usage").text) == _usage_rows(theirs_before)
 
 
 def test_an_upload_past_the_tenants_file_quota_is_refused_with_the_apis_reason(stack: Stack) -> None:

@@ -1,7 +1,7 @@
 """An operator's erasure of a tenant takes its knowledge and webhooks too, through the unmodified SDKs: files
 (with their bytes on disk), vector stores (with chunks, vectors and keyword rows), llama-stack vector DBs,
-webhook endpoints with their delivery log and outbox, a pending delivery's workflow stopped; another
-tenant's alike stay whole."""
+webhook endpoints with their delivery log and outbox, a pending delivery's workflow stopped, its daily model usage;
+another tenant's alike stay whole."""
 
 from __future__ import annotations
 
@@ -60,6 +60,16 @@ def _outbox_rows(stack: Stack, tenant: str) -> int:
         db.close()
 
 
+def _usage_rows(stack: Stack, tenant: str) -> int:
+    """The tenant's rows of daily model usage (the console's usage page)."""
+    path = Path(stack.settings.store_url.removeprefix("sqlite+aiosqlite:///"))
+    db = sqlite_module().connect(path)
+    try:
+        return db.execute("SELECT count(*) FROM model_usage_daily WHERE tenant_id = ?", (tenant,)).fetchone()[0]
+    finally:
+        db.close()
+
+
 def _deliveries(http: httpx.Client, endpoint_id: str, status: str, count: int) -> list[dict[str, Any]]:
     deadline = time.monotonic() + EVENT_SECONDS
     while True:
@@ -111,6 +121,7 @@ def test_an_erasure_takes_the_tenants_files_vector_stores_and_webhooks(
     blobs = stack.settings.data_dir / "files"
     assert (blobs / alice.file.id).exists() and chunk_rows(stack, alice.store.id) > 0
     assert chunk_rows(stack, alice.vector_db_store) > 0 and _outbox_rows(stack, "erasure-alice") == 2
+    assert _usage_rows(stack, "erasure-alice") >= 1 and _usage_rows(stack, "erasure-bob") >= 1
 
     operator = {"Authorization": f"Bearer {OPERATOR_KEY}"}
     erased = httpx.delete(f"{url}{OPERATOR_PREFIX}tenants/erasure-alice", headers=operator, timeout=60)
@@ -118,6 +129,7 @@ def test_an_erasure_takes_the_tenants_files_vector_stores_and_webhooks(
     deleted = erased.json()["deleted"]
     assert deleted["files"] == 1 and deleted["vector_stores"] == 2  # the vector store and the vector DB
     assert deleted["webhook_endpoints"] == 1 and deleted["webhook_deliveries"] == 2
+    assert deleted["model_usage"] >= 1 and _usage_rows(stack, "erasure-alice") == 0
 
     # Every listing of alice's is empty, every direct read a 404; her bytes and index rows are gone.
     assert alice.oai.files.list().data == []
@@ -154,6 +166,6 @@ def test_an_erasure_takes_the_tenants_files_vector_stores_and_webhooks(
     assert chunk_rows(stack, bob.store.id) > 0 and chunk_rows(stack, bob.vector_db_store) > 0
     assert [endpoint.id for endpoint in bob.oai.webhooks.list().data] == [bob.endpoint.id]
     assert _deliveries(bob.http, bob.endpoint.id, "delivered", 1) == bob.deliveries
-    assert _outbox_rows(stack, "erasure-bob") == 1
+    assert _outbox_rows(stack, "erasure-bob") == 1 and _usage_rows(stack, "erasure-bob") >= 1
     bob.oai.vector_stores.delete(bob.store.id)  # the suite's stack goes on: leave no endpoint behind
     bob.oai.webhooks.delete(bob.endpoint.id)
