@@ -1,4 +1,4 @@
-"""Revision 0023 on a store an earlier release left: a `failed` attachment whose file was deleted mid-attach
+"""Revision 0021 on a store an earlier release left: a `failed` attachment whose file was deleted mid-attach
 goes (it was counted in `file_counts` forever), while every attachment whose file exists stays, failed or not."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_failed_attachments_of_deleted_files_go_and_the_rest_stay(url: str) -> N
     asyncio.run(upgrade_store(url, "0020"))
     asyncio.run(on(url, _rows_an_earlier_release_left))
 
-    asyncio.run(upgrade_store(url, "0023"))
+    asyncio.run(upgrade_store(url, "0021"))
 
     def attachments(connection: Connection) -> list[tuple[str, str]]:
         rows = connection.execute(text("SELECT file_id, status FROM vector_store_files ORDER BY file_id"))

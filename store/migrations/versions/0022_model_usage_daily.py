@@ -2,7 +2,7 @@
 inferences and turn compaction summaries). Calls made before this revision are not counted in it.
 
 Revision ID: 0022
-Revises: 0023
+Revises: 0021
 Create Date: 2026-11-27
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0022"
-down_revision = "0023"
+down_revision = "0021"
 branch_labels = None
 depends_on = None
 

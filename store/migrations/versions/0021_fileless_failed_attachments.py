@@ -3,7 +3,7 @@ gone, they hold no chunks (a failed ingestion drops them), and they were counted
 forever. The release that adds this no longer makes them (deleting a file detaches it everywhere, first and
 last).
 
-Revision ID: 0023
+Revision ID: 0021
 Revises: 0020
 Create Date: 2026-11-27
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0023"
+revision = "0021"
 down_revision = "0020"
 branch_labels = None
 depends_on = None
