@@ -40,13 +40,13 @@ class SteeringSteps(ClientInputSteps):
     """The accepted steer not yet applied."""
 
     def _check_steer(self, submission: SteerSubmission) -> None:
-        start, plan = self._start, self._plan
+        start = self._start
         if self._status != TurnStatus.RUNNING:
             raise ApplicationError(f"Turn {start.turn_id} is {self._status.value}, not running", type=NOT_ACTIVE)
         pending = self._steer
         if pending is not None and (pending.segment_id is not None or submission.segment_id is not None):
             raise ApplicationError("The response already has a steer pending; wait for its successor", type=PENDING)
-        if start.inference_writes_end or plan.output_shields or plan.compact_threshold is not None or start.session_id:
+        if not self._steerable() or start.session_id:
             raise ApplicationError(
                 "This turn cannot be steered (a response made over HTTP, output shields, compaction, "
                 "a llama-stack session, or a turn of an earlier release)",

@@ -3,7 +3,10 @@
 The successor response is recorded first (its row, a later segment of the same turn, with the steer's input and
 the steered response's settings), then the turn's workflow takes the input through its `steer` update
 (workflows/turn_steps/steering.py), which answers once the input is in the workflow's history: only then is
-`response.steer.accepted` sent, and from then on the steer survives any crash and is applied once. A refused
+`response.steer.accepted` sent, and from then on the steer survives any crash and is applied once. Then an
+event of the turn (`steer_cut_key`, which no stream shows) tells the model call in flight to stop at its next
+token: the steered response ends `incomplete` with what streamed (activities/inference.py). Written after the
+update, it is never seen for a steer the workflow refused; a crash before it only leaves the call to run to its end. A refused
 update forgets the row and the input comes back in `response.steer.failed`. The successor's events follow the
 steered response's on its lane; after a reconnect, `GET /v1/responses` lists it, its `previous_response_id`
 naming the steered one. A response that stops for client tool results or approvals keeps the input for the
@@ -25,7 +28,7 @@ from api.turn_gateway import SteerRejected, TurnNotRunning, TurnUnavailable
 from domain.content import UserMessage
 from domain.turns import TurnStatus
 from store.responses.responses import ResponseRecord
-from workflows.contracts import SteerSubmission
+from workflows.contracts import SteerSubmission, runtime_event, steer_cut_key
 
 
 class SteerFailed(Exception):
@@ -73,6 +76,8 @@ async def queue_steer(connection: Connection, record: ResponseRecord, steering: 
     except TurnUnavailable as unavailable:
         await responses.forget(successor.response_id)
         raise SteerFailed("successor_creation_failed", str(unavailable)) from unavailable
+    cut = runtime_event(steer_cut_key(record.response_id), "steer_accepted", steer_id=steer_id)
+    await services.store.turns.save_turn_progress(record.turn_id, events=[cut])
     connection.enqueue(lane, lambda: _follow(connection, record, successor, steer_id, lane))
     return steer_id
 
