@@ -1,16 +1,16 @@
 """`response.steer` on a Responses WebSocket: user input queued into a running response.
 
-The successor response is recorded first (its row, a later segment of the same turn, with the steer's input and
-the steered response's settings), then the turn's workflow takes the input through its `steer` update
+The successor response is recorded first (its row, a later segment of the same turn, with the steer's input and the
+steered response's settings), then the turn's workflow takes the input through its `steer` update
 (workflows/turn_steps/steering.py), which answers once the input is in the workflow's history: only then is
-`response.steer.accepted` sent, and from then on the steer survives any crash and is applied once. Then an
-event of the turn (`steer_cut_key`, which no stream shows) tells the model call in flight to stop at its next
-token: the steered response ends `incomplete` with what streamed (activities/inference.py). Written after the
-update, it is never seen for a steer the workflow refused; a crash before it only leaves the call to run to its end. A refused
+`response.steer.accepted` sent, and from then on the steer survives any crash and is applied once. Then an event of
+the turn (`steer_cut_key`, which no stream shows) tells the model call in flight to stop at its next token: the
+steered response ends `incomplete` with what streamed (activities/inference.py). Written after the update, it is
+never seen for a steer the workflow refused; a crash before it only leaves the call to run to its end. A refused
 update forgets the row and the input comes back in `response.steer.failed`. The successor's events follow the
-steered response's on its lane; after a reconnect, `GET /v1/responses` lists it, its `previous_response_id`
-naming the steered one. A response that stops for client tool results or approvals keeps the input for the
-caller's resumption instead: `response.steer.pending` names what it waits for.
+steered response's on its lane; after a reconnect, `GET /v1/responses` lists it, its `previous_response_id` naming
+the steered one. A response that stops for client tool results or approvals keeps the input for the caller's
+resumption instead: `response.steer.pending` names what it waits for.
 """
 
 from __future__ import annotations
