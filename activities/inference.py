@@ -326,8 +326,8 @@ class InferenceActivities:
             label = f"{info.attempt}-{uuid.uuid4().hex[:12]}"
         if request.ending is not None and retried and (written := await self._answer_written(request)):
             return written
-        if retried and request.steer_cut_key is not None and (cut := await self._cut_before(request)):
-            return cut
+        if retried and request.steer_cut_key is not None and (cut_short := await self._cut_before(request)):
+            return cut_short
         start = StepStart(step_type="inference", step_id=request.step_id)
         own = KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json"))
         write = partial(write_pending, self._store, request.turn_id, request.pending, own)
