@@ -5,6 +5,7 @@ auth and tenancy as HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -369,6 +370,11 @@ async def test_a_steer_cuts_the_streaming_reply_at_a_token_and_the_successor_goe
     assert successor[-1].type == "response.completed" and successor[-1].response.previous_response_id == steered
     assert texts(successor).strip() == "Rain at noon."
     assert len(model.requests) == 2  # the cut call was not asked again
+    for _ in range(30):  # its stream closed, not read to its end (which streams the reply's 5 s still left)
+        if model.hung_up:
+            break
+        await asyncio.sleep(0.1)
+    assert model.hung_up == [1]
     sent = [str(message.get("content")) for message in model.requests[1]["messages"]]
     assert sum(partial.strip() in text for text in sent) == 1
     assert sum("Mention rain too." in text for text in sent) == 1
