@@ -16,6 +16,7 @@ resumption instead: `response.steer.pending` names what it waits for.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -29,6 +30,8 @@ from domain.content import UserMessage
 from domain.turns import TurnStatus
 from store.responses.responses import ResponseRecord
 from workflows.contracts import SteerSubmission, runtime_event, steer_cut_key
+
+log = logging.getLogger(__name__)
 
 
 class SteerFailed(Exception):
@@ -76,10 +79,19 @@ async def queue_steer(connection: Connection, record: ResponseRecord, steering: 
     except TurnUnavailable as unavailable:
         await responses.forget(successor.response_id)
         raise SteerFailed("successor_creation_failed", str(unavailable)) from unavailable
-    cut = runtime_event(steer_cut_key(record.response_id), "steer_accepted", steer_id=steer_id)
-    await services.store.turns.save_turn_progress(record.turn_id, events=[cut])
     connection.enqueue(lane, lambda: _follow(connection, record, successor, steer_id, lane))
+    await _mark_for_cut(connection, record, steer_id)
     return steer_id
+
+
+async def _mark_for_cut(connection: Connection, record: ResponseRecord, steer_id: str) -> None:
+    """Tell the steered response's model call in flight to stop at its next token. The steer holds without it (it is
+    in the workflow's history): a failed write only lets the call run to its end, as a crash before it would."""
+    cut = runtime_event(steer_cut_key(record.response_id), "steer_accepted", steer_id=steer_id)
+    try:
+        await connection.services.store.turns.save_turn_progress(record.turn_id, events=[cut])
+    except Exception:
+        log.exception("marking response %s steered failed; its model call runs to its end", record.response_id)
 
 
 async def _follow(
