@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -83,6 +83,8 @@ class _DeltaWriter:
         lead: Sequence[KeyedEvent] = (),
     ) -> None:
         self._store = store
+        self.steered = False
+        """A steer of the response was accepted (InferenceRequest.steer_cut_key), seen when deltas were last written."""
         self._after: Awaitable[None] | None = after
         """The write of the step's start and the workflow's pending writes: deltas are stored after it."""
         self._lead = list(lead)
@@ -150,7 +152,20 @@ class _DeltaWriter:
         if self._lead or self._pending:
             await self._store.turns.save_turn_progress(self._request.turn_id, events=[*self._lead, *self._pending])
             self._lead, self._pending = [], []
+            if (cut_key := self._request.steer_cut_key) is not None and not self.steered:
+                self.steered = await self._store.turns.event_id(self._request.turn_id, cut_key) is not None
         self._flushed_at = time.monotonic()
+
+
+def _steered_event(step_id: str) -> KeyedEvent:
+    """Marks the step's reply as cut by a steer: its response ends `incomplete` (reason "steered") with that text."""
+    return runtime_event(f"{step_id}:steered", "steered", step_id=step_id)
+
+
+async def _close(reply: AsyncIterator[Any]) -> None:
+    """Stop a reply read only in part: the provider's stream is closed, so the model is not kept generating."""
+    if isinstance(reply, AsyncGenerator):
+        await reply.aclose()
 
 
 def _answers_a_search(messages: list[dict[str, Any]]) -> bool:
@@ -284,6 +299,18 @@ class InferenceActivities:
         crash_point(AFTER_TURN_END)
         return TurnFinished(step_completed_at=step_completed_at, completed_at=completed_at)
 
+    async def _cut_before(self, request: InferenceRequest) -> InferenceResult | None:
+        """A retried call whose response was steered while an earlier attempt streamed text ends with that text,
+        the model not asked again; None when the steer came before any text (the call is made, and cut at its
+        first token) or was not accepted."""
+        if await self._store.turns.event_id(request.turn_id, request.steer_cut_key or "") is None:
+            return None
+        already, calls = await self._streamed_before(request)
+        if not already or calls:
+            return None
+        await self._store.turns.save_turn_progress(request.turn_id, events=[_steered_event(request.step_id)])
+        return InferenceResult(message=CompletionMessage(content=already), cut_by_steer=True)
+
     async def _made_before(self, request: InferenceRequest) -> bool:
         """Whether an earlier execution of this step got as far as writing its start (written before any
         of its deltas and its end). A local activity's attempts are counted by the worker running it: after
@@ -300,6 +327,8 @@ class InferenceActivities:
             label = f"{info.attempt}-{uuid.uuid4().hex[:12]}"
         if request.ending is not None and retried and (written := await self._answer_written(request)):
             return written
+        if retried and request.steer_cut_key is not None and (cut_short := await self._cut_before(request)):
+            return cut_short
         start = StepStart(step_type="inference", step_id=request.step_id)
         own = KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json"))
         write = partial(write_pending, self._store, request.turn_id, request.pending, own)
@@ -332,6 +361,7 @@ class InferenceActivities:
             calls: list[ToolCall] = []
             stop_reason: StopReason = "end_of_turn"
             finish: FinishPart | None = None
+            cut = False
             size = 0
             async with heartbeating():
                 with metrics.model_call(model_id, adopted[1].began if adopted else None) as measured:
@@ -343,6 +373,11 @@ class InferenceActivities:
                                 raise _too_large(size)
                             text.append(part.text)
                             await writer.add_text(part.text)
+                            if writer.steered and not calls:  # cut here: the response ends with what streamed
+                                cut = True
+                                writer.keep(_steered_event(request.step_id))
+                                await _close(reply)
+                                break
                         elif isinstance(part, ToolCallPart):
                             measured.first_token()
                             calls.append(part.tool_call)
@@ -364,8 +399,11 @@ class InferenceActivities:
             await writing  # done by now; a failure of it is this attempt's
         if request.spend_session_id is not None and finish is not None:
             await self._ledger.record(request.spend_session_id, request.turn_id, request.step_id, model_id, finish)
-        message = CompletionMessage(content="".join(text), stop_reason=stop_reason, tool_calls=calls)
-        result = InferenceResult(message=message)
+        content = "".join(text)
+        if cut and len(already) > len(content) and already.startswith(content):
+            content = already  # an earlier attempt streamed more before its worker died: that is what was shown
+        message = CompletionMessage(content=content, stop_reason=stop_reason, tool_calls=calls)
+        result = InferenceResult(message=message, cut_by_steer=cut)
         size = len(result.model_dump_json())
         output = turn_end.ending(message, request.ending.last_inference) if request.ending else None
         if request.ending is not None and output is not None and size <= PAYLOAD_BUDGET_BYTES:

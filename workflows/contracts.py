@@ -95,6 +95,12 @@ def runtime_event(key: str, kind: str, **fields: Any) -> KeyedEvent:
     return KeyedEvent(key=key, body={"runtime": {"kind": kind, **fields}})
 
 
+def steer_cut_key(response_id: str) -> str:
+    """The key of the runtime event the API writes once a steer of the response is accepted: the response's model
+    call in flight stops reading its reply at the next token (activities/inference.py)."""
+    return f"steer-cut:{response_id}"
+
+
 def step_complete_event(step: Step) -> KeyedEvent:
     payload = StepComplete(step_type=step.step_type, step_id=step.step_id, step_details=step)
     return KeyedEvent(key=f"{step.step_id}:complete", body=chunk_of(payload).model_dump(mode="json"))
@@ -346,6 +352,9 @@ class InferenceRequest(BaseModel):
     compaction: bool = False
     """The turn's plan compacts: its context may have been summarised (its own compaction step, or for a
     llama-stack turn its session's latest one), and the model reads the summary (activities/conversation.py)."""
+    steer_cut_key: str | None = None
+    """Set for a steerable response's model call: the key of the event (`steer_cut_key`) that says a steer of the
+    response was accepted. Seen while the reply streams, the call stops at that token and returns its text so far."""
 
 
 class FetchDocumentsRequest(BaseModel):
@@ -453,6 +462,8 @@ class InferenceResult(BaseModel):
     message: CompletionMessage
     finished: TurnFinished | None = None
     """Set when the activity wrote the turn's end (its step, status, output and turn_complete event)."""
+    cut_by_steer: bool = False
+    """The reply was cut short by a steer (InferenceRequest.steer_cut_key): `message` is what streamed until then."""
 
 
 class TurnProgress(BaseModel):

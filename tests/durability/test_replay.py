@@ -12,6 +12,7 @@ Temporal's sandbox (tests/support/sandbox.py), which also fails on a nondetermin
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,27 @@ def test_the_recordings_cover_a_pause_and_resume() -> None:
     assert "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED" in events  # a client tool's results arrived
     assert "EVENT_TYPE_MARKER_RECORDED" in events  # a store write as a local activity
     assert "compact_turn_context" in events  # a turn's compaction step (behind its workflow.patched marker)
+
+
+def _patches(path: Path) -> set[bytes]:
+    """The ids of the `workflow.patched` markers of a recorded history, as their JSON payload carries them."""
+    events = WorkflowHistory.from_json(path.stem, path.read_text()).events
+    markers = [
+        event.marker_recorded_event_attributes for event in events if event.HasField("marker_recorded_event_attributes")
+    ]
+    payloads = [
+        payload
+        for marker in markers
+        for payload in marker.details["patch-data"].payloads
+        if "patch-data" in marker.details
+    ]
+    return {json.loads(payload.data)["id"].encode() for payload in payloads}
+
+
+def test_the_recordings_cover_a_steer_cutting_a_reply() -> None:
+    """A WebSocket response steered while its reply streamed: the update, and the patches of steering and of the cut."""
+    steered = [path for path in HISTORIES if {b"steer-v1", b"steer-cut-v1"} <= _patches(path)]
+    assert any("EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED" in path.read_text() for path in steered)
 
 
 def test_the_recordings_cover_a_turn_still_paused() -> None:

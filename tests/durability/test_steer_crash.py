@@ -77,34 +77,67 @@ async def test_a_steer_accepted_before_the_api_dies_is_applied_once(processes: P
         held.set()
     successor = _successor(processes, steered)
     assert successor["output"][0]["content"][0]["text"].strip() == "And it rains."
-    assert len(processes.model.requests) == 2  # the held call was answered, not asked again
+    assert len(processes.model.requests) == 2  # the held call was answered (cut at its first token), not asked again
     assert _steered_requests(processes) == 1
+
+
+async def _steered_then_successor(connection: Any) -> list[Any]:
+    """The steered response's terminal event's response, then its successor's, as they arrive on the socket."""
+    ended: list[Any] = []
+    while len(ended) < 2:
+        event: Any = await connection.recv()
+        assert event.type not in ("response.failed", "error"), event
+        if event.type in ("response.completed", "response.incomplete"):
+            ended.append(event.response)
+    return ended
 
 
 async def test_a_steer_accepted_before_the_worker_dies_is_applied_once(processes: ProcessStack) -> None:
     held = threading.Event()
-    # The worker dies during the held model call, which its retry on the new worker makes again.
+    # The worker dies during the held model call (no token yet), which its retry on the new worker makes again.
     processes.model.script(text("lost", held_until=held), text("It is cold."), text("And it rains."))
-    completed: list[Any] = []
     try:
         async with _client(processes).beta.responses.connect() as connection:
             steered = await _steer_while_held(processes, connection)
             processes.kill(processes.worker)
             processes.start_worker()
             held.set()
-            while len(completed) < 2:  # the steered response, then its successor, on the same socket
-                event: Any = await connection.recv()
-                assert event.type not in ("response.failed", "response.incomplete", "error"), event
-                if event.type == "response.completed":
-                    completed.append(event.response)
+            first, successor = await _steered_then_successor(connection)
     finally:
         held.set()
-    assert completed[0].id == steered
-    assert completed[1].previous_response_id == steered
-    assert _successor(processes, steered)["id"] == completed[1].id
+    assert first.id == steered and first.status == "incomplete" and first.incomplete_details.reason == "steered"
+    assert "It is cold. ".startswith(first.output[0].content[0].text)  # cut at its first token
+    assert successor.status == "completed" and successor.previous_response_id == steered
+    assert _successor(processes, steered)["id"] == successor.id
     assert _steered_requests(processes) == 1
-    texts = [response.output[0].content[0].text.strip() for response in completed]
-    assert texts == ["It is cold.", "And it rains."]
+    assert successor.output[0].content[0].text.strip() == "And it rains."
+
+
+async def test_a_reply_cut_by_a_steer_after_its_worker_died_is_not_asked_again(processes: ProcessStack) -> None:
+    """The worker dies while the reply streams; the steer is taken by the next worker: the call's retry ends the
+    response with the text that streamed before the crash, without asking the model again."""
+    reply = " ".join(f"word{number}" for number in range(100))
+    processes.model.script(text(reply, token_delay_seconds=0.2), text("And it rains."))
+    async with _client(processes).beta.responses.connect() as connection:
+        await connection.response.create(model=SCRIPTED_MODEL, input="weather?")
+        shown = ""
+        while not shown:
+            event: Any = await connection.recv()
+            if event.type == "response.created":
+                steered = event.response.id
+            if event.type == "response.output_text.delta":
+                shown += event.delta
+        processes.kill(processes.worker)
+        processes.start_worker()
+        await connection.response.steer(previous_response_id=steered, input=STEER)
+        first, successor = await _steered_then_successor(connection)
+    text_shown = first.output[0].content[0].text
+    assert first.id == steered and first.status == "incomplete" and first.incomplete_details.reason == "steered"
+    assert text_shown.startswith(shown) and reply.startswith(text_shown.strip()) and len(text_shown) < len(reply)
+    assert successor.status == "completed" and successor.output[0].content[0].text.strip() == "And it rains."
+    assert len(processes.model.requests) == 2  # the cut call was not made again
+    assert _steered_requests(processes) == 1
+    assert text_shown.strip() in str(processes.model.requests[1]["messages"])
 
 
 def test_a_session_message_steering_a_turn_survives_the_worker_dying(processes: ProcessStack) -> None:

@@ -5,8 +5,10 @@ auth and tenancy as HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -322,20 +324,64 @@ async def test_a_steer_queues_input_into_the_running_response_and_its_successor_
         held.set()
     assert accepted.steer.previous_response_id == steered and accepted.steer.id
     assert second.error.code == "too_many_pending_steers" and second.steer.input == "And wind."
-    assert first[-1].type == "response.completed" and first[-1].response.id == steered
-    assert texts(first).strip() == "It is cold."
+    # Steered before its first token, the reply is cut at that token: the response ends with it.
+    assert first[-1].type == "response.incomplete" and first[-1].response.id == steered
+    assert first[-1].response.incomplete_details.reason == "steered"
+    cut = texts(first)
+    assert cut and "It is cold. ".startswith(cut) and len(cut) < len("It is cold. ")
     assert successor[0].type == "response.created"
     assert successor[-1].type == "response.completed"
     assert successor[-1].response.previous_response_id == steered
     assert texts(successor).strip() == "And it rains."
     assert len(model.requests) == 2  # the first call was never asked again
     seen = str(model.requests[1]["messages"])
-    assert "It is cold." in seen and "Mention rain too." in seen
+    assert cut.strip() in seen and "Mention rain too." in seen
     async with httpx.AsyncClient(base_url=stack.base_url) as http:  # what a client finds after a reconnect
         listed = (await http.get("/v1/responses", params={"limit": 5})).json()["data"]
     assert {"id": successor[-1].response.id, "previous_response_id": steered} in [
         {"id": item["id"], "previous_response_id": item["previous_response_id"]} for item in listed
     ]
+
+
+LONG_REPLY = " ".join(f"word{number}" for number in range(60))
+
+
+async def test_a_steer_cuts_the_streaming_reply_at_a_token_and_the_successor_goes_on_from_there(
+    client: AsyncOpenAI, model: ScriptedModel, stack: Stack
+) -> None:
+    model.script(text(LONG_REPLY, token_delay_seconds=0.1), text("Rain at noon."))  # the whole reply: 6 s
+    async with client.beta.responses.connect() as connection:
+        await connection.response.create(model=SCRIPTED_MODEL, input="weather?")
+        before = await recv_until(connection, "response.output_text.delta")
+        steered = next(event.response.id for event in before if event.type == "response.created")
+        started = time.monotonic()
+        await connection.response.steer(previous_response_id=steered, input="Mention rain too.")
+        rest = await until_terminal(connection)
+        ended = time.monotonic() - started
+        successor = await until_terminal(connection)
+    first = [*before, *rest]
+    partial = texts(first)
+    assert first[-1].type == "response.incomplete" and first[-1].response.id == steered
+    assert first[-1].response.incomplete_details.reason == "steered"
+    assert ended < 3.0, ended  # cut at a token, not run to its end
+    assert partial and LONG_REPLY.startswith(partial.strip()) and len(partial) < len(LONG_REPLY) // 2
+    [message] = first[-1].response.output
+    assert message.status == "incomplete" and message.content[0].text == partial
+    assert successor[-1].type == "response.completed" and successor[-1].response.previous_response_id == steered
+    assert texts(successor).strip() == "Rain at noon."
+    assert len(model.requests) == 2  # the cut call was not asked again
+    for _ in range(30):  # its stream closed, not read to its end (which streams the reply's 5 s still left)
+        if model.hung_up:
+            break
+        await asyncio.sleep(0.1)
+    assert model.hung_up == [1]
+    sent = [str(message.get("content")) for message in model.requests[1]["messages"]]
+    assert sum(partial.strip() in text for text in sent) == 1
+    assert sum("Mention rain too." in text for text in sent) == 1
+    async with httpx.AsyncClient(base_url=stack.base_url) as http:  # what a client reads after a reconnect
+        stored = (await http.get(f"/v1/responses/{steered}")).json()
+    assert stored["status"] == "incomplete" and stored["incomplete_details"] == {"reason": "steered"}
+    assert stored["output"][0]["content"][0]["text"] == partial
 
 
 async def test_a_response_made_over_http_is_not_steerable(client: AsyncOpenAI, model: ScriptedModel) -> None:

@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,8 @@ class ScriptedModel:
         self.guard_requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._calls = 0
+        self.hung_up: list[int] = []
+        """The numbers (1 on, counted since the script was set) of the replies whose caller left mid-stream."""
 
     def script(self, *replies: Reply, guard: tuple[Reply, ...] = ()) -> None:
         """Replace the script. `guard` replies answer requests for GUARD_MODEL, in order; with none
@@ -73,6 +76,7 @@ class ScriptedModel:
             self.guard_requests.clear()
             self.authorizations.clear()
             self._calls = 0
+            self.hung_up.clear()
 
     def _next(self, body: dict[str, Any], authorization: str | None) -> tuple[Reply, int]:
         with self._lock:
@@ -107,9 +111,23 @@ class ScriptedModel:
                 error = {"message": message, "type": "scripted", "code": reply.status}
                 return JSONResponse({"error": error}, status_code=reply.status)
             usage = _usage(body, reply) if (body.get("stream_options") or {}).get("include_usage") else None
-            return StreamingResponse(_chunks(reply, number, body["model"], usage), media_type="text/event-stream")
+            return StreamingResponse(
+                self._watched(_chunks(reply, number, body["model"], usage), number), media_type="text/event-stream"
+            )
 
         return app
+
+    async def _watched(self, chunks: AsyncIterator[str], number: int) -> AsyncIterator[str]:
+        """The reply's chunks; a reply its caller stopped reading before the end is noted in `hung_up`."""
+        finished = False
+        try:
+            async for chunk in chunks:
+                yield chunk
+            finished = True
+        finally:
+            if not finished:
+                with self._lock:
+                    self.hung_up.append(number)
 
 
 def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:

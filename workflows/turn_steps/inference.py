@@ -29,11 +29,16 @@ with workflow.unsafe.imports_passed_through():
         InferenceResult,
         TurnEnding,
         TurnFinished,
+        steer_cut_key,
     )
+    from workflows.search_attributes import RESPONSE_ID
 
 
 INFERENCE_ATTEMPT_TIMEOUT = timedelta(minutes=10)
 """The longest one attempt at a model call may take."""
+STEER_CUT_PATCH = "steer-cut-v1"
+"""A steerable response's model call stops at the token where its steer is accepted (InferenceRequest.steer_cut_key);
+before, it ran to its end."""
 LOCAL_RETRY_THRESHOLD = timedelta(seconds=5)
 """A local model call's retry that waits longer (the 4th on) waits as a durable timer, which releases the
 workflow task: a cancel is not held up by a provider that keeps failing."""
@@ -66,6 +71,7 @@ class InferenceSteps(ToolSteps, SpendSteps):
             ending=ending,
             compaction=self._plan.compact_threshold is not None,
             spend_session_id=self._start.spend_session_id,
+            steer_cut_key=self._steer_cut_key(),
         )
         pending = await self._carry(request)
         result = await self._call_model(request.model_copy(update={"pending": pending}))
@@ -75,6 +81,16 @@ class InferenceSteps(ToolSteps, SpendSteps):
         completed_at = finished.step_completed_at if finished else self._now()
         self._add_step(steps.inference(self._start.turn_id, step_id, started_at, completed_at, message))
         return message, finished
+
+    def _steer_cut_key(self) -> str | None:
+        """What lets a steer cut this model call short: a call of a response (a segment) that the `steer` update may
+        steer, made as a regular activity. A local one is not: it holds the workflow task that would take the steer."""
+        if self._local_inference or not self._steerable() or self._start.session_id:
+            return None
+        segments = workflow.info().typed_search_attributes.get(RESPONSE_ID) or []
+        if not segments or not workflow.patched(STEER_CUT_PATCH):
+            return None
+        return steer_cut_key(segments[-1])
 
     async def _call_model(self, request: InferenceRequest) -> InferenceResult:
         """The inference activity, as a local one for a segment that runs its model calls locally."""

@@ -111,6 +111,12 @@ class TurnState:
             lines += ["", f"**Last signal ignored:** {self._pause.ignored_signal}"]
         workflow.set_current_details("\n".join(lines))
 
+    def _steerable(self) -> bool:
+        """Whether the `steer` update may take input for this turn: the workflow writes the segment's end itself
+        (the model call's activity does not write the turn's end), no output shield, no compaction."""
+        start, plan = self._start, self._plan
+        return not (start.inference_writes_end or plan.output_shields or plan.compact_threshold is not None)
+
     def _now(self) -> datetime:
         """workflow.now(), nudged so that consecutive timestamps strictly increase (clients compare them)."""
         self._last_time = max(workflow.now(), self._last_time + _TICK)

@@ -1,13 +1,15 @@
 """Steering: user input for a running turn, taken at its next safe boundary.
 
 The `steer` update is accepted only while the turn runs a segment whose end the workflow itself writes (the model
-call's activity does not write the turn's end, no output shield, no compaction, no Agents session), and one steer
-at a time; once accepted it is in the workflow's history, so a crash of the API or of the worker loses nothing and
-replays apply it once. The boundary is the end of the model call in flight (its output is kept whole, never asked
-again): where the turn would end, or before its next model call. There the current segment ends as a pause that
-waits for nothing (its response completes), the steer's segment begins, and its input follows as a step of its
-own, which the next model call reads after everything before it. A turn that pauses for client tool results or
-approvals first keeps the input for the caller's resumption (`_steer_into`).
+call's activity does not write the turn's end, no output shield, no compaction, no Agents session), and one steer at
+a time; once accepted it is in the workflow's history, so a crash of the API or of the worker loses nothing and
+replays apply it once. The boundary is the end of the model call in flight, whose output is kept and never asked
+again: a response's call (`steer-cut-v1`, workflows/turn_steps/inference.py) stops at its next text token once the
+API has marked the accepted steer, and returns the text so far, so the cut reply is the call's result in history. At
+that end — where the turn would end, or before its next model call — the current segment ends as a pause that waits
+for nothing (its response completes, or ends incomplete when cut), the steer's segment begins, and its input follows
+as a step of its own, which the next model call reads after everything before it. A turn that pauses for client tool
+results or approvals first keeps the input for the caller's resumption (`_steer_into`).
 
 An Agents API session's turn (a steer without a segment) is one whole: at the boundary its input simply joins
 the turn as that step, no pause is written, and steers accepted before the boundary are taken together.
@@ -40,13 +42,13 @@ class SteeringSteps(ClientInputSteps):
     """The accepted steer not yet applied."""
 
     def _check_steer(self, submission: SteerSubmission) -> None:
-        start, plan = self._start, self._plan
+        start = self._start
         if self._status != TurnStatus.RUNNING:
             raise ApplicationError(f"Turn {start.turn_id} is {self._status.value}, not running", type=NOT_ACTIVE)
         pending = self._steer
         if pending is not None and (pending.segment_id is not None or submission.segment_id is not None):
             raise ApplicationError("The response already has a steer pending; wait for its successor", type=PENDING)
-        if start.inference_writes_end or plan.output_shields or plan.compact_threshold is not None or start.session_id:
+        if not self._steerable() or start.session_id:
             raise ApplicationError(
                 "This turn cannot be steered (a response made over HTTP, output shields, compaction, "
                 "a llama-stack session, or a turn of an earlier release)",

@@ -281,6 +281,8 @@ class SegmentFold:
     """URL → title of the pages the segment's web searches found: what its messages can cite."""
     _written: list[dict[str, str]] = field(default_factory=list)
     """Container files the code calls wrote, not yet cited by a message."""
+    _steered: set[str] = field(default_factory=set)
+    """The inferences whose reply a steer cut short: their message is incomplete, and so is the response."""
 
     def feed(self, body: dict[str, Any], turn_status: TurnStatus | None = None) -> list[Move]:
         """Fold one stored event. `turn_status`: the turn's stored status, read when `body` is an
@@ -334,9 +336,11 @@ class SegmentFold:
         if kind == "compaction":  # the turn's compaction step (activities/compaction.py)
             item = CompactionItem(id=ids.compaction_item_id(self.turn_id), encrypted_content=event["encrypted_content"])
             return self._whole(item)
+        if kind == "steered":
+            self._steered.add(str(event.get("step_id", "")))
         if kind == "usage":
             self._count_usage(int(event.get("input_tokens") or 0), int(event.get("output_tokens") or 0))
-        return []  # segment_started: where the segment begins, nothing to show; usage: shown at the end
+        return []  # segment_started: where the segment begins, nothing to show; usage and steered: shown at the end
 
     def _count_usage(self, input_tokens: int, output_tokens: int) -> None:
         if self.usage is not None:
@@ -370,7 +374,7 @@ class SegmentFold:
     def _step(self, step: Any) -> list[Move]:
         if isinstance(step, InferenceStep):
             text = content_as_text(step.model_response.content)
-            incomplete = step.model_response.stop_reason == "out_of_tokens"
+            incomplete = step.model_response.stop_reason == "out_of_tokens" or step.step_id in self._steered
             return self._message(step.step_id, text, incomplete)
         if isinstance(step, ToolExecutionStep):
             moves: list[Move] = []
@@ -420,6 +424,9 @@ class SegmentFold:
         calls = turn.output_message.tool_calls if turn.output_message else []
         moves = [move for call in calls for move in self._whole(self._paused_call(call))]
         last = turn.steps[-1].completed_at if turn.steps else None
+        if self._steered:  # ended by a steer at the token it arrived: its successor goes on from there
+            self.incomplete_details = IncompleteDetails(reason="steered")
+            return [*moves, *self._end("incomplete")]
         return [*moves, *self._end("completed", completed_at=_timestamp(last))]
 
     def _paused_call(self, call: ToolCall) -> OutputItem:

@@ -1,18 +1,22 @@
 """`response.steer` on a Responses WebSocket: user input queued into a running response.
 
-The successor response is recorded first (its row, a later segment of the same turn, with the steer's input and
-the steered response's settings), then the turn's workflow takes the input through its `steer` update
+The successor response is recorded first (its row, a later segment of the same turn, with the steer's input and the
+steered response's settings), then the turn's workflow takes the input through its `steer` update
 (workflows/turn_steps/steering.py), which answers once the input is in the workflow's history: only then is
-`response.steer.accepted` sent, and from then on the steer survives any crash and is applied once. A refused
+`response.steer.accepted` sent, and from then on the steer survives any crash and is applied once. Then an event of
+the turn (`steer_cut_key`, which no stream shows) tells the model call in flight to stop at its next token: the
+steered response ends `incomplete` with what streamed (activities/inference.py). Written after the update, it is
+never seen for a steer the workflow refused; a crash before it only leaves the call to run to its end. A refused
 update forgets the row and the input comes back in `response.steer.failed`. The successor's events follow the
-steered response's on its lane; after a reconnect, `GET /v1/responses` lists it, its `previous_response_id`
-naming the steered one. A response that stops for client tool results or approvals keeps the input for the
-caller's resumption instead: `response.steer.pending` names what it waits for.
+steered response's on its lane; after a reconnect, `GET /v1/responses` lists it, its `previous_response_id` naming
+the steered one. A response that stops for client tool results or approvals keeps the input for the caller's
+resumption instead: `response.steer.pending` names what it waits for.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -25,7 +29,9 @@ from api.turn_gateway import SteerRejected, TurnNotRunning, TurnUnavailable
 from domain.content import UserMessage
 from domain.turns import TurnStatus
 from store.responses.responses import ResponseRecord
-from workflows.contracts import SteerSubmission
+from workflows.contracts import SteerSubmission, runtime_event, steer_cut_key
+
+log = logging.getLogger(__name__)
 
 
 class SteerFailed(Exception):
@@ -74,7 +80,18 @@ async def queue_steer(connection: Connection, record: ResponseRecord, steering: 
         await responses.forget(successor.response_id)
         raise SteerFailed("successor_creation_failed", str(unavailable)) from unavailable
     connection.enqueue(lane, lambda: _follow(connection, record, successor, steer_id, lane))
+    await _mark_for_cut(connection, record, steer_id)
     return steer_id
+
+
+async def _mark_for_cut(connection: Connection, record: ResponseRecord, steer_id: str) -> None:
+    """Tell the steered response's model call in flight to stop at its next token. The steer holds without it (it is
+    in the workflow's history): a failed write only lets the call run to its end, as a crash before it would."""
+    cut = runtime_event(steer_cut_key(record.response_id), "steer_accepted", steer_id=steer_id)
+    try:
+        await connection.services.store.turns.save_turn_progress(record.turn_id, events=[cut])
+    except Exception:
+        log.exception("marking response %s steered failed; its model call runs to its end", record.response_id)
 
 
 async def _follow(

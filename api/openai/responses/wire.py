@@ -281,7 +281,7 @@ class ResponseError(BaseModel):
 
 
 class IncompleteDetails(BaseModel):
-    reason: Literal["max_output_tokens", "content_filter"]
+    reason: Literal["max_output_tokens", "content_filter", "steered"]
 
 
 class InputTokensDetails(BaseModel):
