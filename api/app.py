@@ -13,6 +13,10 @@ from sqlalchemy.engine import make_url
 from activities.early_inference import EarlyInference
 from agent_sessions.refusals import SessionRefused
 from api import model_routes
+from api.console.pages import install_console_pages
+from api.console.playground import router as playground_router
+from api.console.routes import install_console
+from api.console.turn_pages import router as console_turns
 from api.containers import containers_for
 from api.guards.auth import BearerAuth
 from api.guards.body_limit import BodySizeLimit
@@ -23,10 +27,6 @@ from api.http.errors import install_error_handlers
 from api.http.openapi import install_openapi
 from api.inbox import actions as inbox_actions
 from api.inbox import routes as inbox
-from api.inbox.console import install_console
-from api.inbox.console_pages import install_console_pages
-from api.inbox.playground import router as playground_router
-from api.inbox.turn_pages import router as console_turns
 from api.knowledge import knowledge_for
 from api.llama_stack import routes as llama_stack
 from api.openai import routes as openai_family

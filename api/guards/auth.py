@@ -29,7 +29,7 @@ CONSOLE_PATH = "/console"
 CONSOLE_KEY_COOKIE = "da_console_key"
 """The console's pages are signed in by this cookie (HttpOnly, SameSite=Strict) instead of the header: a browser
 cannot send the header on a page load. Without a valid one they are served with no principal, and the console
-sends the visitor to its sign-in page (api/inbox/console.py)."""
+sends the visitor to its sign-in page (api/console/routes.py)."""
 
 
 class BearerAuth:

@@ -2,7 +2,7 @@
 
 A file upload (`POST /v1/files`) has its own, larger ceiling: `DA_MAX_FILE_BYTES` and room for the multipart
 framing around the file (the route counts the file's own bytes exactly, api/openai/platform/uploads.py); so
-does the console's upload, which sends the file on to `POST /v1/files` (api/inbox/console_knowledge.py).
+does the console's upload, which sends the file on to `POST /v1/files` (api/console/knowledge_page.py).
 
 A body that declares a larger Content-Length is refused before a byte of it is read. A chunked body (or one
 whose Content-Length understates it) is counted as it arrives and refused as soon as it passes the limit, so no

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from api.inbox.turn_timeline import FIELD_CHARS, PAGE_CHARS, build
+from api.console.turn_timeline import FIELD_CHARS, PAGE_CHARS, build
 from configuration.loading import load_settings
 from domain.content import CompletionMessage, ToolCall, ToolResponse
 from domain.turns import InferenceStep, ShieldCallStep, ToolExecutionStep, Turn, TurnStatus

@@ -17,9 +17,9 @@ from fastapi import APIRouter, Header, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.responses import Response
 
-from api.inbox import console_guard as guard
-from api.inbox.console import page, templates
-from api.inbox.turn_timeline import FIELD_CHARS, build, clip, content_text
+from api.console import guard as guard
+from api.console.routes import page, templates
+from api.console.turn_timeline import FIELD_CHARS, build, clip, content_text
 from api.services import Services, ServicesDep
 from api.streams.event_stream import is_final, sse_frame, tail_events
 from api.turns.stuck import still_running

@@ -1,7 +1,7 @@
 """The console's webhooks and automations page: the tenant's webhook endpoints with their latest deliveries
 (status, attempts, a Redeliver button), and its automations with their next run and Pause / Resume buttons.
 
-Reads and actions go through the API as the visitor (console_calls.py): `GET /v1/webhook_endpoints` and each
+Reads and actions go through the API as the visitor (api_calls.py): `GET /v1/webhook_endpoints` and each
 one's `/deliveries`, `POST …/deliveries/{id}/redeliver`, `GET /v1/agents/automations` and
 `POST /v1/agents/automations/{id}/pause|resume`. The next run is the one Temporal's Schedule of the automation
 has planned (docs/agents-spend-and-automations.md): what the API does not say, read from the Schedule itself.
@@ -18,10 +18,10 @@ from fastapi import APIRouter, Path, Request
 from starlette.responses import Response
 from temporalio.service import RPCError
 
-from api.inbox import console_guard as guard
-from api.inbox.console import page
-from api.inbox.console_calls import ApiRefused, call_api
-from api.inbox.console_knowledge import ID_PATTERN
+from api.console import guard as guard
+from api.console.api_calls import ApiRefused, call_api
+from api.console.knowledge_page import ID_PATTERN
+from api.console.routes import page
 from api.services import ServicesDep
 from workflows.automation_run import schedule_id
 

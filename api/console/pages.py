@@ -8,9 +8,9 @@ from typing import Any
 from fastapi import Request
 from starlette.responses import Response
 
-from api.inbox import console_knowledge, console_usage, console_webhooks
-from api.inbox.console import page, templates
-from api.inbox.console_calls import ApiRefused
+from api.console import knowledge_page, usage_page, webhooks_page
+from api.console.api_calls import ApiRefused
+from api.console.routes import page, templates
 
 
 def _epoch(seconds: int | None) -> str:
@@ -28,6 +28,6 @@ async def _refused(request: Request, refused: Exception) -> Response:
 
 def install_console_pages(app: Any) -> None:
     templates.filters["epoch"] = _epoch
-    for pages in (console_knowledge, console_webhooks, console_usage):
+    for pages in (knowledge_page, webhooks_page, usage_page):
         app.include_router(pages.router)
     app.add_exception_handler(ApiRefused, _refused)

@@ -2,7 +2,7 @@
 (drag and drop, or a plain file input) that adds a file and attaches it to a store, and a search box showing the
 ranked chunks with their scores.
 
-Everything goes through the API as the visitor (console_calls.py): the upload is `POST /v1/files` then
+Everything goes through the API as the visitor (api_calls.py): the upload is `POST /v1/files` then
 `POST /v1/vector_stores/{id}/files`, the search `POST /v1/vector_stores/{id}/search`, so the quotas, the file
 limits, tenancy and ingestion are the API's own. While a store ingests, the page's script polls
 `/console/knowledge/{id}/progress` (the same store and files, as JSON) and moves its bars.
@@ -19,10 +19,10 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.datastructures import UploadFile
 from starlette.responses import Response
 
+from api.console import guard as guard
+from api.console.api_calls import ApiRefused, call_api
+from api.console.routes import page
 from api.guards.body_limit import CONSOLE_UPLOAD_PATH
-from api.inbox import console_guard as guard
-from api.inbox.console import page
-from api.inbox.console_calls import ApiRefused, call_api
 from api.services import ServicesDep
 
 router = APIRouter(prefix="/console/knowledge", include_in_schema=False)

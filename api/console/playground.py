@@ -18,9 +18,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.responses import Response
 
-from api.inbox import console_guard as guard
-from api.inbox.console import page
-from api.inbox.in_process import credentials, get_json, post_streamed
+from api.console import guard as guard
+from api.console.in_process import credentials, get_json, post_streamed
+from api.console.routes import page
 from api.services import ServicesDep
 
 router = APIRouter(prefix="/console/playground", include_in_schema=False)

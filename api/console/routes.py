@@ -4,7 +4,7 @@
 Server-rendered Jinja2 pages with autoescaping, so every model output, tool argument and name is shown as text;
 forms that post back here and act through the same code as `POST /v1/inbox/{id}/actions`; one small script
 (static/console.js) that only improves what already works without it. Signing in, CSRF tokens and the security
-headers are console_guard.py's.
+headers are guard.py's.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import ValidationError
 from starlette.responses import Response
 
+from api.console import guard as guard
 from api.guards.auth import CONSOLE_KEY_COOKIE, match_key
 from api.guards.tenancy import principals
-from api.inbox import console_guard as guard
 from api.inbox.actions import ALREADY_ANSWERED, InboxAction, act
 from api.inbox.routes import inbox_page
 from api.services import ServicesDep

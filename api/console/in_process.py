@@ -2,7 +2,7 @@
 visitor's credentials — and, unlike httpx's ASGI transport (which holds the body until the handler returns),
 passing a streamed answer on chunk by chunk, so Server-Sent Events reach the browser as they are made.
 
-The console spans the dialects only this way (pyproject.toml forbids api.inbox to import them): the request
+The console spans the dialects only this way (pyproject.toml forbids api.console to import them): the request
 meets the same guards, checks and handlers as one from any client, and nothing here can drift from them.
 """
 

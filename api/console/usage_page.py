@@ -14,8 +14,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
-from api.inbox import console_guard as guard
-from api.inbox.console import page
+from api.console import guard as guard
+from api.console.routes import page
 from api.services import ServicesDep
 from store.tenancy.usage import DailyUsage, UsageStore
 
