@@ -20,14 +20,12 @@ from configuration.settings import Settings
 from knowledge.blobs import DirectoryBlobs
 from knowledge.chunking import _SEGMENT_CHARS, Chunk, StaticChunking, _tokenizer, chunks
 from knowledge.embeddings import BUILTIN_DIMENSION, EmbeddingCatalog, WordLlamaEmbeddings
-from knowledge.engines import vector_index
-from store.database import open_database
 from store.knowledge.files import StoredFile
 from store.knowledge.quotas import FileQuota
 from store.knowledge.records import Attachment, VectorStore
 from store.knowledge.tables import ChunkRow
 from store.repository import Store
-from store.upgrade import upgrade_store
+from tests.support.databases import opened_store
 from workflows.ingestion import IngestFile
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
@@ -106,13 +104,8 @@ def test_chunks_fed_in_blocks_are_the_chunks_of_the_whole_text(name: str) -> Non
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
-    await upgrade_store(url)
-    database = open_database(url)
-    try:
-        yield Store(database, vector_index(url))
-    finally:
-        await database.dispose()
+    async with opened_store("sqlite", tmp_path) as store:
+        yield store
 
 
 async def _ingest(

@@ -15,16 +15,13 @@ from domain.agents import Agent, AgentConfig
 from domain.content import CompletionMessage, UserMessage
 from domain.turn_settings import TurnSettings
 from domain.turns import TurnStatus
-from knowledge.engines import vector_index
-from store.database import open_database
 from store.repository import Store
 from store.responses.conversations import Item
 from store.responses.responses import ResponseRecord
 from store.responses.tables import CompactionRow, ConversationRow, ResponseRow
 from store.retention import KINDS, Erase, unfinished_turns_of
 from store.turns.tables import SessionRow, TurnRow
-from store.upgrade import upgrade_store
-from tests.support.databases import store_url
+from tests.support.databases import opened_store
 
 OLD = datetime(2026, 1, 1, tzinfo=UTC)
 NOW = OLD + timedelta(days=10)
@@ -33,13 +30,8 @@ CUTOFF = OLD + timedelta(days=5)
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    with store_url(request.param, tmp_path) as url:
-        await upgrade_store(url)
-        database = open_database(url)
-        try:
-            yield Store(database, vector_index(url))
-        finally:
-            await database.dispose()
+    async with opened_store(request.param, tmp_path) as store:
+        yield store
 
 
 async def _session_turn(store: Store, session: str, turn: str, at: datetime, status: TurnStatus) -> None:

@@ -16,12 +16,9 @@ from domain.content import UserMessage
 from domain.events import KeyedEvent
 from domain.turn_settings import TurnSettings
 from domain.turns import TurnStatus
-from knowledge.engines import vector_index
 from store.agent_sessions.sessions import BetaSessionRecord
-from store.database import open_database
 from store.repository import Store
-from store.upgrade import upgrade_store
-from tests.support.databases import store_url
+from tests.support.databases import opened_store
 from workflows.contracts import pause_event_key
 
 SETTINGS = TurnSettings(model="m")
@@ -29,13 +26,8 @@ SETTINGS = TurnSettings(model="m")
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    with store_url(request.param, tmp_path) as url:
-        await upgrade_store(url)
-        database = open_database(url)
-        try:
-            yield Store(database, vector_index(url))
-        finally:
-            await database.dispose()
+    async with opened_store(request.param, tmp_path) as store:
+        yield store
 
 
 async def test_lifting_the_limit_of_a_held_turn_records_its_in_progress_event_with_the_change(store: Store) -> None:

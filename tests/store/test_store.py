@@ -15,28 +15,20 @@ from domain.content import CompletionMessage, ToolCall, UserMessage
 from domain.events import KeyedEvent
 from domain.turn_settings import ContextMessage, FunctionTool, TurnSettings
 from domain.turns import InferenceStep, TurnStatus
-from knowledge.engines import vector_index
-from store.database import open_database
 from store.repository import Store
 from store.responses.responses import ResponseRecord
 from store.turns.records import StoredEvent, TurnConflict, TurnTools
 from store.turns.rows import delete_turns
 from store.turns.tables import TurnRow, TurnSettingsRow
-from store.upgrade import upgrade_store
-from tests.support.databases import store_url
+from tests.support.databases import opened_store
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    with store_url(request.param, tmp_path) as url:
-        await upgrade_store(url)
-        database = open_database(url)
-        try:
-            yield Store(database, vector_index(url))
-        finally:
-            await database.dispose()
+    async with opened_store(request.param, tmp_path) as store:
+        yield store
 
 
 TENANT = "tenant-a"

@@ -16,13 +16,10 @@ from domain.content import UserMessage
 from domain.events import KeyedEvent
 from domain.model_calls import ModelCall
 from domain.turn_settings import TurnSettings
-from knowledge.engines import vector_index
-from store.database import open_database
 from store.repository import Store
 from store.tenancy.tables import ModelUsageRow
 from store.tenancy.usage import MAX_DAYS, DailyUsage, UsageStore
-from store.upgrade import upgrade_store
-from tests.support.databases import store_url
+from tests.support.databases import opened_store
 from workflows.contracts import runtime_event
 
 DAY = date(2026, 3, 10)
@@ -31,13 +28,8 @@ T0 = datetime(2026, 3, 10, tzinfo=UTC)
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    with store_url(request.param, tmp_path) as url:
-        await upgrade_store(url)
-        database = open_database(url)
-        try:
-            yield Store(database, vector_index(url))
-        finally:
-            await database.dispose()
+    async with opened_store(request.param, tmp_path) as store:
+        yield store
 
 
 def _usage(step_id: str, model: str, tokens_in: int, tokens_out: int, cost: int) -> KeyedEvent:

@@ -5,13 +5,18 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import asyncpg
 import pytest
+
+from knowledge.engines import vector_index
+from store.database import open_database
+from store.repository import Store
+from store.upgrade import upgrade_store
 
 POSTGRES_ADMIN_URL = os.environ.get("DA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -54,3 +59,15 @@ def store_url(backend: str, tmp_path: Path) -> Iterator[str]:
             yield url
     else:
         yield f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
+
+
+@asynccontextmanager
+async def opened_store(backend: str, tmp_path: Path) -> AsyncIterator[Store]:
+    """A fresh store of `backend` at the newest revision, as the composition roots build it; disposed after."""
+    with store_url(backend, tmp_path) as url:
+        await upgrade_store(url)
+        database = open_database(url)
+        try:
+            yield Store(database, vector_index(url))
+        finally:
+            await database.dispose()
