@@ -247,6 +247,18 @@ def approve(stack: Stack, turn_id: str, approve: bool, reason: str | None = None
     return request
 
 
+def recorded(request: ApprovalRequest, decision: str, reason: str | None = None) -> dict[str, object]:
+    """The decision kept on the answered call; `approve` submits as the workflow's own caller, naming nobody."""
+    return {
+        "approval_request_id": request.approval_request_id,
+        "decision": decision,
+        "reason": reason,
+        "decided_by": None,
+        "tenant": None,
+        "decided_at": None,
+    }
+
+
 def test_an_mcp_call_needing_approval_pauses_the_turn_and_runs_once_when_approved(
     stack: Stack, model: ScriptedModel, mcp: ThreadedServer
 ) -> None:
@@ -273,7 +285,11 @@ def test_an_mcp_call_needing_approval_pauses_the_turn_and_runs_once_when_approve
     done = wait_for(stack, turn_id, TurnStatus.COMPLETED)
     [answer] = vault_answers(done)
     assert answer.content == "the vault is open"
-    assert answer.metadata == {"server_label": VAULT, "approval_request_id": request.approval_request_id}
+    assert answer.metadata == {
+        "server_label": VAULT,
+        "approval_request_id": request.approval_request_id,
+        "decision": recorded(request, "approved"),
+    }
     assert mcp_server.SECRET in mcp_server.AUTHORIZATIONS
     assert model.requests[-1]["messages"][-1] == {
         "role": "tool",
@@ -305,6 +321,7 @@ def test_a_denied_mcp_call_is_not_run_and_the_model_reads_why(
         "server_label": VAULT,
         "approval_request_id": request.approval_request_id,
         "denied": True,
+        "decision": recorded(request, "denied", "not today"),
     }
     assert mcp_server.AUTHORIZATIONS == []  # the MCP server was not asked anything
     assert model.requests[-1]["messages"][-1]["content"] == "denied by the user: not today"
