@@ -20,6 +20,7 @@ from configuration.settings import Settings
 from knowledge.blobs import DirectoryBlobs
 from knowledge.chunking import _SEGMENT_CHARS, Chunk, StaticChunking, _tokenizer, chunks
 from knowledge.embeddings import BUILTIN_DIMENSION, EmbeddingCatalog, WordLlamaEmbeddings
+from knowledge.extraction import ExtractionLimits, extract
 from store.knowledge.files import StoredFile
 from store.knowledge.quotas import FileQuota
 from store.knowledge.records import Attachment, VectorStore
@@ -146,15 +147,27 @@ async def _ingest(
     return written, await store.database.read(texts), peak
 
 
-async def test_a_large_text_file_is_ingested_in_memory_far_below_its_size(store: Store, tmp_path: Path) -> None:
+def test_a_large_text_file_is_read_and_chunked_in_memory_far_below_its_size(tmp_path: Path) -> None:
+    """Extraction and chunking, as `chunk_file` runs them, on a 12 MiB file (reading it whole took twice its size);
+    the activity's writing batch by batch is the remote-model test's below."""
     text = _prose(12 * MB, emoji=False)
-    settings = Settings(max_extracted_characters=len(text))
-    written, stored, peak = await _ingest(store, tmp_path, text, settings)
-    size = len(text.encode())
-    assert written == len(stored) > 1000
-    assert stored[0][0] == text[: len(stored[0][0])] and text.endswith(stored[-1][0])
-    print(f"peak traced memory ingesting a {size / MB:.1f} MiB text file: {peak / MB:.1f} MiB")
-    assert peak < 10 * MB < size
+    path = tmp_path / "a.txt"
+    path.write_text(text, encoding="utf-8")
+    size, expected_last = path.stat().st_size, text[-200:]
+    del text
+    _tokenizer()  # loaded before tracing: a process holds it whatever it ingests
+    tracemalloc.start()
+    try:
+        extracted = extract(path, "a.txt", ExtractionLimits(max_characters=size))
+        count, last = 0, ""
+        for chunk in chunks(extracted.blocks(), StaticChunking()):
+            count, last = count + 1, chunk.text
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    print(f"peak traced memory reading and chunking a {size / MB:.1f} MiB text file: {peak / MB:.1f} MiB")
+    assert count > 1000 and last.endswith(expected_last)
+    assert peak < 8 * MB < size
 
 
 async def test_a_small_file_is_chunked_as_before(store: Store, tmp_path: Path) -> None:
