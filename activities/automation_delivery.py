@@ -16,6 +16,7 @@ from typing import Any
 
 from temporalio import activity
 
+from activities.heartbeat import heartbeating
 from agent_sessions.agent_snapshot import AgentChoice
 from agent_sessions.automation_schedules import delete_schedule, pause_schedule
 from agent_sessions.creation import NewSession, create_session
@@ -109,7 +110,8 @@ class AutomationDeliveries:
         if claimed.status != "queued":  # delivered (or skipped) by an earlier attempt
             return AutomationDelivered(status=claimed.status, session_id=claimed.session_id)
         try:
-            session_id = await self._deliver(automation, claimed)
+            async with heartbeating():
+                session_id = await self._deliver(automation, claimed)
         except SessionRefused as refused:
             if refused.status_code >= 500:  # Temporal unavailable: retried
                 raise

@@ -90,7 +90,8 @@ class CodeActivities:
         await write_pending(self._store, request.turn_id, request.pending, *tool_run_started(request))
         container = await self._live_container(request, config)
         if container.host is None:
-            await self._sandbox()  # a host that cannot run code never holds a container
+            async with heartbeating():
+                await self._sandbox()  # a host that cannot run code never holds a container
         host = await self._store.containers.claim_host(container.container_id, self.host)
         if host is None:
             raise _gone(container.container_id)

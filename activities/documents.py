@@ -6,6 +6,7 @@ import httpx2
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeat import heartbeating
 from domain.content import with_appended_text
 from outbound.http import Outbound, ReplyTooLarge
 from outbound.policy import OutboundRefused
@@ -50,7 +51,7 @@ class DocumentActivities:
         turn = await self._store.turns.get_turn(request.session_id, request.turn_id)
         if turn is None:
             raise ApplicationError(f"Turn {request.turn_id} not found in the store", non_retryable=True)
-        async with self._outbound.client(self._max_bytes) as client:
+        async with heartbeating(), self._outbound.client(self._max_bytes) as client:
             texts = [await self._fetch(client, url) for url in request.urls]
         messages = with_appended_text(list(turn.input_messages), "\n".join(texts))
         await self._store.turns.set_input_messages(request.turn_id, messages)

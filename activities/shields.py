@@ -8,6 +8,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.conversation import conversation, detached_conversation
+from activities.heartbeat import heartbeating
 from activities.pending_writes import write_pending
 from activities.spend import SpendLedger
 from configuration.settings import Settings
@@ -39,10 +40,11 @@ class ShieldActivities:
             if turn is None:
                 raise ApplicationError(f"Turn {request.turn_id} not found in the store", non_retryable=True)
             request = request.model_copy(update={"texts": [content_as_text(m.content) for m in turn.input_messages]})
-        for index, shield_id in enumerate(request.shield_ids):
-            violation = await self._check(index, shield_id, request)
-            if violation is not None:
-                return ShieldResult(violation=violation)
+        async with heartbeating():
+            for index, shield_id in enumerate(request.shield_ids):
+                violation = await self._check(index, shield_id, request)
+                if violation is not None:
+                    return ShieldResult(violation=violation)
         return ShieldResult()
 
     async def _check(self, index: int, shield_id: str, request: ShieldRequest) -> SafetyViolation | None:

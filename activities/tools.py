@@ -116,7 +116,8 @@ class ToolActivities:
             log.warning("turn %s's MCP credentials cannot be decrypted; its tools are listed without them", turn_id)
             headers = None
         try:
-            tools = await self._catalog.resolve(tenant, request.toolgroups, request.client_tool_names, headers)
+            async with heartbeating():
+                tools = await self._catalog.resolve(tenant, request.toolgroups, request.client_tool_names, headers)
         except (UnknownToolGroup, ToolNameClash, McpUnavailable) as problem:
             raise ApplicationError(str(problem), type=TOOLS_UNAVAILABLE, non_retryable=True) from problem
         return ResolveToolsResult(tools=tools)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from temporalio import activity
 
+from activities.heartbeat import heartbeating
 from outbound.http import Outbound
 from store.webhooks.webhook_store import DELIVERED, FAILED, PENDING, Attempt, WebhookStore
 from webhooks import metrics
@@ -49,7 +50,8 @@ class WebhookDeliveryActivities:
             # The same webhook-id on every attempt (receivers dedupe on it), a fresh timestamp and signature.
             headers = signed_headers(secrets, target.event_id, int(time.time()), body)
             headers["user-agent"] = "durable-agents-webhooks"
-            sent = await send(self._outbound, target.url, headers, body, self._deadline)
+            async with heartbeating():
+                sent = await send(self._outbound, target.url, headers, body, self._deadline)
         retry_in = None if sent.accepted else self._delay_after(request.attempt)
         status = DELIVERED if sent.accepted else PENDING if retry_in is not None else FAILED
         attempt = Attempt(attempted_at, sent.status_code, sent.error, sent.duration_ms)

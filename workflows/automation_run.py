@@ -18,6 +18,8 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
+    from workflows.contracts import TOOL_HEARTBEAT_TIMEOUT
+
 DELIVER_AUTOMATION_ACTIVITY = "deliver_automation"
 FAIL_AUTOMATION_ACTIVITY = "fail_automation_invocation"
 AUTOMATION_SCHEDULE_PREFIX = "automation-"
@@ -101,6 +103,7 @@ class AutomationRun:
                 result_type=AutomationDelivered,
                 summary=f"automation · deliver {delivery.run_key}",
                 start_to_close_timeout=timedelta(minutes=2),
+                heartbeat_timeout=TOOL_HEARTBEAT_TIMEOUT,
                 schedule_to_close_timeout=DELIVERY_DEADLINE,
                 retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
             )

@@ -15,6 +15,9 @@ from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
+with workflow.unsafe.imports_passed_through():
+    from workflows.contracts import TOOL_HEARTBEAT_TIMEOUT
+
 WEBHOOK_DELIVERY_WORKFLOW = "WebhookDelivery"
 WEBHOOK_ATTEMPT_ACTIVITY = "attempt_webhook_delivery"
 WEBHOOK_WORKFLOW_PREFIX = "webhook-"
@@ -62,6 +65,7 @@ class WebhookDeliveryWorkflow:
                 AttemptRequest(delivery_id=start.delivery_id, round=start.round, attempt=attempt),
                 result_type=AttemptOutcome,
                 start_to_close_timeout=timedelta(minutes=6),  # DA_WEBHOOK_TIMEOUT is at most 5
+                heartbeat_timeout=TOOL_HEARTBEAT_TIMEOUT,  # a worker killed mid-attempt: tried again in seconds
                 retry_policy=_STORE_TROUBLE,
                 summary=f"attempt {attempt}",
             )

@@ -3,6 +3,7 @@ answers with the status codes a test scripts (200 once the script is used up).""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import deque
@@ -44,6 +45,10 @@ class Receiver:
         self.port = port or free_port()
         self.deliveries: list[Delivery] = []
         self._statuses: deque[int] = deque()
+        self.stalled = 0
+        """Requests that arrived while the receiver stalled: never answered, never counted as deliveries."""
+        self._released = threading.Event()
+        self._released.set()
         self._lock = threading.Lock()
         self._server: ThreadedServer | None = None
 
@@ -55,12 +60,24 @@ class Receiver:
         with self._lock:
             self._statuses = deque(statuses)
 
+    def stall(self, stalling: bool = True) -> None:
+        """Hold each request that arrives from now on unanswered, the sender left waiting, until `stall(False)`
+        (then it is dropped): an attempt is in flight for as long as a test needs."""
+        if stalling:
+            self._released.clear()
+        else:
+            self._released.set()
+
     def start(self) -> Receiver:
         app = FastAPI()
 
         @app.post("/hook")
         async def hook(request: Request) -> Response:
             body = await request.body()
+            if not self._released.is_set():
+                self.stalled += 1
+                await asyncio.to_thread(self._released.wait)
+                return Response(status_code=503)
             with self._lock:
                 status = self._statuses.popleft() if self._statuses else 200
                 self.deliveries.append(Delivery(dict(request.headers), body, status))
@@ -70,6 +87,7 @@ class Receiver:
         return self
 
     def stop(self) -> None:
+        self._released.set()
         if self._server is not None:
             self._server.stop()
             self._server = None

@@ -120,6 +120,29 @@ def test_an_event_waits_out_a_dead_receiver_and_a_killed_stack(stack: ProcessSta
         client.webhooks.delete(endpoint.id)
 
 
+def test_an_attempt_cut_by_a_killed_worker_is_tried_again_within_seconds(stack: ProcessStack, client: OpenAI) -> None:
+    """The worker dies while the receiver has the request: the server notices by the attempt's missing
+    heartbeats (seconds), not by its start-to-close timeout (minutes), and another worker sends again."""
+    receiver = Receiver(free_port())
+    receiver.stall()
+    receiver.start()
+    endpoint = client.webhooks.create(name="cut", url=receiver.url, event_types=["response.completed"])
+    stack.model.script(text("its first attempt was cut"))
+    try:
+        created = client.responses.create(model=SCRIPTED_MODEL, input="go", background=True)
+        wait_until(lambda: receiver.stalled, "an attempt in flight", EVENT_SECONDS)
+        stack.kill(stack.worker)
+        stack.start_worker()
+        receiver.stall(False)
+        cut_at = time.monotonic()
+        (delivery,) = receiver.wait_for(1, seconds=45)  # the heartbeat timeout is 10 s; start-to-close is 6 min
+        assert delivery.event(endpoint.signing_secret).data.id == created.id
+        assert time.monotonic() - cut_at < 45
+    finally:
+        receiver.stop()
+        client.webhooks.delete(endpoint.id)
+
+
 def test_a_delivery_whose_start_a_crash_lost_is_started_by_the_sweep(stack: ProcessStack, client: OpenAI) -> None:
     receiver = Receiver(free_port())
     endpoint = client.webhooks.create(name="lost", url=receiver.url, event_types=["response.completed"])

@@ -52,6 +52,7 @@ class CodeCalls(TurnState):
                     result_type=CodeHost,
                     summary=f"code · {request.call.tool_name} · host",
                     start_to_close_timeout=timedelta(seconds=60),
+                    heartbeat_timeout=TOOL_HEARTBEAT_TIMEOUT,
                     retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=10)),
                 )
             except ActivityError as failure:

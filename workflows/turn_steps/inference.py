@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
         INFERENCE_HEARTBEAT_TIMEOUT,
         PROVIDER_REJECTED,
         REPLY_TOO_LARGE,
+        TOOL_HEARTBEAT_TIMEOUT,
         FetchDocumentsRequest,
         FetchDocumentsResult,
         InferenceRequest,
@@ -139,6 +140,7 @@ class InferenceSteps(ToolSteps, SpendSteps):
             result_type=FetchDocumentsResult,
             summary=f"documents · fetch {len(urls)}",
             start_to_close_timeout=timedelta(minutes=2),
+            heartbeat_timeout=TOOL_HEARTBEAT_TIMEOUT,
             retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=[DOCUMENT_UNAVAILABLE]),
         )
         # Empty from this release on: the messages with their documents are in the turn's row.

@@ -15,6 +15,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.contracts import (
         PROVIDER_REJECTED,
         RUN_SHIELDS_ACTIVITY,
+        TOOL_HEARTBEAT_TIMEOUT,
         ShieldRequest,
         ShieldResult,
         Touchpoint,
@@ -53,6 +54,7 @@ class ShieldSteps(SpendSteps):
             result_type=ShieldResult,
             summary=f"shields · {touchpoint}",
             start_to_close_timeout=timedelta(minutes=2),
+            heartbeat_timeout=TOOL_HEARTBEAT_TIMEOUT,
             retry_policy=RetryPolicy(maximum_attempts=5, non_retryable_error_types=[PROVIDER_REJECTED]),
         )
         self._written(pending)

@@ -38,6 +38,7 @@ class ToolSteps(CodeCalls):
             result_type=ResolveToolsResult,
             summary="tools · resolve toolgroups",
             start_to_close_timeout=timedelta(seconds=60),
+            heartbeat_timeout=TOOL_HEARTBEAT_TIMEOUT,
             retry_policy=RetryPolicy(maximum_attempts=5, non_retryable_error_types=[TOOLS_UNAVAILABLE]),
         )
         return result.tools
