@@ -41,8 +41,14 @@ MOST_IN_FLIGHT = 512
 
 def _shape(request: InferenceRequest) -> InferenceRequest:
     """What of a request decides the model request built from it: not its step id, the writes it carries,
-    the end it may write nor the ledger it records to."""
-    neutral = {"step_id": "", "pending": PendingWrites(), "ending": None, "spend_session_id": None}
+    the end it may write, the ledger it records to nor the mark a steer would cut it by."""
+    neutral = {
+        "step_id": "",
+        "pending": PendingWrites(),
+        "ending": None,
+        "spend_session_id": None,
+        "steer_cut_key": None,
+    }
     return request.model_copy(update=neutral)
 
 

@@ -152,14 +152,45 @@ class _DeltaWriter:
         if self._lead or self._pending:
             await self._store.turns.save_turn_progress(self._request.turn_id, events=[*self._lead, *self._pending])
             self._lead, self._pending = [], []
-            if (cut_key := self._request.steer_cut_key) is not None and not self.steered:
-                self.steered = await self._store.turns.event_id(self._request.turn_id, cut_key) is not None
+            await self.steer_marked()
         self._flushed_at = time.monotonic()
+
+    async def steer_marked(self) -> bool:
+        """Whether a steer of the response is marked (InferenceRequest.steer_cut_key), read unless seen before."""
+        if (cut_key := self._request.steer_cut_key) is not None and not self.steered:
+            self.steered = await self._store.turns.event_id(self._request.turn_id, cut_key) is not None
+        return self.steered
 
 
 def _steered_event(step_id: str) -> KeyedEvent:
     """Marks the step's reply as cut by a steer: its response ends `incomplete` (reason "steered") with that text."""
     return runtime_event(f"{step_id}:steered", "steered", step_id=step_id)
+
+
+STEER_POLL_SECONDS = 0.1
+"""How often a local call whose model has said nothing yet reads whether a steer is marked."""
+
+
+async def _unless_steered_first(reply: AsyncIterator[Any], writer: _DeltaWriter) -> AsyncIterator[Any]:
+    """The reply's parts, or none if a steer is marked before the first: a local call holds the workflow task the
+    steer waits for, so it cannot wait for a model that thinks for a while (the mark is read every 0.1 s until
+    then, and at each write of deltas after)."""
+    first = asyncio.ensure_future(anext(reply, None))
+    try:
+        while not (await asyncio.wait({first}, timeout=STEER_POLL_SECONDS))[0]:
+            if await writer.steer_marked():
+                return
+        part = first.result()
+    finally:
+        if not first.done():
+            first.cancel()
+            await asyncio.gather(first, return_exceptions=True)  # a generator cannot close while it is read
+            await _close(reply)
+    if part is None:
+        return
+    yield part
+    async for part in reply:
+        yield part
 
 
 async def _close(reply: AsyncIterator[Any]) -> None:
@@ -299,17 +330,23 @@ class InferenceActivities:
         crash_point(AFTER_TURN_END)
         return TurnFinished(step_completed_at=step_completed_at, completed_at=completed_at)
 
-    async def _cut_before(self, request: InferenceRequest) -> InferenceResult | None:
+    async def _cut_before(self, request: InferenceRequest, retried: bool) -> InferenceResult | None:
         """A retried call whose response was steered while an earlier attempt streamed text ends with that text,
         the model not asked again; None when the steer came before any text (the call is made, and cut at its
-        first token) or was not accepted."""
+        first token) or was not marked. A local call (TurnStart.cut_steering) marked before any text ends at once,
+        with none, the model not asked at all."""
         if await self._store.turns.event_id(request.turn_id, request.steer_cut_key or "") is None:
             return None
-        already, calls = await self._streamed_before(request)
-        if not already or calls:
+        already, calls = await self._streamed_before(request) if retried else ("", [])
+        local = activity.info().is_local
+        if calls or not (already or local):
             return None
-        await self._store.turns.save_turn_progress(request.turn_id, events=[_steered_event(request.step_id)])
-        return InferenceResult(message=CompletionMessage(content=already), cut_by_steer=True)
+        start = StepStart(step_type="inference", step_id=request.step_id)
+        begun = KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json"))
+        await write_pending(self._store, request.turn_id, request.pending, begun, _steered_event(request.step_id))
+        if self._early is not None:
+            self._early.abandon(request.turn_id)
+        return InferenceResult(message=CompletionMessage(content=already), cut_by_steer=True, steer_marked=True)
 
     async def _made_before(self, request: InferenceRequest) -> bool:
         """Whether an earlier execution of this step got as far as writing its start (written before any
@@ -327,7 +364,8 @@ class InferenceActivities:
             label = f"{info.attempt}-{uuid.uuid4().hex[:12]}"
         if request.ending is not None and retried and (written := await self._answer_written(request)):
             return written
-        if retried and request.steer_cut_key is not None and (cut_short := await self._cut_before(request)):
+        marked_first = request.steer_cut_key is not None and (retried or info.is_local)
+        if marked_first and (cut_short := await self._cut_before(request, retried)):
             return cut_short
         start = StepStart(step_type="inference", step_id=request.step_id)
         own = KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json"))
@@ -363,9 +401,10 @@ class InferenceActivities:
             finish: FinishPart | None = None
             cut = False
             size = 0
+            parts = _unless_steered_first(reply, writer) if info.is_local and request.steer_cut_key else reply
             async with heartbeating():
                 with metrics.model_call(model_id, adopted[1].began if adopted else None) as measured:
-                    async for part in reply:
+                    async for part in parts:
                         if isinstance(part, TextPart):
                             measured.first_token()
                             size += len(part.text.encode())
@@ -376,6 +415,7 @@ class InferenceActivities:
                             if writer.steered and not calls:  # cut here: the response ends with what streamed
                                 cut = True
                                 writer.keep(_steered_event(request.step_id))
+                                await _close(parts)
                                 await _close(reply)
                                 break
                         elif isinstance(part, ToolCallPart):
@@ -388,6 +428,9 @@ class InferenceActivities:
                             measured.usage(part.prompt_tokens, part.completion_tokens)
                             if part.prompt_tokens is not None or part.completion_tokens is not None:
                                 writer.keep(_usage_event(request.step_id, self._priced(model_id, part)))
+                    if writer.steered and finish is None and not text and not calls:  # cut before the first part
+                        cut = True
+                        writer.keep(_steered_event(request.step_id))
         except ProviderRejected as rejected:
             raise ApplicationError(str(rejected), type=PROVIDER_REJECTED, non_retryable=True) from rejected
         finally:
@@ -403,10 +446,12 @@ class InferenceActivities:
         if cut and len(already) > len(content) and already.startswith(content):
             content = already  # an earlier attempt streamed more before its worker died: that is what was shown
         message = CompletionMessage(content=content, stop_reason=stop_reason, tool_calls=calls)
-        result = InferenceResult(message=message, cut_by_steer=cut)
+        # A call that may write the turn's end holds back when a steer is marked: the workflow takes the steer there.
+        marked = cut or (request.ending is not None and await writer.steer_marked())
+        result = InferenceResult(message=message, cut_by_steer=cut, steer_marked=marked)
         size = len(result.model_dump_json())
         output = turn_end.ending(message, request.ending.last_inference) if request.ending else None
-        if request.ending is not None and output is not None and size <= PAYLOAD_BUDGET_BYTES:
+        if request.ending is not None and output is not None and not marked and size <= PAYLOAD_BUDGET_BYTES:
             finished = await self._end_turn(request, request.ending, message, output, writer.take())
             if finished is not None:
                 return result.model_copy(update={"finished": finished})

@@ -75,7 +75,9 @@ def turn_messages(input_messages: Sequence[InputMessage], steps: Sequence[Step])
             )
     for step in steps:
         if isinstance(step, InferenceStep):
-            messages.append(_assistant(step.model_response, answered))
+            reply = step.model_response
+            if reply.tool_calls or content_as_text(reply.content):  # a reply a steer cut before it began is none
+                messages.append(_assistant(reply, answered))
         elif isinstance(step, ToolExecutionStep):
             messages.extend(_tool_result(r, called) for r in step.tool_responses)
             messages.extend({"role": "user", "content": _user_content(m.content)} for m in step.followup_messages)

@@ -96,8 +96,8 @@ def runtime_event(key: str, kind: str, **fields: Any) -> KeyedEvent:
 
 
 def steer_cut_key(response_id: str) -> str:
-    """The key of the runtime event the API writes once a steer of the response is accepted: the response's model
-    call in flight stops reading its reply at the next token (activities/inference.py)."""
+    """The key of the runtime event the API writes to mark a steer of the response, before sending it: the
+    response's model call in flight stops reading its reply at the next token (activities/inference.py)."""
     return f"steer-cut:{response_id}"
 
 
@@ -276,6 +276,12 @@ class TurnStart(BaseModel):
     turns started by earlier releases replay with the workflow writing every end. Said here rather than
     by a `workflow.patched` marker, whose first use in a run also upserts Temporal's
     TemporalChangeVersion search attribute: two history events and a visibility write in every turn."""
+    cut_steering: bool = False
+    """The turn may be steered although its model calls are local and may write its end: the API marks the cut
+    (InferenceRequest.steer_cut_key) before it sends the `steer` update, which the workflow takes once the
+    local call has let go of its workflow task; a call that sees the mark writes no end, and the workflow
+    waits for the steer (workflows/turn_steps/steering.py). A response made over a WebSocket; False for turns
+    of earlier releases, steered through a regular activity's call."""
     local_inference: bool = False
     """Model calls run as local activities (workflows/turn_steps/inference.py): no activity task and its
     events, no workflow task to take the result, a marker instead. For segments nobody is expected to
@@ -464,6 +470,9 @@ class InferenceResult(BaseModel):
     """Set when the activity wrote the turn's end (its step, status, output and turn_complete event)."""
     cut_by_steer: bool = False
     """The reply was cut short by a steer (InferenceRequest.steer_cut_key): `message` is what streamed until then."""
+    steer_marked: bool = False
+    """The steer cut key was set when the call ended, so the activity left the turn's end unwritten: a steer is on
+    its way to the workflow, if not there already (TurnStart.cut_steering)."""
 
 
 class TurnProgress(BaseModel):

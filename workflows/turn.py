@@ -103,7 +103,11 @@ class TurnWorkflow(InferenceSteps, SteeringSteps, Continuations):
     async def _converse(self, start: TurnStart) -> TurnOutcome:
         """Infer, run or hand out the tool calls, and again, until the model answers or the limit is hit."""
         while True:
-            await self._steer_boundary()  # before the next model call (and before any continue-as-new)
+            # Before the next model call (and before any continue-as-new). Not before a cut_steering run's first: a
+            # steer taken that early was marked for it, and the call ends at the mark, with what a worker that
+            # died had streamed of it, without asking the model again (activities/inference.py).
+            if self._inferences or not start.cut_steering:
+                await self._steer_boundary()
             # Read each round: a resumed segment may bring other tools and limits.
             client_tools = set(self._plan.client_tool_names)
             server_tools = {tool.name: tool for tool in self._offered_tools()}

@@ -1,12 +1,13 @@
 """An accepted `response.steer` survives a SIGKILL of the API process, or of the worker, and is applied once: after
 the restart the steered response's successor is listed by `GET /v1/responses` (its `previous_response_id` names
-the steered one), and the model reads the steering input in exactly one request. The same holds for an Agents API
-session's message that steers its active turn."""
+the steered one), and the model reads the steering input once (in its one request, or in the one a crash made
+again). The same holds for an Agents API session's message that steers its active turn."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 import threading
 import time
 from typing import Any
@@ -18,6 +19,7 @@ from openai import AsyncOpenAI, OpenAI
 from tests.support.processes import EVENT_SECONDS, ProcessStack, wait_until
 from tests.support.scripted_model import text
 from tests.support.stack import SCRIPTED_MODEL
+from workflows.contracts import steer_cut_key
 
 pytestmark = pytest.mark.processes
 
@@ -59,6 +61,17 @@ def _successor(processes: ProcessStack, steered: str) -> dict[str, Any]:
     raise AssertionError(f"no completed successor of {steered}")
 
 
+def _wait_for_mark(processes: ProcessStack, response_id: str) -> None:
+    """Until the API has marked a steer of the response in the store (workflows/contracts.py `steer_cut_key`)."""
+
+    def marked() -> bool:
+        with sqlite3.connect(processes.data_dir / "store.db") as store:
+            query = "SELECT 1 FROM turn_events WHERE key = ?"
+            return store.execute(query, (steer_cut_key(response_id),)).fetchone() is not None
+
+    wait_until(marked, "the steer's mark")
+
+
 def _steered_requests(processes: ProcessStack) -> int:
     return sum(str(request["messages"]).count(STEER) for request in processes.model.requests)
 
@@ -94,23 +107,25 @@ async def _steered_then_successor(connection: Any) -> list[Any]:
 
 async def test_a_steer_accepted_before_the_worker_dies_is_applied_once(processes: ProcessStack) -> None:
     held = threading.Event()
-    # The worker dies during the held model call (no token yet), which its retry on the new worker makes again.
-    processes.model.script(text("lost", held_until=held), text("It is cold."), text("And it rains."))
+    # Steered before its first token, the first call is cut at once; the worker dies during the successor's call,
+    # which its retry on the new worker makes again.
+    processes.model.script(text("never said", held_until=held), text("lost", held_until=held), text("And it rains."))
     try:
         async with _client(processes).beta.responses.connect() as connection:
             steered = await _steer_while_held(processes, connection)
+            await asyncio.to_thread(processes.wait_for_model_requests, 2)  # the successor's call, in the worker
             processes.kill(processes.worker)
             processes.start_worker()
             held.set()
-            first, successor = await _steered_then_successor(connection)
+            successor = await asyncio.to_thread(_successor, processes, steered)
     finally:
         held.set()
-    assert first.id == steered and first.status == "incomplete" and first.incomplete_details.reason == "steered"
-    assert "It is cold. ".startswith(first.output[0].content[0].text)  # cut at its first token
-    assert successor.status == "completed" and successor.previous_response_id == steered
-    assert _successor(processes, steered)["id"] == successor.id
-    assert _steered_requests(processes) == 1
-    assert successor.output[0].content[0].text.strip() == "And it rains."
+    async with httpx.AsyncClient(base_url=processes.url, timeout=30) as http:
+        first = (await http.get(f"/v1/responses/{steered}")).json()
+    assert first["status"] == "incomplete" and first["incomplete_details"] == {"reason": "steered"}
+    assert first["output"] == []  # cut before its first token
+    assert successor["output"][0]["content"][0]["text"].strip() == "And it rains."
+    assert str(processes.model.requests[-1]["messages"]).count(STEER) == 1  # the model read it once
 
 
 async def test_a_reply_cut_by_a_steer_after_its_worker_died_is_not_asked_again(processes: ProcessStack) -> None:
@@ -128,8 +143,10 @@ async def test_a_reply_cut_by_a_steer_after_its_worker_died_is_not_asked_again(p
             if event.type == "response.output_text.delta":
                 shown += event.delta
         processes.kill(processes.worker)
-        processes.start_worker()
+        # Marked while no worker runs, so the call's retry on the next worker finds the mark (the update waits for it).
         await connection.response.steer(previous_response_id=steered, input=STEER)
+        await asyncio.to_thread(_wait_for_mark, processes, steered)
+        processes.start_worker()
         first, successor = await _steered_then_successor(connection)
     text_shown = first.output[0].content[0].text
     assert first.id == steered and first.status == "incomplete" and first.incomplete_details.reason == "steered"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from datetime import timedelta
 from typing import Any
 
@@ -40,6 +42,9 @@ INFERENCE_ATTEMPT_TIMEOUT = timedelta(minutes=10)
 STEER_CUT_PATCH = "steer-cut-v1"
 """A steerable response's model call stops at the token where its steer is accepted (InferenceRequest.steer_cut_key);
 before, it ran to its end."""
+STEER_ARRIVAL_TIMEOUT = timedelta(seconds=60)
+"""How long a model call that saw a steer's mark waits for the steer itself (the API sends it right after the
+mark): past it the API died in between, and the turn goes on without it."""
 LOCAL_RETRY_THRESHOLD = timedelta(seconds=5)
 """A local model call's retry that waits longer (the 4th on) waits as a durable timer, which releases the
 workflow task: a cancel is not held up by a provider that keeps failing."""
@@ -77,6 +82,10 @@ class InferenceSteps(ToolSteps, SpendSteps):
         pending = await self._carry(request)
         result = await self._call_model(request.model_copy(update={"pending": pending}))
         self._written(pending)
+        if result.steer_marked and self._steer is None and self._start.cut_steering:
+            # The API marks the cut before it sends the update, which comes once this call's workflow task is done.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await workflow.wait_condition(lambda: self._steer is not None, timeout=STEER_ARRIVAL_TIMEOUT)
         self._inferences += 1
         message, finished = result.message, result.finished
         completed_at = finished.step_completed_at if finished else self._now()
@@ -85,8 +94,9 @@ class InferenceSteps(ToolSteps, SpendSteps):
 
     def _steer_cut_key(self) -> str | None:
         """What lets a steer cut this model call short: a call of a response (a segment) that the `steer` update may
-        steer, made as a regular activity. A local one is not: it holds the workflow task that would take the steer."""
-        if self._local_inference or not self._steerable() or self._start.session_id:
+        steer, made as a regular activity, or as a local one in a turn whose steers mark the cut first (a local call
+        holds the workflow task that would take the steer: the mark is what ends it)."""
+        if (self._local_inference and not self._start.cut_steering) or not self._steerable() or self._start.session_id:
             return None
         segments = workflow.info().typed_search_attributes.get(RESPONSE_ID) or []
         if not segments or not workflow.patched(STEER_CUT_PATCH):

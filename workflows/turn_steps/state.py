@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
         PendingWrites,
         ServerTool,
         SpendVerdict,
+        SteerSubmission,
         TurnFinished,
         TurnOutcome,
         TurnPlan,
@@ -62,6 +63,9 @@ _TICK = timedelta(microseconds=1)
 
 class TurnState:
     """The turn's state: what TurnWorkflow (workflows/turn.py) and its step kinds read and change."""
+
+    _steer: SteerSubmission | None = None
+    """The accepted steer not yet applied (workflows/turn_steps/steering.py)."""
 
     def __init__(self, start: TurnStart) -> None:
         self._start = start
@@ -112,10 +116,12 @@ class TurnState:
         workflow.set_current_details("\n".join(lines))
 
     def _steerable(self) -> bool:
-        """Whether the `steer` update may take input for this turn: the workflow writes the segment's end itself
-        (the model call's activity does not write the turn's end), no output shield, no compaction."""
+        """Whether the `steer` update may take input for this turn: no output shield, no compaction, and the model
+        call's activity either never writes the turn's end or holds back when a steer is marked (cut_steering)."""
         start, plan = self._start, self._plan
-        return not (start.inference_writes_end or plan.output_shields or plan.compact_threshold is not None)
+        if plan.output_shields or plan.compact_threshold is not None:
+            return False
+        return start.cut_steering or not start.inference_writes_end
 
     def _now(self) -> datetime:
         """workflow.now(), nudged so that consecutive timestamps strictly increase (clients compare them)."""

@@ -1,15 +1,17 @@
 """Steering: user input for a running turn, taken at its next safe boundary.
 
-The `steer` update is accepted only while the turn runs a segment whose end the workflow itself writes (the model
-call's activity does not write the turn's end, no output shield, no compaction, no Agents session), and one steer at
+The `steer` update is accepted only while the turn runs a segment that may be steered (its model call's activity
+never writes the turn's end, or holds back when a steer is marked: `cut_steering`; no output shield, no compaction,
+no Agents session) — or, in a `cut_steering` turn, one that raced the turn's pause for its caller — and one steer at
 a time; once accepted it is in the workflow's history, so a crash of the API or of the worker loses nothing and
 replays apply it once. The boundary is the end of the model call in flight, whose output is kept and never asked
 again: a response's call (`steer-cut-v1`, workflows/turn_steps/inference.py) stops at its next text token once the
-API has marked the accepted steer, and returns the text so far, so the cut reply is the call's result in history. At
-that end — where the turn would end, or before its next model call — the current segment ends as a pause that waits
-for nothing (its response completes, or ends incomplete when cut), the steer's segment begins, and its input follows
-as a step of its own, which the next model call reads after everything before it. A turn that pauses for client tool
-results or approvals first keeps the input for the caller's resumption (`_steer_into`).
+API has marked the steer (a local call of a `cut_steering` turn also before its first, and it writes no end then;
+the workflow waits for the update the mark announces), and returns the text so far, so the cut reply is the call's
+result in history. At that end — where the turn would end, or before its next model call — the current segment ends
+as a pause that waits for nothing (its response completes, or ends incomplete when cut), the steer's segment begins,
+and its input follows as a step of its own, which the next model call reads after everything before it. A turn that
+pauses for client tool results or approvals first keeps the input for the caller's resumption (`_steer_into`).
 
 An Agents API session's turn (a steer without a segment) is one whole: at the boundary its input simply joins
 the turn as that step, no pause is written, and steers accepted before the boundary are taken together.
@@ -38,12 +40,11 @@ NOT_ACTIVE, PENDING, UNSUPPORTED, INVALID = (
 
 
 class SteeringSteps(ClientInputSteps):
-    _steer: SteerSubmission | None = None
-    """The accepted steer not yet applied."""
-
     def _check_steer(self, submission: SteerSubmission) -> None:
         start = self._start
-        if self._status != TurnStatus.RUNNING:
+        # One that raced the pause of a turn whose steers mark the cut first rides on the caller's resumption.
+        raced_the_pause = start.cut_steering and self._status == TurnStatus.AWAITING_INPUT
+        if self._status != TurnStatus.RUNNING and not raced_the_pause:
             raise ApplicationError(f"Turn {start.turn_id} is {self._status.value}, not running", type=NOT_ACTIVE)
         pending = self._steer
         if pending is not None and (pending.segment_id is not None or submission.segment_id is not None):

@@ -217,7 +217,7 @@ class _Creation:
     keyed: bool
     request_hash: str | None
     steerable: bool = False
-    """The turn writes its end itself, so a steer can be taken where it would end (workflows/turn_steps/steering.py)."""
+    """A steer may cut its model call (TurnStart.cut_steering): a response made over a WebSocket."""
 
 
 def _record(creation: _Creation, turn_id: str, segment: int) -> ResponseRecord:
@@ -339,10 +339,11 @@ async def _start_workflow(
         started_at=started_at,
         awaiting_input_timeout=services.settings.awaiting_input_timeout,
         continue_as_new_after_events=services.settings.continue_as_new_after_events,
-        inference_writes_end=not steerable,
+        inference_writes_end=True,
+        # A steerable one's steers mark the cut before they reach the workflow: its local call ends at the mark.
+        cut_steering=steerable,
         # Only a background response can be cancelled through the API, and GET reads the store, not the workflow.
-        # A steerable one's model call is an activity of its own: a local one would hold up the steer update.
-        local_inference=not body.background and not steerable,
+        local_inference=not body.background,
     )
     conversation = body.conversation_id
     extra = [SearchAttributePair(CONVERSATION_ID, conversation)] if conversation is not None else []
@@ -449,7 +450,7 @@ async def _resume_waiting(creation: _Creation, context: Context, items: list[Inp
             body, response_id, services.settings.max_infer_iters, approval_ceiling=services.settings.approval_timeout
         ),
         segment_id=response_id,
-        local_inference=not body.background and not creation.steerable,
+        local_inference=not body.background,
     )
     try:
         await services.turns.submit(turn_id, submission)

@@ -1,16 +1,17 @@
 """`response.steer` on a Responses WebSocket: user input queued into a running response.
 
 The successor response is recorded first (its row, a later segment of the same turn, with the steer's input and the
-steered response's settings), then the turn's workflow takes the input through its `steer` update
-(workflows/turn_steps/steering.py), which answers once the input is in the workflow's history: only then is
-`response.steer.accepted` sent, and from then on the steer survives any crash and is applied once. Then an event of
-the turn (`steer_cut_key`, which no stream shows) tells the model call in flight to stop at its next token: the
-steered response ends `incomplete` with what streamed (activities/inference.py). Written after the update, it is
-never seen for a steer the workflow refused; a crash before it only leaves the call to run to its end. A refused
-update forgets the row and the input comes back in `response.steer.failed`. The successor's events follow the
-steered response's on its lane; after a reconnect, `GET /v1/responses` lists it, its `previous_response_id` naming
-the steered one. A response that stops for client tool results or approvals keeps the input for the caller's
-resumption instead: `response.steer.pending` names what it waits for.
+steered response's settings). Then an event of the turn (`steer_cut_key`, which no stream shows) marks the steer for
+the model call in flight: it stops at its next token, the steered response ending `incomplete` with what streamed
+(activities/inference.py), and a call that may write the turn's end writes none. Then the turn's workflow takes the
+input through its `steer` update (workflows/turn_steps/steering.py), which answers once the input is in the workflow's
+history — a response's model call is a local activity, holding the workflow task until the mark ends it — and only
+then is `response.steer.accepted` sent: from then on the steer survives any crash and is applied once. A call that
+saw the mark waits for the steer; if the API died between the two, the turn goes on without it after a minute. A
+refused update forgets the row and the input comes back in `response.steer.failed`. The successor's events follow
+the steered response's on its lane; after a reconnect, `GET /v1/responses` lists it, its `previous_response_id`
+naming the steered one. A response that stops for client tool results or approvals keeps the input for the
+caller's resumption instead: `response.steer.pending` names what it waits for.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ async def queue_steer(connection: Connection, record: ResponseRecord, steering: 
     )
     await responses.add(successor)
     steer_id = "steer_" + uuid.uuid4().hex
+    await _mark_for_cut(connection, record, steer_id)
     submission = SteerSubmission(
         steer_id=steer_id,
         segment_id=successor.response_id,
@@ -80,13 +82,12 @@ async def queue_steer(connection: Connection, record: ResponseRecord, steering: 
         await responses.forget(successor.response_id)
         raise SteerFailed("successor_creation_failed", str(unavailable)) from unavailable
     connection.enqueue(lane, lambda: _follow(connection, record, successor, steer_id, lane))
-    await _mark_for_cut(connection, record, steer_id)
     return steer_id
 
 
 async def _mark_for_cut(connection: Connection, record: ResponseRecord, steer_id: str) -> None:
-    """Tell the steered response's model call in flight to stop at its next token. The steer holds without it (it is
-    in the workflow's history): a failed write only lets the call run to its end, as a crash before it would."""
+    """Tell the steered response's model call in flight to stop at its next token (and one that may write the turn's
+    end not to). A failed write only lets the call run to its end, as a crash before it would."""
     cut = runtime_event(steer_cut_key(record.response_id), "steer_accepted", steer_id=steer_id)
     try:
         await connection.services.store.turns.save_turn_progress(record.turn_id, events=[cut])
