@@ -66,6 +66,8 @@ class TurnState:
 
     _steer: SteerSubmission | None = None
     """The accepted steer not yet applied (workflows/turn_steps/steering.py)."""
+    _regular_call_next = False
+    """The next model call runs as a regular activity even in a segment of local ones (after a steer)."""
 
     def __init__(self, start: TurnStart) -> None:
         self._start = start

@@ -78,6 +78,9 @@ class SteeringSteps(ClientInputSteps):
         else:
             await self._save(f"steer:{steer.steer_id}", "turn_awaiting_input", [])
             await self._begin_segment(steer.segment_id)
+            # The update's acceptance reaches the API when this workflow task ends: a local model call would hold
+            # it, and the successor's events with it, until the call's end.
+            self._regular_call_next = self._start.cut_steering
         now = self._now()
         self._add_step(
             steps.tool_execution(self._start.turn_id, str(workflow.uuid4()), now, now, [], [], list(steer.messages))
