@@ -141,13 +141,7 @@ async def test_worker_killed_during_an_mcp_call_the_call_runs_again_and_shows_on
     processes: ProcessStack, client: AsyncOpenAI, mcp: ThreadedServer
 ) -> None:
     processes.model.script(tool_call("wait_then_echo", {"seconds": 3, "text": "echoed"}), text("after the tool"))
-    slow = {
-        "type": "mcp",
-        "server_label": "slow",
-        "server_url": f"{mcp.allowed_url}/mcp",
-        "allowed_tools": ["wait_then_echo"],
-        "require_approval": "never",
-    }
+    slow = mcp_server.slow_tool(mcp)
     mcp_server.STARTED.clear()
     created = asyncio.ensure_future(client.responses.create(model=SCRIPTED_MODEL, input="use it", tools=[slow]))  # type: ignore[list-item]
     deadline = time.monotonic() + EVENT_SECONDS

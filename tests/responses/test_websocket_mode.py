@@ -18,6 +18,7 @@ from openai import AsyncOpenAI, OpenAI
 from websockets.exceptions import InvalidStatus
 
 from tests.responses.test_responses_api import until
+from tests.support import mcp_server
 from tests.support.scripted_model import Reply, ScriptedModel, ThreadedServer, text, tool_call
 from tests.support.sdk_types import check_websocket_event
 from tests.support.stack import SCRIPTED_MODEL, Stack
@@ -402,13 +403,7 @@ async def test_a_steer_taken_while_a_tool_runs_waits_for_the_callers_resumption_
 ) -> None:
     """The model calls a slow MCP tool and a client function: the steer comes while the MCP call runs, so the
     response goes on to pause for the function's output, and the steer rides on the caller's resumption."""
-    slow = {
-        "type": "mcp",
-        "server_label": "slow",
-        "server_url": f"{mcp.allowed_url}/mcp",
-        "allowed_tools": ["wait_then_echo"],
-        "require_approval": "never",
-    }
+    slow = mcp_server.slow_tool(mcp)
     both = Reply(tool_calls=[("wait_then_echo", {"seconds": 4, "text": "echoed"}), ("get_weather", {"city": "Oslo"})])
     model.script(both, text("Snow, and rain later."))
     async with client.beta.responses.connect() as connection:

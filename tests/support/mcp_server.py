@@ -7,6 +7,7 @@ import asyncio
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import httpx
 from mcp.server.mcpserver import Context, MCPServer
@@ -24,6 +25,17 @@ WAITING = {"now": 0, "most": 0}
 """`wait_then_echo` calls in progress now, and the most at once since a test set "most" to 0."""
 SECRET = "Bearer tenant-secret-7f3a9c"
 """What `open_vault` requires in the Authorization header of the call."""
+
+
+def slow_tool(server: ThreadedServer) -> dict[str, Any]:
+    """A Responses request's `mcp` tool offering only `wait_then_echo` of `server`, called without approval."""
+    return {
+        "type": "mcp",
+        "server_label": "slow",
+        "server_url": f"{server.allowed_url}/mcp",
+        "allowed_tools": ["wait_then_echo"],
+        "require_approval": "never",
+    }
 
 
 def build() -> MCPServer:
