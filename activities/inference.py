@@ -330,22 +330,17 @@ class InferenceActivities:
         crash_point(AFTER_TURN_END)
         return TurnFinished(step_completed_at=step_completed_at, completed_at=completed_at)
 
-    async def _cut_before(self, request: InferenceRequest, retried: bool) -> InferenceResult | None:
+    async def _cut_before(self, request: InferenceRequest, own: KeyedEvent) -> InferenceResult | None:
         """A retried call whose response was steered while an earlier attempt streamed text ends with that text,
         the model not asked again; None when the steer came before any text (the call is made, and cut at its
         first token) or was not marked. A local call (TurnStart.cut_steering) marked before any text ends at once,
-        with none, the model not asked at all."""
+        with none. `own`: the step's start, written with the call's pending writes if no attempt wrote them."""
         if await self._store.turns.event_id(request.turn_id, request.steer_cut_key or "") is None:
             return None
-        already, calls = await self._streamed_before(request) if retried else ("", [])
-        local = activity.info().is_local
-        if calls or not (already or local):
+        already, calls = await self._streamed_before(request)
+        if calls or not (already or activity.info().is_local):
             return None
-        start = StepStart(step_type="inference", step_id=request.step_id)
-        begun = KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json"))
-        await write_pending(self._store, request.turn_id, request.pending, begun, _steered_event(request.step_id))
-        if self._early is not None:
-            self._early.abandon(request.turn_id)
+        await write_pending(self._store, request.turn_id, request.pending, own, _steered_event(request.step_id))
         return InferenceResult(message=CompletionMessage(content=already), cut_by_steer=True, steer_marked=True)
 
     async def _made_before(self, request: InferenceRequest) -> bool:
@@ -364,11 +359,11 @@ class InferenceActivities:
             label = f"{info.attempt}-{uuid.uuid4().hex[:12]}"
         if request.ending is not None and retried and (written := await self._answer_written(request)):
             return written
-        marked_first = request.steer_cut_key is not None and (retried or info.is_local)
-        if marked_first and (cut_short := await self._cut_before(request, retried)):
-            return cut_short
         start = StepStart(step_type="inference", step_id=request.step_id)
         own = KeyedEvent(key=f"{request.step_id}:start", body=chunk_of(start).model_dump(mode="json"))
+        # A first attempt reads the mark as it streams (_unless_steered_first, _DeltaWriter.flush), not here.
+        if retried and request.steer_cut_key is not None and (cut_short := await self._cut_before(request, own)):
+            return cut_short
         write = partial(write_pending, self._store, request.turn_id, request.pending, own)
         # New steps are part of the conversation: the request waits for their write. Otherwise the start is
         # written as the request goes out, while the model thinks: not competing with the conversation's

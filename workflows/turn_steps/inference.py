@@ -118,7 +118,8 @@ class InferenceSteps(ToolSteps, SpendSteps):
                 non_retryable_error_types=[PROVIDER_REJECTED, REPLY_TOO_LARGE],
             ),
         }
-        run_locally, self._regular_call_next = self._local_inference and not self._regular_call_next, False
+        run_locally = self._local_inference and not self._regular_call_next
+        self._regular_call_next = False
         if run_locally:
             # No heartbeat: the worker holding the call holds the workflow task too (the SDK extends it
             # while the call runs), so a dead worker is noticed by the task's timeout and the call made
