@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from cryptography.fernet import Fernet
 from temporalio.client import Client, WorkflowFailureError, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from api.app import create_app
@@ -41,6 +42,7 @@ from tests.support.sandbox import sandboxed_runner
 from tests.support.scripted_model import ALLOWED_HOST, GUARD_MODEL, ScriptedModel, ThreadedServer
 from worker import build_worker
 from workflows import search_attributes
+from workflows.retention import SCHEDULE_ID, SWEEP_WORKFLOW_ID
 
 T = TypeVar("T")
 
@@ -198,6 +200,18 @@ class Stack:
             yield server.url
         finally:
             server.stop()
+            if settings.worker_in_api:
+                self.background.run(self._forget_retention_schedule())
+
+    async def _forget_retention_schedule(self) -> None:
+        """An API hosting a worker puts the retention schedule in place with its own task queue (as worker.py does),
+        which no worker polls once it has gone: a sweep the schedule starts there would never end, and every later
+        sweep (one workflow id, overlaps skipped) would wait behind it. The rest of the suite on this stack has no
+        schedule, as tests/operations/test_retention.py's fixture leaves it."""
+        with contextlib.suppress(RPCError):  # none put in place, or none started
+            await self.client.get_schedule_handle(SCHEDULE_ID).delete()
+        with contextlib.suppress(RPCError):
+            await self.client.get_workflow_handle(SWEEP_WORKFLOW_ID).terminate("its worker's task queue has gone")
 
     def start_worker(self, settings: Settings | None = None) -> None:
         """The stack's worker, with the stack's settings or these (a worker of another configuration)."""
