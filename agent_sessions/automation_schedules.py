@@ -6,6 +6,9 @@ Policy, chosen so that one occurrence is delivered at most once and an outage ne
   Temporal catches up on occurrences missed while it was down; then the first runs and the rest are skipped.
 - Catch-up window DA_AUTOMATION_CATCHUP_WINDOW (1 hour by default): when Temporal is back after the whole stack
   was down, an occurrence missed within the window runs (once, however many fell in it); older ones do not.
+- Counted from the request: a create or an update is acknowledged only once Temporal's scheduler has taken it up
+  (`_taken_up`), so an occurrence after the acknowledgement survives Temporal stopping, and one that fell between
+  the request and a slow take-up is backfilled.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from temporalio.client import (
     Client,
     Schedule,
     ScheduleActionStartWorkflow,
+    ScheduleBackfill,
     ScheduleCalendarSpec,
+    ScheduleHandle,
     ScheduleOverlapPolicy,
     SchedulePolicy,
     ScheduleRange,
@@ -78,12 +83,40 @@ def schedule_of(record: AutomationRecord, task_queue: str, catchup_window: float
     )
 
 
+def _missed(record: AutomationRecord, taken_up: datetime) -> tuple[datetime, datetime] | None:
+    """The span of the record's occurrences that Temporal's scheduler, having taken the Schedule up only at
+    `taken_up`, will not run itself: from when the API took the change in (a `once` automation's run_at, which
+    it took in only as a future time), to `taken_up`."""
+    if record.status != "active":
+        return None
+    if record.kind == "once":
+        run_at = datetime.fromtimestamp(record.body["run_at"], UTC)
+        return (run_at, run_at) if run_at <= taken_up else None
+    return (record.updated_at, taken_up) if record.updated_at < taken_up else None
+
+
+async def _taken_up(handle: ScheduleHandle, record: AutomationRecord) -> None:
+    """Return once Temporal's scheduler has taken up what was just sent, having run anything it skipped.
+
+    The scheduler counts occurrences from the moment its workflow processes a new or updated Schedule, not from
+    the request: were Temporal to stop in between, it would come back counting from after its restart, and an
+    occurrence due meanwhile (a `once` automation's only one) would never run; so would one that fell before a
+    slow take-up. A describe is answered only after the scheduler has processed everything sent to it, and a
+    backfill starts the occurrences it skipped under their own times: the same run ids and run keys the
+    scheduler would have used, so nothing runs twice."""
+    described = await handle.describe()
+    taken_up = described.info.last_updated_at or described.info.created_at
+    if taken_up is not None and (missed := _missed(record, taken_up)) is not None:
+        await handle.backfill(ScheduleBackfill(start_at=missed[0], end_at=missed[1]))
+
+
 async def create_schedule(client: Client, record: AutomationRecord, task_queue: str, catchup_window: float) -> None:
-    await client.create_schedule(
+    handle = await client.create_schedule(
         schedule_id(record.automation_id),
         schedule_of(record, task_queue, catchup_window),
         search_attributes=_findable(record.automation_id),
     )
+    await _taken_up(handle, record)
 
 
 async def replace_schedule(client: Client, record: AutomationRecord, task_queue: str, catchup_window: float) -> None:
@@ -94,7 +127,9 @@ async def replace_schedule(client: Client, record: AutomationRecord, task_queue:
     def replace(_: ScheduleUpdateInput) -> ScheduleUpdate:
         return ScheduleUpdate(schedule=schedule, search_attributes=_findable(record.automation_id))
 
-    await client.get_schedule_handle(schedule_id(record.automation_id)).update(replace)
+    handle = client.get_schedule_handle(schedule_id(record.automation_id))
+    await handle.update(replace)
+    await _taken_up(handle, record)
 
 
 async def pause_schedule(client: Client, automation_id: str, note: str | None = None) -> None:

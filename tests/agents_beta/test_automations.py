@@ -4,14 +4,17 @@ each delivering a turn; the invocation log; and the refusals a caller can act on
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
 from openai import OpenAI
 
+from store.database import sqlite_module
 from tests.support.processes import EVENT_SECONDS, wait_until
 from tests.support.scripted_model import ScriptedModel, text
 from tests.support.stack import SCRIPTED_MODEL, Stack
@@ -149,6 +152,51 @@ def test_a_once_automation_runs_at_its_time_then_completes(client: OpenAI, model
     runs, schedules = found_by_automation_id(stack, created.id)
     assert len(runs) == 1 and runs[0].startswith(run_workflow_id(created.id)), runs  # Temporal appends the time
     assert schedules == [schedule_id(created.id)]
+
+
+@contextlib.contextmanager
+def _store_writes_held(stack: Stack, until: float) -> Iterator[None]:
+    """Another process's write transaction on the SQLite store until `until` (epoch seconds): the API's next write
+    waits for it, as it would behind a busy store."""
+    held = threading.Event()
+
+    def hold() -> None:
+        path = stack.settings.store_url.removeprefix("sqlite+aiosqlite:///")
+        with contextlib.closing(sqlite_module().connect(path, isolation_level=None)) as db:
+            db.execute("BEGIN IMMEDIATE")
+            held.set()
+            time.sleep(max(0.0, until - time.time()))
+            db.execute("COMMIT")
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(30), "the store's write lock was not taken"
+        yield
+    finally:
+        holder.join()
+
+
+def test_a_once_automation_due_while_its_create_waited_on_the_store_still_runs_once(
+    client: OpenAI, model: ScriptedModel, stack: Stack
+) -> None:
+    """The API takes `run_at` in as future, but its Schedule reaches Temporal only after that time: Temporal's
+    scheduler counts from when it takes a Schedule up, so the occurrence is backfilled, under its own time."""
+    model.script(text("On time."))
+    run_at = int(time.time()) + 2
+    with _store_writes_held(stack, until=run_at + 0.5):
+        created = client.beta.agents.automations.create(
+            type="once", name="right away", run_at=run_at, target=new_session_target("Now.")
+        )
+    described = stack.background.run(stack.client.get_schedule_handle(schedule_id(created.id)).describe())
+    assert described.info.created_at is not None and described.info.created_at.timestamp() > run_at
+    delivered = wait_invocation(client, created.id, EVENT_SECONDS, status="completed")
+    assert delivered is not None, "the occurrence did not run"
+    assert delivered.scheduled_at == run_at and delivered.source.type == "automation"
+    assert answered(client, delivered.session_id) == "On time."
+    assert len(client.beta.agents.automations.invocations.list(created.id).data) == 1
+    runs, _ = found_by_automation_id(stack, created.id)
+    assert len(runs) == 1, runs
 
 
 def test_an_existing_session_target_gets_a_turn_and_a_busy_session_skips_the_delivery(

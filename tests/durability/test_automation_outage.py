@@ -45,8 +45,9 @@ def _restore_a_separate_worker(processes: ProcessStack) -> None:
 def _outage_until_after(processes: ProcessStack, outage: str, automation_id: str, run_at: int) -> None:
     """SIGKILL what `outage` names, let the occurrence come and go with it down, then start it again."""
     if outage == TEMPORAL_AND_WORKER:
-        processes.kill(processes.worker)
+        # Temporal first, the moment the create is answered: its scheduler must have taken the Schedule up by then.
         processes.kill(processes.temporal)
+        processes.kill(processes.worker)
     else:
         processes.kill(processes.api)
     assert time.time() < run_at, "the outage began after the occurrence was due"
