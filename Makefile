@@ -4,9 +4,10 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# pytest-xdist workers for `make test`: one per core, at most 4 (each runs its own Temporal dev server
-# and stack); TEST_WORKERS=0 runs those tests in one process.
-TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
+# pytest-xdist workers for `make test`: one more than the cores, at most 4 (each runs its own Temporal dev
+# server and stack); TEST_WORKERS=0 runs those tests in one process. The extra one keeps the cores busy
+# while a test waits on a service, a timer or a Schedule (docs/testing.md).
+TEST_WORKERS ?= $(shell n=$$(( $$(nproc 2>/dev/null || echo 2) + 1 )); [ $$n -gt 4 ] && n=4; echo $$n)
 
 .PHONY: run test lint revision docs sandbox-env browser
 
