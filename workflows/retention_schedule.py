@@ -6,6 +6,9 @@ delivery log past its TTL. So no process decides for the others whether retentio
 started last does not matter. Every worker (and an API process hosting one) puts it in place when it starts:
 created if missing, updated only if its period or task queue differs from this process's settings — so
 processes of one configuration, started in any order or at once, leave it alone after the first.
+
+A sweep the Schedule started on a task queue it no longer names is terminated: no worker of this configuration
+polls that queue, so the sweep would never end, and the Schedule would skip every later sweep behind it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from datetime import timedelta
 from temporalio.client import (
     Client,
     Schedule,
+    ScheduleActionExecutionStartWorkflow,
     ScheduleActionStartWorkflow,
     ScheduleAlreadyRunningError,
     ScheduleIntervalSpec,
@@ -24,6 +28,7 @@ from temporalio.client import (
     ScheduleSpec,
     ScheduleUpdate,
     ScheduleUpdateInput,
+    WorkflowExecutionStatus,
 )
 from temporalio.service import RPCError
 
@@ -88,3 +93,20 @@ async def _ensure(client: Client, settings: Settings) -> None:
     await client.get_schedule_handle(SCHEDULE_ID).update(replace)
     if changed:
         log.info("retention schedule updated: every %s s", settings.retention_period)
+    await _end_sweeps_on_other_queues(client, settings.task_queue)
+
+
+async def _end_sweeps_on_other_queues(client: Client, task_queue: str) -> None:
+    described = await client.get_schedule_handle(SCHEDULE_ID).describe()
+    for action in described.info.running_actions:
+        if not isinstance(action, ScheduleActionExecutionStartWorkflow):
+            continue
+        sweep = client.get_workflow_handle(action.workflow_id, run_id=action.first_execution_run_id)
+        run = await sweep.describe()
+        if run.status == WorkflowExecutionStatus.RUNNING and run.task_queue != task_queue:
+            await sweep.terminate(reason=f"the retention schedule now runs its sweeps on task queue {task_queue!r}")
+            log.warning(
+                "retention sweep %s terminated: it ran on task queue %r, which the schedule left",
+                run.id,
+                run.task_queue,
+            )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ import openai
 import pytest
 from openai import OpenAI
 from openai.types.responses.response_input_item_param import FunctionCallOutput
+from temporalio.client import ScheduleActionExecutionStartWorkflow, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from api.guards.auth import OPERATOR_PREFIX
@@ -162,6 +163,44 @@ async def test_the_schedule_exists_whatever_process_starts_and_never_flaps(stack
         assert (await handle.describe()).schedule.spec.intervals[0].every == timedelta(seconds=45)
     finally:
         await handle.delete()
+
+
+async def _sweeps(stack: Stack, status: WorkflowExecutionStatus) -> list[str]:
+    """The ids of the sweeps the retention schedule has started that are in `status` now."""
+    described = await stack.client.get_schedule_handle(SCHEDULE_ID).describe()
+    found = []
+    for result in described.info.recent_actions:
+        action = result.action
+        if isinstance(action, ScheduleActionExecutionStartWorkflow):
+            run = stack.client.get_workflow_handle(action.workflow_id, run_id=action.first_execution_run_id)
+            if (await run.describe()).status == status:
+                found.append(action.workflow_id)
+    return found
+
+
+async def _eventually(check: Callable[[], Awaitable[list[str]]], what: str) -> list[str]:
+    deadline = time.monotonic() + EVENT_SECONDS
+    while not (found := await check()):
+        assert time.monotonic() < deadline, f"{what} did not happen within {EVENT_SECONDS} s"
+        await asyncio.sleep(0.2)
+    return found
+
+
+async def test_a_sweep_left_on_a_task_queue_the_schedule_no_longer_names_is_ended_at_the_next_start(
+    stack: Stack,
+) -> None:
+    """The workers moved to another task queue: a sweep started on the old one, which no worker polls now, would
+    never end, and the schedule would skip every later sweep behind it. The next worker start ends it."""
+    every_second = stack.settings.model_copy(update={"retention_period": 1.0})
+    elsewhere = every_second.model_copy(update={"task_queue": "no-worker-polls-this"})
+    try:
+        await ensure_retention_schedule(stack.client, elsewhere)
+        [stuck] = await _eventually(lambda: _sweeps(stack, WorkflowExecutionStatus.RUNNING), "a sweep on the old queue")
+        await ensure_retention_schedule(stack.client, every_second)
+        assert stuck in await _sweeps(stack, WorkflowExecutionStatus.TERMINATED)
+        await _eventually(lambda: _sweeps(stack, WorkflowExecutionStatus.COMPLETED), "a sweep on the stack's queue")
+    finally:
+        await stack.client.get_schedule_handle(SCHEDULE_ID).delete()
 
 
 def test_an_operator_erases_one_tenant_in_one_call(stack: Stack, model: ScriptedModel) -> None:

@@ -42,7 +42,7 @@ from tests.support.sandbox import sandboxed_runner
 from tests.support.scripted_model import ALLOWED_HOST, GUARD_MODEL, ScriptedModel, ThreadedServer
 from worker import build_worker
 from workflows import search_attributes
-from workflows.retention import SCHEDULE_ID, SWEEP_WORKFLOW_ID
+from workflows.retention import SCHEDULE_ID
 
 T = TypeVar("T")
 
@@ -205,13 +205,11 @@ class Stack:
 
     async def _forget_retention_schedule(self) -> None:
         """An API hosting a worker puts the retention schedule in place with its own task queue (as worker.py does),
-        which no worker polls once it has gone: a sweep the schedule starts there would never end, and every later
-        sweep (one workflow id, overlaps skipped) would wait behind it. The rest of the suite on this stack has no
-        schedule, as tests/operations/test_retention.py's fixture leaves it."""
-        with contextlib.suppress(RPCError):  # none put in place, or none started
+        which no worker polls once it has gone: a sweep the schedule started there would never end, and the
+        schedule would skip every later sweep behind it. The rest of the suite on this stack has no schedule, as
+        tests/operations/test_retention.py's fixture leaves it."""
+        with contextlib.suppress(RPCError):  # none put in place
             await self.client.get_schedule_handle(SCHEDULE_ID).delete()
-        with contextlib.suppress(RPCError):
-            await self.client.get_workflow_handle(SWEEP_WORKFLOW_ID).terminate("its worker's task queue has gone")
 
     def start_worker(self, settings: Settings | None = None) -> None:
         """The stack's worker, with the stack's settings or these (a worker of another configuration)."""
