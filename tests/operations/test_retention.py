@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -178,29 +178,22 @@ async def _sweeps(stack: Stack, status: WorkflowExecutionStatus) -> list[str]:
     return found
 
 
-async def _eventually(check: Callable[[], Awaitable[list[str]]], what: str) -> list[str]:
-    deadline = time.monotonic() + EVENT_SECONDS
-    while not (found := await check()):
-        assert time.monotonic() < deadline, f"{what} did not happen within {EVENT_SECONDS} s"
-        await asyncio.sleep(0.2)
-    return found
-
-
-async def test_a_sweep_left_on_a_task_queue_the_schedule_no_longer_names_is_ended_at_the_next_start(
-    stack: Stack,
-) -> None:
+def test_a_sweep_left_on_a_task_queue_the_schedule_no_longer_names_is_ended_at_the_next_start(stack: Stack) -> None:
     """The workers moved to another task queue: a sweep started on the old one, which no worker polls now, would
     never end, and the schedule would skip every later sweep behind it. The next worker start ends it."""
+    run = stack.background.run
     every_second = stack.settings.model_copy(update={"retention_period": 1.0})
     elsewhere = every_second.model_copy(update={"task_queue": "no-worker-polls-this"})
     try:
-        await ensure_retention_schedule(stack.client, elsewhere)
-        [stuck] = await _eventually(lambda: _sweeps(stack, WorkflowExecutionStatus.RUNNING), "a sweep on the old queue")
-        await ensure_retention_schedule(stack.client, every_second)
-        assert stuck in await _sweeps(stack, WorkflowExecutionStatus.TERMINATED)
-        await _eventually(lambda: _sweeps(stack, WorkflowExecutionStatus.COMPLETED), "a sweep on the stack's queue")
+        run(ensure_retention_schedule(stack.client, elsewhere))
+        running = WorkflowExecutionStatus.RUNNING
+        [stuck] = wait_until(lambda: run(_sweeps(stack, running)), "a sweep on the old queue", EVENT_SECONDS)
+        run(ensure_retention_schedule(stack.client, every_second))
+        assert stuck in run(_sweeps(stack, WorkflowExecutionStatus.TERMINATED))
+        completed = WorkflowExecutionStatus.COMPLETED
+        wait_until(lambda: run(_sweeps(stack, completed)), "a sweep on the stack's queue", EVENT_SECONDS)
     finally:
-        await stack.client.get_schedule_handle(SCHEDULE_ID).delete()
+        run(stack.client.get_schedule_handle(SCHEDULE_ID).delete())
 
 
 def test_an_operator_erases_one_tenant_in_one_call(stack: Stack, model: ScriptedModel) -> None:
